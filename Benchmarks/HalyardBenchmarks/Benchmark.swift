@@ -1,0 +1,8 @@
+import Halyard
+
+@main
+struct HalyardBenchmark {
+    static func main() {
+        print("halyard-bench: not written yet")
+    }
+}

@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Halyard: a feature-flag engine with lock-free, nanosecond reads.
+//
+// Layout:
+//   Sources/Halyard            the library (Values, Context, Snapshot, Sync, Exposure, Cache, Client)
+//   Sources/CHalyardAtomics    C11 atomics and the hazard-pointer records used by the snapshot store
+//   Sources/CZlib              zlib through a system-library target (Debian: zlib1g-dev)
+//   Sources/HalyardTesting     an in-memory control plane for application tests (SPEC §10)
+//   Benchmarks/                the read-latency harness (`swift run -c release halyard-bench`)
+//   Fuzz/                      libFuzzer harnesses, in a package of their own (see docs/fuzzing.md)
+let package = Package(
+    name: "Halyard",
+    platforms: [.macOS(.v13), .iOS(.v15), .tvOS(.v15), .watchOS(.v8)],
+    products: [
+        .library(name: "Halyard", targets: ["Halyard"]),
+        .library(name: "HalyardTesting", targets: ["HalyardTesting"]),
+        .executable(name: "halyard-bench", targets: ["HalyardBenchmarks"]),
+    ],
+    targets: [
+        .target(name: "CHalyardAtomics"),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .target(
+            name: "Halyard",
+            dependencies: ["CHalyardAtomics", "CZlib"]
+        ),
+        .target(name: "HalyardTesting", dependencies: ["Halyard"]),
+        .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
+        .executableTarget(
+            name: "HalyardBenchmarks",
+            dependencies: ["Halyard", "CMallocCounter"],
+            path: "Benchmarks/HalyardBenchmarks",
+            swiftSettings: [.unsafeFlags(["-Ounchecked"])]
+        ),
+        .testTarget(name: "HalyardTests", dependencies: ["Halyard", "HalyardTesting", "CHalyardAtomics"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

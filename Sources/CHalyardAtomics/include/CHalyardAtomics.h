@@ -1,0 +1,132 @@
+// CHalyardAtomics: the few atomic primitives Halyard's read path needs, as static inline C.
+//
+// Why C and not Synchronization.Atomic: `Atomic` needs macOS 15 / iOS 18, and Halyard supports
+// macOS 13 / iOS 15 like the peer SDKs. These inline functions compile to the same instructions
+// (plain loads and stores for acquire/release/relaxed on x86-64 and arm64) and are inlined into
+// Swift callers by the Clang importer, so they cost nothing extra. Plain (non-_Atomic) fields
+// accessed only through __atomic builtins are race-free for ThreadSanitizer.
+//
+// Also here: the per-thread hazard records of the snapshot store's reclamation scheme
+// (docs/architecture.md, "Memory reclamation").
+#ifndef CHALYARD_ATOMICS_H
+#define CHALYARD_ATOMICS_H
+
+#include <stdint.h>
+#include <stdbool.h>
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+// MARK: - Word atomics
+
+/// One machine word, accessed only atomically. Allocate it (in Swift) and never move it.
+typedef struct { uintptr_t value; } hal_atomic_word;
+
+static inline uintptr_t hal_load_acquire(const hal_atomic_word *w) {
+    return __atomic_load_n(&w->value, __ATOMIC_ACQUIRE);
+}
+static inline uintptr_t hal_load_relaxed(const hal_atomic_word *w) {
+    return __atomic_load_n(&w->value, __ATOMIC_RELAXED);
+}
+static inline void hal_store_release(hal_atomic_word *w, uintptr_t v) {
+    __atomic_store_n(&w->value, v, __ATOMIC_RELEASE);
+}
+static inline void hal_store_relaxed(hal_atomic_word *w, uintptr_t v) {
+    __atomic_store_n(&w->value, v, __ATOMIC_RELAXED);
+}
+static inline uintptr_t hal_exchange(hal_atomic_word *w, uintptr_t v) {
+    return __atomic_exchange_n(&w->value, v, __ATOMIC_ACQ_REL);
+}
+static inline bool hal_compare_exchange(hal_atomic_word *w, uintptr_t *expected, uintptr_t desired) {
+    return __atomic_compare_exchange_n(&w->value, expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+static inline uintptr_t hal_fetch_add(hal_atomic_word *w, uintptr_t delta) {
+    return __atomic_fetch_add(&w->value, delta, __ATOMIC_RELAXED);
+}
+static inline void hal_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+static inline void hal_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+static inline void hal_fence_seq_cst(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+// MARK: - Hazard records
+
+/// One thread's hazard slot. Padded to two cache lines so no two threads' slots share a line
+/// (adjacent-line prefetch pairs lines on x86).
+typedef struct hal_hazard_record {
+    uintptr_t hazard;                 // the protected pointer, 0 when the thread protects nothing
+    uintptr_t in_use;                 // 1 while a live thread owns this record
+    struct hal_hazard_record *next;   // immutable once published in the global list
+    char padding[128 - 3 * sizeof(uintptr_t)];
+} hal_hazard_record;
+
+/// 1 when the process-wide asymmetric heavy barrier (Linux membarrier) is available; then the
+/// reader side needs only a compiler barrier. Set once by hal_hazard_initialize() before any
+/// store exists and never changed afterwards.
+extern int hal_hazard_asymmetric;
+
+/// Initializes the hazard domain (idempotent, thread-safe). Call before the first protect.
+void hal_hazard_initialize(void);
+
+/// The calling thread's record, taken from the free list or allocated on first use. The record
+/// returns to the free list when the thread exits.
+hal_hazard_record *hal_hazard_record_slow(void);
+
+#if defined(__linux__) && !defined(HAL_NO_INITIAL_EXEC_TLS)
+extern __thread hal_hazard_record *hal_hazard_current __attribute__((tls_model("initial-exec")));
+#else
+extern __thread hal_hazard_record *hal_hazard_current;
+#endif
+
+/// The calling thread's hazard record (fast path: one thread-local load).
+static inline hal_hazard_record *hal_hazard_record_for_current_thread(void) {
+    hal_hazard_record *record = hal_hazard_current;
+    if (__builtin_expect(record != 0, 1)) return record;
+    return hal_hazard_record_slow();
+}
+
+/// The light half of the asymmetric fence pair.
+static inline void hal_hazard_light_fence(void) {
+    if (__builtin_expect(hal_hazard_asymmetric, 1)) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);   // compiler barrier only
+    } else {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+}
+
+/// Loads the pointer in `source` and publishes it in the record's hazard slot so no reclaimer
+/// frees it until hal_hazard_clear. Returns the protected pointer (may be 0).
+static inline uintptr_t hal_hazard_protect(hal_hazard_record *record, const hal_atomic_word *source) {
+    uintptr_t pointer = __atomic_load_n(&source->value, __ATOMIC_ACQUIRE);
+    for (;;) {
+        __atomic_store_n(&record->hazard, pointer, __ATOMIC_RELAXED);
+        hal_hazard_light_fence();
+        uintptr_t again = __atomic_load_n(&source->value, __ATOMIC_ACQUIRE);
+        if (__builtin_expect(again == pointer, 1)) return pointer;
+        pointer = again;
+    }
+}
+
+/// Ends the protection started by hal_hazard_protect.
+static inline void hal_hazard_clear(hal_hazard_record *record) {
+    __atomic_store_n(&record->hazard, 0, __ATOMIC_RELEASE);
+}
+
+/// The heavy half of the fence pair: after it returns, every hazard a reader published before
+/// its re-validation load is visible to the caller. Costs a membarrier system call (a few
+/// microseconds) when asymmetric, a full fence otherwise. Returns false only if the system call
+/// unexpectedly failed; the caller must then not reclaim anything this round.
+bool hal_hazard_heavy_fence(void);
+
+/// Writes up to `capacity` currently published hazards into `out` and returns how many there
+/// are in total (call again with a larger buffer when the result exceeds `capacity`).
+/// Call after hal_hazard_heavy_fence().
+intptr_t hal_hazard_collect(uintptr_t *out, intptr_t capacity);
+
+/// How many records exist (live threads plus free records), for tests and stats.
+intptr_t hal_hazard_record_count(void);
+
+#if defined(__cplusplus)
+}
+#endif
+
+#endif

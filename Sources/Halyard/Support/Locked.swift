@@ -1,0 +1,26 @@
+import Foundation
+
+/// A value guarded by a lock, for the slow paths (publishing, listeners, queues).
+///
+/// Never on the read path. Never call out to user code while holding it: mutate, collect the
+/// actions, unlock, then perform them. `NSLock` is used rather than `Synchronization.Mutex`
+/// because `Mutex` needs macOS 15 / iOS 18 and the package supports macOS 13 / iOS 15.
+package final class Locked<State>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var state: State
+
+    package init(_ state: State) { self.state = state }
+
+    /// Runs `body` with exclusive access to the state.
+    @discardableResult
+    package func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&state)
+    }
+}
+
+extension Locked where State: Sendable {
+    /// A copy of the current state.
+    package var value: State { withLock { $0 } }
+}

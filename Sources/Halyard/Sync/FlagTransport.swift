@@ -1,0 +1,78 @@
+import Foundation
+
+/// One HTTP request Halyard wants sent: the OFREP bulk evaluation or an exposure upload.
+public struct TransportRequest: Sendable {
+    /// The HTTP method (`"POST"`).
+    public var method: String
+    /// The absolute URL.
+    public var url: URL
+    /// Header fields to send, by name.
+    public var headers: [String: String]
+    /// The request body.
+    public var body: Data
+    /// How long the whole exchange may take before it fails with ``TransportError/timedOut``.
+    public var timeout: Duration
+    /// Response bodies longer than this fail with ``TransportError/responseTooLarge(limit:)``.
+    public var maxResponseBytes: Int
+
+    /// Creates a request.
+    public init(
+        method: String = "POST",
+        url: URL,
+        headers: [String: String] = [:],
+        body: Data = Data(),
+        timeout: Duration = .seconds(10),
+        maxResponseBytes: Int = 8 << 20
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
+    }
+}
+
+/// An HTTP response as a transport received it.
+public struct TransportResponse: Sendable {
+    /// The HTTP status code.
+    public var status: Int
+    /// Header fields by lowercased name.
+    public var headers: [String: String]
+    /// The (decompressed) body.
+    public var body: Data
+
+    /// Creates a response; header names are lowercased.
+    public init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
+        self.status = status
+        var lowered: [String: String] = [:]
+        for (name, value) in headers { lowered[name.lowercased()] = value }
+        self.headers = lowered
+        self.body = body
+    }
+
+    /// The value of a header field, by case-insensitive name.
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// Why a transport could not produce a response.
+public enum TransportError: Error, Sendable, Hashable {
+    /// The request did not complete within its timeout.
+    case timedOut
+    /// The connection failed (refused, reset, DNS, TLS...), with a description.
+    case network(String)
+    /// The request was cancelled.
+    case cancelled
+    /// The response body exceeded ``TransportRequest/maxResponseBytes``.
+    case responseTooLarge(limit: Int)
+}
+
+/// How Halyard talks HTTP. The default is a `URLSession` transport; tests and the
+/// `HalyardTesting` product use in-memory ones.
+///
+/// Implementations throw ``TransportError`` for failures that produced no HTTP response;
+/// any HTTP status, including 4xx and 5xx, is a response, not an error.
+public protocol FlagTransport: Sendable {
+    /// Sends one request and returns the response.
+    func send(_ request: TransportRequest) async throws -> TransportResponse
+}
