@@ -1,0 +1,109 @@
+/// Command-line options of `halyard-bench`.
+struct Options: Sendable {
+    var quick = false
+    var threads: [Int] = [1, 2, 4, 16, 64]
+    /// Seconds per multi-thread pass.
+    var duration = 1.0
+    /// Multi-thread rounds per (design, threads, publisher) cell; the cell reports the median.
+    var rounds = 2
+    /// Paired single-thread rounds per design.
+    var singleRounds = 31
+    /// Approximate length of one single-thread pass, in seconds.
+    var singlePass = 0.004
+    var filters: [String] = []
+    var jsonPath: String?
+    var svgPath: String?
+    var rate = 1000
+    var seed: UInt64 = 0x4841_4C59_4152_4421  // "HALYARD!"
+    var skipMulti = false
+    var batchOverride: Int?
+
+    static let usage = """
+        usage: halyard-bench [options]
+          --quick              threads 1,4,64, 0.25 s passes, 1 round, 15 single-thread rounds
+          --threads LIST       reader thread counts, e.g. 1,2,4,16,64 (default)
+          --duration SECONDS   length of each multi-thread pass (default 1.0)
+          --rounds N           multi-thread rounds per cell, median reported (default 2)
+          --single-rounds N    paired single-thread rounds per design (default 31)
+          --filter LIST        comma-separated substrings of design ids to run (the two lower
+                               bounds always run: every ratio needs them)
+          --skip-multi         only checksums, allocations and single-thread ratios
+          --rate N             publishes per second (default 1000)
+          --batch N            reads per timed batch, overriding the automatic choice
+          --seed N             seed of the access sequence and values
+          --json FILE          write the results as JSON (schema in docs/benchmarks.md)
+          --svg FILE           write the p99.9 and throughput chart as SVG
+          --list               list the designs and exit
+        """
+
+    /// Parses `arguments` (without the program name); returns nil after printing usage.
+    static func parse(_ arguments: [String]) -> Options? {
+        var o = Options()
+        var explicitThreads = false, explicitDuration = false, explicitRounds = false
+        var explicitSingle = false
+        var i = 0
+        func value() -> String? {
+            i += 1
+            return i < arguments.count ? arguments[i] : nil
+        }
+        while i < arguments.count {
+            let a = arguments[i]
+            switch a {
+            case "--quick": o.quick = true
+            case "--threads":
+                guard let v = value() else { return nil }
+                let list = v.split(separator: ",").compactMap { Int($0) }
+                guard !list.isEmpty, list.allSatisfy({ $0 > 0 && $0 <= 1024 }) else { return nil }
+                o.threads = list
+                explicitThreads = true
+            case "--duration":
+                guard let v = value().flatMap(Double.init), v > 0 else { return nil }
+                o.duration = v
+                explicitDuration = true
+            case "--rounds":
+                guard let v = value().flatMap({ Int($0) }), v > 0 else { return nil }
+                o.rounds = v
+                explicitRounds = true
+            case "--single-rounds":
+                guard let v = value().flatMap({ Int($0) }), v > 0 else { return nil }
+                o.singleRounds = v
+                explicitSingle = true
+            case "--filter":
+                guard let v = value() else { return nil }
+                o.filters = v.split(separator: ",").map(String.init)
+            case "--skip-multi": o.skipMulti = true
+            case "--rate":
+                guard let v = value().flatMap({ Int($0) }), v > 0, v <= 100_000 else { return nil }
+                o.rate = v
+            case "--batch":
+                guard let v = value().flatMap({ Int($0) }), v > 0 else { return nil }
+                o.batchOverride = v
+            case "--seed":
+                guard let v = value().flatMap({ UInt64($0) }) else { return nil }
+                o.seed = v
+            case "--json":
+                guard let v = value() else { return nil }
+                o.jsonPath = v
+            case "--svg":
+                guard let v = value() else { return nil }
+                o.svgPath = v
+            case "--list":
+                o.filters = ["--list"]
+            default:
+                return nil
+            }
+            i += 1
+        }
+        if o.quick {
+            if !explicitThreads { o.threads = [1, 4, 64] }
+            if !explicitDuration { o.duration = 0.25 }
+            if !explicitRounds { o.rounds = 1 }
+            if !explicitSingle { o.singleRounds = 15 }
+        }
+        return o
+    }
+
+    func selects(_ id: String) -> Bool {
+        filters.isEmpty || filters.contains { id.contains($0) }
+    }
+}

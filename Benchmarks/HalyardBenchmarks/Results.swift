@@ -1,0 +1,114 @@
+/// Everything one run measured; encoded as the `--json` file (schema in docs/benchmarks.md).
+struct BenchReport: Codable {
+    var schema = "halyard-bench/1"
+    var date: String
+    var elapsedSeconds: Double
+    var machine: Machine
+    var options: RunOptions
+    var halyardImplementation: String
+    var publisher: PublisherInfo
+    var designs: [Design]
+    var checksums: [Checksum]
+    var singleThread: [Single]
+    var allocations: [Allocation]
+    var multiThread: [Multi]
+    var verdicts: [Verdict]
+
+    struct Machine: Codable {
+        var cpuModel: String
+        var cores: Int
+        var kernel: String
+    }
+
+    struct RunOptions: Codable {
+        var quick: Bool
+        var threads: [Int]
+        var durationSeconds: Double
+        var rounds: Int
+        var singleRounds: Int
+        var publishRate: Int
+        var seed: String
+        var filters: [String]
+    }
+
+    struct PublisherInfo: Codable {
+        var realtime: Bool
+        var note: String
+    }
+
+    struct Design: Codable {
+        var id: String
+        var title: String
+        var kind: String
+        var publisherSwaps: Bool
+        var bound: String
+        var batch: Int
+    }
+
+    struct Checksum: Codable {
+        var design: String
+        var expected: Int
+        var actual: Int
+        var ok: Bool
+    }
+
+    struct Single: Codable {
+        var design: String
+        var bound: String
+        var nsPerRead: Double
+        var boundNsPerRead: Double
+        var ratio: Double
+        var ratioQ1: Double
+        var ratioQ3: Double
+        var readsPerPass: Int
+        var ratios: [Double]
+    }
+
+    struct Allocation: Codable {
+        var probe: String
+        var reads: Int
+        var allocationsPerRead: Double
+    }
+
+    struct Multi: Codable {
+        var design: String
+        var threads: Int
+        var publisher: Bool
+        var publisherSwaps: Bool
+        var batch: Int
+        var readsPerSecond: Double
+        var readsPerSecondRounds: [Double]
+        /// Median over rounds of (this design's reads/s) / (unsync.dict's reads/s in the same round).
+        var throughputRatioToDict: Double
+        var throughputRatioToDictRounds: [Double]
+        var p50Ns: Double
+        var p99Ns: Double
+        var p999Ns: Double
+        var batches: UInt64
+        var publishesPerSecond: Double?
+        var publishesPerSecondRounds: [Double]?
+        var lateWakeups: Int?
+        var maxPublisherLatenessMicroseconds: Double?
+    }
+
+    struct Verdict: Codable {
+        /// "pass", "fail", or "skip" (not measured in this run).
+        var result: String
+        var target: String
+        var measured: String
+    }
+}
+
+func median(_ xs: [Double]) -> Double {
+    quantile(xs, 0.5)
+}
+
+/// Linear-interpolated quantile of `xs` (nan when empty).
+func quantile(_ xs: [Double], _ q: Double) -> Double {
+    guard !xs.isEmpty else { return .nan }
+    let s = xs.sorted()
+    let pos = q * Double(s.count - 1)
+    let lo = Int(pos.rounded(.down))
+    let hi = min(lo + 1, s.count - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - Double(lo))
+}
