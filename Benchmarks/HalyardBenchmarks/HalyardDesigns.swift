@@ -33,8 +33,15 @@ final class HalyardDetailBool: ReadDesign, @unchecked Sendable {
 }
 
 /// `handle.value`, one pre-resolved `FlagHandle<Bool>` per key.
+///
+/// The handles are reached through `Unmanaged` references: loading a class reference out of an
+/// array makes the caller retain and release it around the call, an atomic read-modify-write
+/// on the handle's reference count shared by every reader thread. That is the caller's ARC,
+/// not Halyard's read (a handle kept in a `let` property of the caller usually avoids it), so
+/// the harness keeps it out.
 final class HalyardHandleBool: ReadDesign, @unchecked Sendable {
     let handles: [FlagHandle<Bool>]
+    let unowned: UnsafeMutablePointer<Unmanaged<FlagHandle<Bool>>>
     let sets: [[String: JSONValue]]
     let flags: FlagClient
     init(_ w: Workload) throws {
@@ -42,8 +49,11 @@ final class HalyardHandleBool: ReadDesign, @unchecked Sendable {
         let flags = try FlagClient(offlineValues: sets[0])
         self.flags = flags
         handles = w.keys.map { flags.handle($0, default: false) }
+        unowned = .allocate(capacity: handles.count)
+        unowned.initialize(from: handles.map { Unmanaged.passUnretained($0) }, count: handles.count)
     }
-    @inline(__always) func read(_ i: Int) -> Bool { handles[i].value }
+    deinit { unowned.deallocate() }
+    @inline(__always) func read(_ i: Int) -> Bool { unowned[i]._withUnsafeGuaranteedRef { $0.value } }
     func publish(_ generation: Int) { try? flags.setOfflineValues(sets[generation & 1]) }
 }
 
@@ -80,4 +90,4 @@ struct HalyardAllocationProbes {
 #endif
 
 /// What the Halyard designs run against (printed and recorded in the JSON).
-let halyardImplementation = "TEMPORARY STAND-IN (HalyardStandIn.swift), not Halyard"
+let halyardImplementation = "Halyard (FlagClient offline mode, this checkout)"

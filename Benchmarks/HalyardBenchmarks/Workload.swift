@@ -2,8 +2,8 @@ import Halyard
 
 /// The keys, values and access sequence every design reads, so that all designs do the same work.
 struct Workload: Sendable {
-    /// 64 keys shaped like real flag keys, 8 to 24 UTF-8 bytes (Swift stores up to 15 bytes
-    /// inline in the `String` and longer ones on the heap: both shapes occur).
+    /// 64 keys shaped like real flag keys, 9 to 21 UTF-8 bytes: 30 fit in a small `String`
+    /// (up to 15 bytes, stored inline) and 34 are longer (stored out of line), as in real code.
     let keys: [String]
     /// Two Bool value sets; the publisher alternates between them. Set 1 flips every third key.
     let values: [[Bool]]
@@ -13,22 +13,31 @@ struct Workload: Sendable {
     static let keyCount = 64
     static let sequenceLength = 1 << 13
 
+    /// The keys, written as literals like real call sites (`flags.bool("checkout.new-flow", ...)`):
+    /// literal strings are immortal, so passing one costs no reference counting. Keys built at
+    /// run time would make every keyed design retain/release a `String` buffer shared by all
+    /// reader threads, a cost of the harness and not of the designs.
+    static let literalKeys: [String] = [
+        "checkout.new-flow", "banner.text", "search.v2", "cart.enabled",
+        "profile.dark-mode", "onboarding.skip", "pricing.tiers", "feed.ranking",
+        "checkout.express-pay", "banner.color", "search.typeahead", "cart.save-later",
+        "profile.avatar-upload", "onboarding.tour", "pricing.discount", "feed.autoplay",
+        "checkout.apple-pay", "banner.dismissible", "search.filters", "cart.upsell",
+        "profile.bio-limit", "onboarding.steps", "pricing.annual", "feed.infinite-scroll",
+        "checkout.gift-wrap", "banner.position", "search.spellcheck", "cart.badge",
+        "profile.pronouns", "onboarding.video", "pricing.trial-days", "feed.stories",
+        "checkout.address-v3", "banner.countdown", "search.recent", "cart.coupon-field",
+        "profile.export", "onboarding.email", "pricing.currency", "feed.ads-density",
+        "checkout.split-pay", "banner.locale-fix", "search.voice", "cart.min-order",
+        "profile.privacy-v2", "onboarding.push", "pricing.promo-code", "feed.reactions",
+        "checkout.tip-jar", "banner.a11y", "search.semantic", "cart.recommend",
+        "profile.share", "onboarding.locale", "pricing.bundles", "feed.share-sheet",
+        "checkout.retry-3ds", "banner.rollout", "search.boost-new", "cart.quick-add",
+        "profile.delete-v2", "onboarding.consent", "pricing.vat", "feed.comments-v2",
+    ]
+
     init(seed: UInt64) {
-        let areas = ["checkout", "banner", "search", "cart", "profile", "onboarding", "pricing", "feed"]
-        let features = [
-            "new-flow", "text", "v2", "enabled", "dark-mode", "fast-path", "beta-ui", "limits",
-        ]
-        var keys: [String] = []
-        for (a, area) in areas.enumerated() {
-            for (f, feature) in features.enumerated() {
-                var key = "\(area).\(feature)"
-                // Vary the lengths a little more so they spread over 8...24 bytes.
-                if (a + f) % 5 == 0 { key += ".rollout" }
-                while key.utf8.count < 8 { key += "-x" }
-                if key.utf8.count > 24 { key = String(key.utf8.prefix(24))! }
-                keys.append(key)
-            }
-        }
+        let keys = Self.literalKeys
         precondition(Set(keys).count == Self.keyCount)
         var rng = SplitMix64(seed: seed)
         let set0 = (0..<Self.keyCount).map { _ in rng.next() & 1 == 1 }
