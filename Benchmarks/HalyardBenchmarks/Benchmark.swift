@@ -81,6 +81,7 @@ final class Bench {
         progress("halyard-bench: \(runners.count) designs, Halyard implementation: \(halyardImplementation)")
         let checksums = verifyChecksums()
         let allocations = try measureAllocations()
+        let publishCosts = measurePublishCost()
         calibrate()
         let single = measureSingleThread()
         var multi: [BenchReport.Multi] = []
@@ -89,8 +90,8 @@ final class Bench {
             (multi, realtimeError) = measureMultiThread()
         }
         let report = makeReport(
-            checksums: checksums, allocations: allocations, single: single, multi: multi,
-            realtimeError: realtimeError)
+            checksums: checksums, allocations: allocations, publishCosts: publishCosts, single: single,
+            multi: multi, realtimeError: realtimeError)
         print(renderTable(report))
         if let path = options.jsonPath {
             let encoder = JSONEncoder()
@@ -151,6 +152,33 @@ final class Bench {
             }
         }
         progress("allocations measured")
+        return out
+    }
+
+    // MARK: Phase 2b: what one publish costs, alone (no readers)
+
+    func measurePublishCost() -> [BenchReport.PublishCost] {
+        let count = 300
+        var out: [BenchReport.PublishCost] = []
+        for r in runners where r.info.publisherSwaps {
+            for g in 1...20 { r.publish(g) }
+            var durations: [Double] = []
+            durations.reserveCapacity(count)
+            let c0 = halyard_malloc_count()
+            for g in 0..<count {
+                let t0 = halyard_now_ns()
+                r.publish(g)
+                durations.append(Double(halyard_now_ns() - t0) / 1000)
+            }
+            let c1 = halyard_malloc_count()
+            r.publish(0)  // back to value set 0 for the passes that follow
+            out.append(
+                .init(
+                    design: r.info.id, publishes: count, p50Microseconds: median(durations),
+                    p99Microseconds: quantile(durations, 0.99),
+                    allocationsPerPublish: Double(c1 - c0) / Double(count)))
+        }
+        progress("publish cost measured")
         return out
     }
 
@@ -266,21 +294,30 @@ final class Bench {
                 let passes = results[r.info.id]!
                 let ratios = zip(passes, dictRounds).map { $0.readsPerSecond / $1 }
                 var histogram = Histogram()
-                for p in passes { histogram.merge(p.histogram) }
+                var publishDurations = Histogram()
+                for p in passes {
+                    histogram.merge(p.histogram)
+                    publishDurations.merge(p.publishDurations)
+                }
                 let rps = passes.map(\.readsPerSecond)
                 let pps = publisher ? passes.map { $0.publishesPerSecond! } : nil
-                out.append(
-                    .init(
-                        design: r.info.id, threads: threads, publisher: publisher,
-                        publisherSwaps: publisher && r.info.publisherSwaps, batch: batches[r.info.id]!,
-                        readsPerSecond: median(rps), readsPerSecondRounds: rps,
-                        throughputRatioToDict: median(ratios), throughputRatioToDictRounds: ratios,
-                        p50Ns: histogram.quantileNs(0.5) ?? .nan, p99Ns: histogram.quantileNs(0.99) ?? .nan,
-                        p999Ns: histogram.quantileNs(0.999) ?? .nan, batches: histogram.total,
-                        publishesPerSecond: pps.map(median), publishesPerSecondRounds: pps,
-                        lateWakeups: publisher ? passes.map(\.lateWakeups).reduce(0, +) : nil,
-                        maxPublisherLatenessMicroseconds: publisher
-                            ? Double(passes.map(\.maxLatenessNs).max() ?? 0) / 1000 : nil))
+                let lateWakeups: Int? = publisher ? passes.map(\.lateWakeups).reduce(0, +) : nil
+                let maxLateness: Double? = publisher ? Double(passes.map(\.maxLatenessNs).max() ?? 0) / 1000 : nil
+                let publishP50: Double? = publishDurations.quantileNs(0.5).map { $0 / 1000 }
+                let publishP99: Double? = publishDurations.quantileNs(0.99).map { $0 / 1000 }
+                let p50: Double = histogram.quantileNs(0.5) ?? .nan
+                let p99: Double = histogram.quantileNs(0.99) ?? .nan
+                let p999: Double = histogram.quantileNs(0.999) ?? .nan
+                let cell = BenchReport.Multi(
+                    design: r.info.id, threads: threads, publisher: publisher,
+                    publisherSwaps: publisher && r.info.publisherSwaps, batch: batches[r.info.id]!,
+                    readsPerSecond: median(rps), readsPerSecondRounds: rps,
+                    throughputRatioToDict: median(ratios), throughputRatioToDictRounds: ratios,
+                    p50Ns: p50, p99Ns: p99, p999Ns: p999, batches: histogram.total,
+                    publishesPerSecond: pps.map(median), publishesPerSecondRounds: pps,
+                    lateWakeups: lateWakeups, maxPublisherLatenessMicroseconds: maxLateness,
+                    publishP50Microseconds: publishP50, publishP99Microseconds: publishP99)
+                out.append(cell)
             }
         }
         return (out, realtimeError)
@@ -289,7 +326,8 @@ final class Bench {
     // MARK: Report
 
     func makeReport(
-        checksums: [BenchReport.Checksum], allocations: [BenchReport.Allocation], single: [BenchReport.Single],
+        checksums: [BenchReport.Checksum], allocations: [BenchReport.Allocation],
+        publishCosts: [BenchReport.PublishCost], single: [BenchReport.Single],
         multi: [BenchReport.Multi], realtimeError: Int32
     ) -> BenchReport {
         let realtime = realtimeError == 0
@@ -313,7 +351,8 @@ final class Bench {
                     id: $0.info.id, title: $0.info.title, kind: $0.info.kind.rawValue,
                     publisherSwaps: $0.info.publisherSwaps, bound: $0.info.boundID, batch: batches[$0.info.id] ?? 0)
             },
-            checksums: checksums, singleThread: single, allocations: allocations, multiThread: multi, verdicts: [])
+            checksums: checksums, singleThread: single, allocations: allocations, publishCosts: publishCosts,
+            multiThread: multi, verdicts: [])
         report.verdicts = computeVerdicts(report)
         return report
     }

@@ -104,6 +104,13 @@ func renderTable(_ r: BenchReport) -> String {
     for a in r.allocations {
         lines.append(pad(a.probe, 22) + pad(fmt(a.allocationsPerRead), 8, right: true))
     }
+    lines.append("")
+    lines.append("Publish cost, one thread, no readers (median / p99 of single publishes; allocations per publish)")
+    for c in r.publishCosts {
+        lines.append(
+            pad(c.design, 22) + pad("\(fmt(c.p50Microseconds)) / \(fmt(c.p99Microseconds)) us", 22, right: true)
+                + pad(fmt(c.allocationsPerPublish) + " allocs", 14, right: true))
+    }
     let cells = Array(Set(r.multiThread.map { "\($0.threads)|\($0.publisher)" }))
     for t in r.options.threads {
         for publisher in [false, true] where cells.contains("\(t)|\(publisher)") {
@@ -115,7 +122,7 @@ func renderTable(_ r: BenchReport) -> String {
                 pad("design", 20) + pad("Mreads/s", 10, right: true) + pad("vs dict", 9, right: true)
                     + pad("p50 ns", 9, right: true)
                     + pad("p99 ns", 9, right: true) + pad("p99.9 ns", 10, right: true) + pad("batch", 6, right: true)
-                    + (publisher ? pad("publishes/s", 13, right: true) : ""))
+                    + (publisher ? pad("publishes/s", 13, right: true) + pad("publish p50/p99 us", 20, right: true) : ""))
             for m in r.multiThread where m.threads == t && m.publisher == publisher {
                 var line =
                     pad(m.design, 20) + pad(fmt(m.readsPerSecond / 1e6), 10, right: true)
@@ -123,7 +130,12 @@ func renderTable(_ r: BenchReport) -> String {
                     + pad(fmt(m.p50Ns), 9, right: true) + pad(fmt(m.p99Ns), 9, right: true)
                     + pad(fmt(m.p999Ns), 10, right: true) + pad(String(m.batch), 6, right: true)
                 if let p = m.publishesPerSecond {
-                    line += pad(fmt(p), 13, right: true) + (m.publisherSwaps ? "" : "  (wake-ups only, no swap)")
+                    line += pad(fmt(p), 13, right: true)
+                    if m.publisherSwaps, let p50 = m.publishP50Microseconds, let p99 = m.publishP99Microseconds {
+                        line += pad("\(fmt(p50)) / \(fmt(p99))", 20, right: true)
+                    } else {
+                        line += "  (wake-ups only, no swap)"
+                    }
                 }
                 lines.append(line)
             }
@@ -204,7 +216,8 @@ func renderSVG(_ r: BenchReport) -> String {
                     }
                 guard !pts.isEmpty else { continue }
                 let dash = publisher ? "" : " stroke-dasharray=\"5,4\""
-                let w = publisher ? 2.2 : 1.2
+                let isHalyard = id.hasPrefix("halyard.")
+                let w = (publisher ? 2.2 : 1.2) * (isHalyard ? 1.6 : 1)
                 svg.append(
                     "<polyline points=\"\(pts.joined(separator: " "))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"\(w)\"\(dash)/>")
                 for pt in pts where publisher {

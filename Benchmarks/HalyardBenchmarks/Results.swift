@@ -11,6 +11,7 @@ struct BenchReport: Codable {
     var checksums: [Checksum]
     var singleThread: [Single]
     var allocations: [Allocation]
+    var publishCosts: [PublishCost]
     var multiThread: [Multi]
     var verdicts: [Verdict]
 
@@ -70,6 +71,14 @@ struct BenchReport: Codable {
         var allocationsPerRead: Double
     }
 
+    struct PublishCost: Codable {
+        var design: String
+        var publishes: Int
+        var p50Microseconds: Double
+        var p99Microseconds: Double
+        var allocationsPerPublish: Double
+    }
+
     struct Multi: Codable {
         var design: String
         var threads: Int
@@ -89,6 +98,9 @@ struct BenchReport: Codable {
         var publishesPerSecondRounds: [Double]?
         var lateWakeups: Int?
         var maxPublisherLatenessMicroseconds: Double?
+        /// Duration of one publish call (median and 99th percentile), when the publisher swaps.
+        var publishP50Microseconds: Double?
+        var publishP99Microseconds: Double?
     }
 
     struct Verdict: Codable {

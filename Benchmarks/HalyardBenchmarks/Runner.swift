@@ -45,6 +45,8 @@ final class PublisherSlot: @unchecked Sendable {
     var realtimeError: Int32 = 0
     var lateWakeups = 0  // wake-ups more than one period after their deadline
     var maxLatenessNs: UInt64 = 0
+    /// How long each publish call took (ns), to explain what the readers lose to it.
+    var publishDurations = Histogram()
 }
 
 // MARK: - The specialized loops
@@ -110,7 +112,11 @@ func publisherLoop(
         let late = halyard_now_ns() &- deadline
         if late > period { slot.lateWakeups += 1 }
         if late > slot.maxLatenessNs { slot.maxLatenessNs = late }
-        if swaps { publish(generation) }
+        if swaps {
+            let p0 = halyard_now_ns()
+            publish(generation)
+            slot.publishDurations.record(batchNs: halyard_now_ns() &- p0, reads: 1)
+        }
         generation &+= 1
         publishes += 1
         deadline &+= period
@@ -168,6 +174,7 @@ struct PassResult {
     var maxLatenessNs: UInt64
     var realtimeError: Int32
     var elapsedNs: UInt64
+    var publishDurations: Histogram
 }
 
 /// Runs `threads` readers (and the publisher when `publisher`) for `durationNs`.
@@ -216,7 +223,8 @@ func runPass(
         lateWakeups: publisherSlot.lateWakeups,
         maxLatenessNs: publisherSlot.maxLatenessNs,
         realtimeError: publisherSlot.realtimeError,
-        elapsedNs: elapsed
+        elapsedNs: elapsed,
+        publishDurations: publisherSlot.publishDurations
     )
 }
 #endif
