@@ -3,9 +3,9 @@ struct Options: Sendable {
     var quick = false
     var threads: [Int] = [1, 2, 4, 16, 64]
     /// Seconds per multi-thread pass.
-    var duration = 1.0
+    var duration = 0.5
     /// Multi-thread rounds per (design, threads, publisher) cell; the cell reports the median.
-    var rounds = 2
+    var rounds = 4
     /// Paired single-thread rounds per design.
     var singleRounds = 31
     /// Approximate length of one single-thread pass, in seconds.
@@ -20,10 +20,10 @@ struct Options: Sendable {
 
     static let usage = """
         usage: halyard-bench [options]
-          --quick              threads 1,4,64, 0.25 s passes, 1 round, 15 single-thread rounds
+          --quick              threads 1,4,64, 0.15 s passes, 2 rounds, 15 single-thread rounds
           --threads LIST       reader thread counts, e.g. 1,2,4,16,64 (default)
-          --duration SECONDS   length of each multi-thread pass (default 1.0)
-          --rounds N           multi-thread rounds per cell, median reported (default 2)
+          --duration SECONDS   length of each multi-thread pass (default 0.5)
+          --rounds N           multi-thread rounds per cell, median reported (default 4)
           --single-rounds N    paired single-thread rounds per design (default 31)
           --filter LIST        comma-separated substrings of design ids to run (the two lower
                                bounds always run: every ratio needs them)
@@ -96,8 +96,8 @@ struct Options: Sendable {
         }
         if o.quick {
             if !explicitThreads { o.threads = [1, 4, 64] }
-            if !explicitDuration { o.duration = 0.25 }
-            if !explicitRounds { o.rounds = 1 }
+            if !explicitDuration { o.duration = 0.15 }
+            if !explicitRounds { o.rounds = 2 }
             if !explicitSingle { o.singleRounds = 15 }
         }
         return o
