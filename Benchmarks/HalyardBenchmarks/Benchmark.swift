@@ -86,12 +86,14 @@ final class Bench {
         let single = measureSingleThread()
         var multi: [BenchReport.Multi] = []
         var realtimeError: Int32 = 0
+        var target: BenchReport.Target?
         if !options.skipMulti {
             (multi, realtimeError) = measureMultiThread()
+            if options.targetRounds > 0 { target = measureTarget() }
         }
         let report = makeReport(
             checksums: checksums, allocations: allocations, publishCosts: publishCosts, single: single,
-            multi: multi, realtimeError: realtimeError)
+            multi: multi, target: target, realtimeError: realtimeError)
         print(renderTable(report))
         if let path = options.jsonPath {
             let encoder = JSONEncoder()
@@ -256,6 +258,8 @@ final class Bench {
         var realtimeError: Int32 = 0
         var warned = false
         let durationNs = UInt64(options.duration * 1e9)
+        let baseline = BaselinePublisher(
+            spinNs: UInt64(options.baselinePublisherSpinMicroseconds * 1000), membarrier: options.baselinePublisherMembarrier)
         let cells = options.threads.flatMap { t in [(t, false), (t, true)] }
         let total = cells.count * runners.count * options.rounds
         var done = 0
@@ -269,7 +273,7 @@ final class Bench {
                     let id = r.info.id
                     let result = runPass(
                         r, threads: threads, publisher: publisher, rate: options.rate, batch: batches[id]!,
-                        durationNs: durationNs)
+                        durationNs: durationNs, baseline: baseline)
                     if publisher, result.realtimeError != 0 {
                         realtimeError = result.realtimeError
                         if !warned {
@@ -323,12 +327,62 @@ final class Bench {
         return (out, realtimeError)
     }
 
+    // MARK: Phase 5: the target cell in paired rounds
+
+    /// 64 readers with the publisher, halyard.bool and unsync.dict in adjacent passes (order
+    /// alternating), so that each ratio compares two passes a second apart: the load other
+    /// programs put on a shared machine changes over seconds and would otherwise dominate.
+    func measureTarget() -> BenchReport.Target? {
+        guard let dict = runners.first(where: { $0.info.id == "unsync.dict" }),
+            let halyard = runners.first(where: { $0.info.id == "halyard.bool" })
+        else { return nil }
+        let threads = 64
+        let durationNs = UInt64(options.duration * 1e9)
+        let baseline = BaselinePublisher(
+            spinNs: UInt64(options.baselinePublisherSpinMicroseconds * 1000), membarrier: options.baselinePublisherMembarrier)
+        var h: [PassResult] = [], d: [PassResult] = []
+        for round in 0..<options.targetRounds {
+            func pass(_ r: DesignRunner) -> PassResult {
+                runPass(r, threads: threads, publisher: true, rate: options.rate, batch: batches[r.info.id]!, durationNs: durationNs, baseline: baseline)
+            }
+            if round % 2 == 0 {
+                h.append(pass(halyard))
+                d.append(pass(dict))
+            } else {
+                d.append(pass(dict))
+                h.append(pass(halyard))
+            }
+            let tr = h[round].readsPerSecond / d[round].readsPerSecond
+            let pr = (h[round].histogram.quantileNs(0.999) ?? .nan) / (d[round].histogram.quantileNs(0.999) ?? .nan)
+            progress("[target \(round + 1)/\(options.targetRounds)] 64 readers + publisher: halyard.bool/unsync.dict throughput \(fmt(tr))x, p99.9 \(fmt(pr))x")
+        }
+        var hPooled = Histogram(), dPooled = Histogram(), publishes = Histogram()
+        for p in h {
+            hPooled.merge(p.histogram)
+            publishes.merge(p.publishDurations)
+        }
+        for p in d { dPooled.merge(p.histogram) }
+        let hP = h.map { $0.histogram.quantileNs(0.999) ?? .nan }
+        let dP = d.map { $0.histogram.quantileNs(0.999) ?? .nan }
+        return BenchReport.Target(
+            threads: threads, rounds: options.targetRounds, durationSeconds: options.duration,
+            throughputRatios: zip(h, d).map { $0.readsPerSecond / $1.readsPerSecond },
+            p999Ratios: zip(hP, dP).map { $0 / $1 },
+            halyardReadsPerSecond: h.map(\.readsPerSecond), dictReadsPerSecond: d.map(\.readsPerSecond),
+            halyardP999Ns: hP, dictP999Ns: dP,
+            halyardP999PooledNs: hPooled.quantileNs(0.999) ?? .nan, dictP999PooledNs: dPooled.quantileNs(0.999) ?? .nan,
+            halyardPublishesPerSecond: h.map { $0.publishesPerSecond ?? 0 },
+            halyardLateWakeups: h.map(\.lateWakeups).reduce(0, +),
+            halyardPublishP50Microseconds: (publishes.quantileNs(0.5) ?? .nan) / 1000,
+            halyardPublishP99Microseconds: (publishes.quantileNs(0.99) ?? .nan) / 1000)
+    }
+
     // MARK: Report
 
     func makeReport(
         checksums: [BenchReport.Checksum], allocations: [BenchReport.Allocation],
         publishCosts: [BenchReport.PublishCost], single: [BenchReport.Single],
-        multi: [BenchReport.Multi], realtimeError: Int32
+        multi: [BenchReport.Multi], target: BenchReport.Target?, realtimeError: Int32
     ) -> BenchReport {
         let realtime = realtimeError == 0
         let note =
@@ -336,6 +390,10 @@ final class Bench {
                 ? "publisher on a SCHED_FIFO pthread, woken at absolute CLOCK_MONOTONIC deadlines"
                 : "SCHED_FIFO refused (errno \(realtimeError)); publisher at normal priority")
             + "; for unsync.dict and unsync.array the publisher only wakes up (nothing can be swapped without synchronization)"
+            + (options.baselinePublisherSpinMicroseconds > 0
+                ? " and then spins \(options.baselinePublisherSpinMicroseconds) us (control experiment)" : "")
+            + (options.baselinePublisherMembarrier
+                ? " and issues membarrier(PRIVATE_EXPEDITED) per wake-up (control experiment)" : "")
         var report = BenchReport(
             date: ISO8601DateFormatter().string(from: Date()),
             elapsedSeconds: Double(halyard_now_ns() - started) / 1e9,
@@ -343,6 +401,9 @@ final class Bench {
             options: .init(
                 quick: options.quick, threads: options.threads, durationSeconds: options.duration,
                 rounds: options.rounds, singleRounds: options.singleRounds, publishRate: options.rate,
+                baselinePublishSpinMicroseconds: options.baselinePublisherSpinMicroseconds,
+                baselinePublishMembarrier: options.baselinePublisherMembarrier,
+                targetRounds: options.targetRounds,
                 seed: String(options.seed), filters: options.filters),
             halyardImplementation: halyardImplementation,
             publisher: .init(realtime: realtime, note: note),
@@ -352,7 +413,7 @@ final class Bench {
                     publisherSwaps: $0.info.publisherSwaps, bound: $0.info.boundID, batch: batches[$0.info.id] ?? 0)
             },
             checksums: checksums, singleThread: single, allocations: allocations, publishCosts: publishCosts,
-            multiThread: multi, verdicts: [])
+            multiThread: multi, target: target, verdicts: [])
         report.verdicts = computeVerdicts(report)
         return report
     }

@@ -16,6 +16,12 @@ struct Options: Sendable {
     var rate = 1000
     var seed: UInt64 = 0x4841_4C59_4152_4421  // "HALYARD!"
     var skipMulti = false
+    /// Extra paired rounds of the target cell (64 readers + publisher, halyard.bool vs unsync.dict).
+    var targetRounds = 10
+    /// Control experiment: the baselines' publisher spins this long per wake-up (default 0).
+    var baselinePublisherSpinMicroseconds = 0.0
+    /// Control experiment: the baselines' publisher issues membarrier(PRIVATE_EXPEDITED).
+    var baselinePublisherMembarrier = false
     var batchOverride: Int?
 
     static let usage = """
@@ -27,8 +33,18 @@ struct Options: Sendable {
           --single-rounds N    paired single-thread rounds per design (default 31)
           --filter LIST        comma-separated substrings of design ids to run (the two lower
                                bounds always run: every ratio needs them)
-          --skip-multi         only checksums, allocations and single-thread ratios
+          --skip-multi         only checksums, allocations, publish cost and single-thread ratios
+          --target-rounds N    paired rounds of the target cell, 64 readers + publisher,
+                               halyard.bool against unsync.dict (default 10, quick 4; 0 = off)
           --rate N             publishes per second (default 1000)
+          --baseline-publish-spin US
+                               control experiment: the unsynchronized baselines' publisher
+                               spins US microseconds per wake-up, standing in for the CPU a
+                               real publish takes (default 0: it only wakes up)
+          --baseline-publish-membarrier
+                               control experiment: the baselines' publisher issues
+                               membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) per wake-up, as
+                               Halyard's reclamation does once per publish
           --batch N            reads per timed batch, overriding the automatic choice
           --seed N             seed of the access sequence and values
           --json FILE          write the results as JSON (schema in docs/benchmarks.md)
@@ -40,7 +56,7 @@ struct Options: Sendable {
     static func parse(_ arguments: [String]) -> Options? {
         var o = Options()
         var explicitThreads = false, explicitDuration = false, explicitRounds = false
-        var explicitSingle = false
+        var explicitSingle = false, explicitTarget = false
         var i = 0
         func value() -> String? {
             i += 1
@@ -72,9 +88,17 @@ struct Options: Sendable {
                 guard let v = value() else { return nil }
                 o.filters = v.split(separator: ",").map(String.init)
             case "--skip-multi": o.skipMulti = true
+            case "--target-rounds":
+                guard let v = value().flatMap({ Int($0) }), v >= 0 else { return nil }
+                o.targetRounds = v
+                explicitTarget = true
             case "--rate":
                 guard let v = value().flatMap({ Int($0) }), v > 0, v <= 100_000 else { return nil }
                 o.rate = v
+            case "--baseline-publish-spin":
+                guard let v = value().flatMap(Double.init), v >= 0, v < 1000 else { return nil }
+                o.baselinePublisherSpinMicroseconds = v
+            case "--baseline-publish-membarrier": o.baselinePublisherMembarrier = true
             case "--batch":
                 guard let v = value().flatMap({ Int($0) }), v > 0 else { return nil }
                 o.batchOverride = v
@@ -99,6 +123,7 @@ struct Options: Sendable {
             if !explicitDuration { o.duration = 0.15 }
             if !explicitRounds { o.rounds = 2 }
             if !explicitSingle { o.singleRounds = 15 }
+            if !explicitTarget { o.targetRounds = 4 }
         }
         return o
     }

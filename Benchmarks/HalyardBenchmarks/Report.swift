@@ -26,30 +26,27 @@ func computeVerdicts(_ r: BenchReport) -> [BenchReport.Verdict] {
         verdict(nil, "handle read, 1 thread <= 1.5x unsync [Bool] by index", "not run")
     }
 
-    let top = r.options.threads.max() ?? 0
-    let cellName = "\(top) readers + publisher"
-    let h = r.multiThread.first { $0.design == "halyard.bool" && $0.threads == 64 && $0.publisher }
-    let d = r.multiThread.first { $0.design == "unsync.dict" && $0.threads == 64 && $0.publisher }
-    if let h, let d {
-        let tr = h.throughputRatioToDict
-        let rounds = h.throughputRatioToDictRounds.map(fmt).joined(separator: ", ")
+    let targetName = "64 readers + publisher"
+    if let t = r.target {
+        let tr = median(t.throughputRatios)
         verdict(
-            tr >= 0.9, "64 readers + publisher: halyard.bool throughput >= 0.9x unsync.dict",
-            "\(fmt(tr))x median of paired rounds [\(rounds)] (\(fmt(h.readsPerSecond / 1e6)) vs \(fmt(d.readsPerSecond / 1e6)) Mreads/s)")
-        let pr = h.p999Ns / d.p999Ns
+            tr >= 0.9, "\(targetName): halyard.bool throughput >= 0.9x unsync.dict",
+            "\(fmt(tr))x, median of \(t.rounds) paired rounds [\(t.throughputRatios.map(fmt).joined(separator: ", "))]")
+        let pr = median(t.p999Ratios)
         verdict(
-            pr <= 1.5, "64 readers + publisher: halyard.bool p99.9 <= 1.5x unsync.dict",
-            "\(fmt(pr))x (\(fmt(h.p999Ns)) vs \(fmt(d.p999Ns)) ns/read)")
-        let pubs = h.publishesPerSecond ?? 0
-        let publishRounds = (h.publishesPerSecondRounds ?? []).map(fmt).joined(separator: ", ")
+            pr <= 1.5, "\(targetName): halyard.bool p99.9 <= 1.5x unsync.dict",
+            "\(fmt(pr))x, median of paired rounds [\(t.p999Ratios.map(fmt).joined(separator: ", "))]; "
+                + "pooled \(fmt(t.halyardP999PooledNs)) vs \(fmt(t.dictP999PooledNs)) ns = \(fmt(t.halyardP999PooledNs / t.dictP999PooledNs))x")
+        let pubs = t.halyardPublishesPerSecond.min() ?? 0
         verdict(
             pubs >= 990 * Double(r.options.publishRate) / 1000,
-            "64 readers + publisher: halyard publisher >= \(990 * r.options.publishRate / 1000) publishes/s",
-            "\(fmt(pubs))/s (rounds: \(publishRounds)), \(h.lateWakeups ?? 0) wake-ups > 1 period late"
+            "\(targetName): publisher >= \(990 * r.options.publishRate / 1000) publishes/s",
+            "lowest round \(fmt(pubs))/s, \(t.halyardLateWakeups) wake-ups > 1 period late; "
+                + "publish p50/p99 \(fmt(t.halyardPublishP50Microseconds))/\(fmt(t.halyardPublishP99Microseconds)) us"
                 + (r.publisher.realtime ? "" : ", WITHOUT SCHED_FIFO"))
     } else {
         for t in ["throughput >= 0.9x", "p99.9 <= 1.5x", "publisher >= 990/s"] {
-            verdict(nil, "64 readers + publisher: halyard.bool \(t)", "not run (threads: \(r.options.threads), top cell \(cellName))")
+            verdict(nil, "\(targetName): halyard.bool \(t)", "not run (--skip-multi, --target-rounds 0 or a filter)")
         }
     }
 
@@ -139,6 +136,21 @@ func renderTable(_ r: BenchReport) -> String {
                 }
                 lines.append(line)
             }
+        }
+    }
+    if let t = r.target {
+        lines.append("")
+        lines.append(
+            "Target cell: \(t.threads) readers + publisher, \(t.rounds) paired rounds of \(t.durationSeconds) s (halyard.bool / unsync.dict)")
+        lines.append(pad("round", 7) + pad("halyard Mr/s", 14, right: true) + pad("dict Mr/s", 11, right: true)
+            + pad("ratio", 8, right: true) + pad("halyard p99.9", 15, right: true) + pad("dict p99.9", 12, right: true)
+            + pad("ratio", 8, right: true) + pad("publishes/s", 13, right: true))
+        for i in 0..<t.rounds {
+            lines.append(
+                pad(String(i + 1), 7) + pad(fmt(t.halyardReadsPerSecond[i] / 1e6), 14, right: true)
+                    + pad(fmt(t.dictReadsPerSecond[i] / 1e6), 11, right: true) + pad(fmt(t.throughputRatios[i]), 8, right: true)
+                    + pad(fmt(t.halyardP999Ns[i]), 15, right: true) + pad(fmt(t.dictP999Ns[i]), 12, right: true)
+                    + pad(fmt(t.p999Ratios[i]), 8, right: true) + pad(fmt(t.halyardPublishesPerSecond[i]), 13, right: true))
         }
     }
     lines.append("")

@@ -13,6 +13,8 @@ struct BenchReport: Codable {
     var allocations: [Allocation]
     var publishCosts: [PublishCost]
     var multiThread: [Multi]
+    /// The target cell measured on its own in paired rounds (nil when not run).
+    var target: Target?
     var verdicts: [Verdict]
 
     struct Machine: Codable {
@@ -28,6 +30,11 @@ struct BenchReport: Codable {
         var rounds: Int
         var singleRounds: Int
         var publishRate: Int
+        /// Control experiment: microseconds the baselines' publisher spins per wake-up (0 = none).
+        var baselinePublishSpinMicroseconds: Double
+        /// Control experiment: the baselines' publisher issues a membarrier per wake-up.
+        var baselinePublishMembarrier: Bool
+        var targetRounds: Int
         var seed: String
         var filters: [String]
     }
@@ -101,6 +108,28 @@ struct BenchReport: Codable {
         /// Duration of one publish call (median and 99th percentile), when the publisher swaps.
         var publishP50Microseconds: Double?
         var publishP99Microseconds: Double?
+    }
+
+    /// 64 readers + publisher, halyard.bool and unsync.dict in adjacent passes, order alternating.
+    struct Target: Codable {
+        var threads: Int
+        var rounds: Int
+        var durationSeconds: Double
+        /// Per round: halyard.bool reads/s divided by unsync.dict reads/s.
+        var throughputRatios: [Double]
+        /// Per round: halyard.bool p99.9 divided by unsync.dict p99.9.
+        var p999Ratios: [Double]
+        var halyardReadsPerSecond: [Double]
+        var dictReadsPerSecond: [Double]
+        var halyardP999Ns: [Double]
+        var dictP999Ns: [Double]
+        /// Pooled over all rounds.
+        var halyardP999PooledNs: Double
+        var dictP999PooledNs: Double
+        var halyardPublishesPerSecond: [Double]
+        var halyardLateWakeups: Int
+        var halyardPublishP50Microseconds: Double
+        var halyardPublishP99Microseconds: Double
     }
 
     struct Verdict: Codable {

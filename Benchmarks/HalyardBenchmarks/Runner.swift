@@ -97,9 +97,14 @@ func readerLoop<D: ReadDesign>(
 
 /// Wakes at absolute deadlines `1/rate` apart (clock_nanosleep TIMER_ABSTIME) on a SCHED_FIFO
 /// thread, and publishes once per wake-up when `swaps` (else only wakes up).
+/// When it does not swap it may instead issue a process-wide membarrier and/or spin `spinNs`
+/// per wake-up (control experiments that mimic parts of a real publish).
 func publisherLoop(
-    publish: (Int) -> Void, swaps: Bool, rate: Int, control: PassControl, slot: PublisherSlot
+    publish: (Int) -> Void, swaps: Bool, baseline: BaselinePublisher, rate: Int, control: PassControl,
+    slot: PublisherSlot
 ) {
+    let spinNs = baseline.spinNs
+    let membarrier = baseline.membarrier
     slot.realtimeError = halyard_make_current_thread_realtime(20)
     control.arriveAndWait()
     let period = UInt64(1_000_000_000 / rate)
@@ -116,6 +121,12 @@ func publisherLoop(
             let p0 = halyard_now_ns()
             publish(generation)
             slot.publishDurations.record(batchNs: halyard_now_ns() &- p0, reads: 1)
+        } else {
+            if membarrier { _ = halyard_bench_membarrier() }
+            if spinNs > 0 {
+                let end = halyard_now_ns() &+ spinNs
+                while halyard_now_ns() < end {}
+            }
         }
         generation &+= 1
         publishes += 1
@@ -165,6 +176,12 @@ struct DesignRunner: Sendable {
     }
 }
 
+/// What the unsynchronized baselines' publisher does per wake-up besides waking up.
+struct BaselinePublisher: Sendable {
+    var spinNs: UInt64 = 0
+    var membarrier = false
+}
+
 /// The result of one multi-thread pass.
 struct PassResult {
     var readsPerSecond: Double
@@ -179,7 +196,8 @@ struct PassResult {
 
 /// Runs `threads` readers (and the publisher when `publisher`) for `durationNs`.
 func runPass(
-    _ runner: DesignRunner, threads: Int, publisher: Bool, rate: Int, batch: Int, durationNs: UInt64
+    _ runner: DesignRunner, threads: Int, publisher: Bool, rate: Int, batch: Int, durationNs: UInt64,
+    baseline: BaselinePublisher
 ) -> PassResult {
     let control = PassControl()
     let slots = (0..<threads).map { _ in ReaderSlot() }
@@ -196,7 +214,8 @@ func runPass(
         let swaps = runner.info.publisherSwaps
         let publish = runner.publish
         publisherThread = startThread {
-            publisherLoop(publish: publish, swaps: swaps, rate: rate, control: control, slot: publisherSlot)
+            publisherLoop(
+                publish: publish, swaps: swaps, baseline: baseline, rate: rate, control: control, slot: publisherSlot)
         }
     }
     let expected = threads + (publisher ? 1 : 0)

@@ -37,4 +37,7 @@ void halyard_sleep_until_ns(uint64_t deadline_ns);
 /// value from pthread_setschedparam (EPERM without CAP_SYS_NICE).
 int halyard_make_current_thread_realtime(int priority);
 
+/// Issues MEMBARRIER_CMD_PRIVATE_EXPEDITED (registering first): for a control experiment.
+int halyard_bench_membarrier(void);
+
 #endif
