@@ -9,6 +9,11 @@ import Halyard
 struct HalyardBenchmark {
     static func main() {
         #if os(Linux)
+        let arguments = CommandLine.arguments.dropFirst()
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print(Options.usage)
+            return
+        }
         guard let options = Options.parse(Array(CommandLine.arguments.dropFirst())) else {
             FileHandle.standardError.write(Data((Options.usage + "\n").utf8))
             exit(2)
@@ -37,6 +42,8 @@ final class Bench {
     let workload: Workload
     let sequence: SequenceBuffer
     var runners: [DesignRunner] = []
+    /// The target cell's control design (not in the matrix).
+    let publishElsewhere: DesignRunner
     var batches: [String: Int] = [:]
     var calibratedNs: [String: Double] = [:]
     let started = halyard_now_ns()
@@ -70,6 +77,11 @@ final class Bench {
                 info("mutex.snapshot-ref", .peer, "lock (NSLock), copy snapshot reference, unlock, look up"),
                 LockedSnapshotReference(w), sequence),
         ]
+        publishElsewhere = DesignRunner(
+            DesignInfo(
+                id: "halyard.bool.publish-elsewhere", title: "flags.bool on one client, publishes into another",
+                kind: .halyard, publisherSwaps: true, boundID: "unsync.dict"),
+            try HalyardBoolPublishElsewhere(w), sequence)
         runners = all.filter { $0.info.kind == .bound || options.selects($0.info.id) }
     }
 
@@ -340,17 +352,22 @@ final class Bench {
         let durationNs = UInt64(options.duration * 1e9)
         let baseline = BaselinePublisher(
             spinNs: UInt64(options.baselinePublisherSpinMicroseconds * 1000), membarrier: options.baselinePublisherMembarrier)
-        var h: [PassResult] = [], d: [PassResult] = []
+        var h: [PassResult] = [], d: [PassResult] = [], e: [PassResult] = []
         for round in 0..<options.targetRounds {
-            func pass(_ r: DesignRunner) -> PassResult {
-                runPass(r, threads: threads, publisher: true, rate: options.rate, batch: batches[r.info.id]!, durationNs: durationNs, baseline: baseline)
+            func pass(_ r: DesignRunner, batch: Int) -> PassResult {
+                runPass(
+                    r, threads: threads, publisher: true, rate: options.rate, batch: batch, durationNs: durationNs,
+                    baseline: baseline)
             }
+            let hb = batches[halyard.info.id]!
             if round % 2 == 0 {
-                h.append(pass(halyard))
-                d.append(pass(dict))
+                h.append(pass(halyard, batch: hb))
+                e.append(pass(publishElsewhere, batch: hb))
+                d.append(pass(dict, batch: batches[dict.info.id]!))
             } else {
-                d.append(pass(dict))
-                h.append(pass(halyard))
+                d.append(pass(dict, batch: batches[dict.info.id]!))
+                e.append(pass(publishElsewhere, batch: hb))
+                h.append(pass(halyard, batch: hb))
             }
             let tr = h[round].readsPerSecond / d[round].readsPerSecond
             let pr = (h[round].histogram.quantileNs(0.999) ?? .nan) / (d[round].histogram.quantileNs(0.999) ?? .nan)
@@ -364,12 +381,14 @@ final class Bench {
         for p in d { dPooled.merge(p.histogram) }
         let hP = h.map { $0.histogram.quantileNs(0.999) ?? .nan }
         let dP = d.map { $0.histogram.quantileNs(0.999) ?? .nan }
+        let eP = e.map { $0.histogram.quantileNs(0.999) ?? .nan }
         return BenchReport.Target(
             threads: threads, rounds: options.targetRounds, durationSeconds: options.duration,
             throughputRatios: zip(h, d).map { $0.readsPerSecond / $1.readsPerSecond },
             p999Ratios: zip(hP, dP).map { $0 / $1 },
             halyardReadsPerSecond: h.map(\.readsPerSecond), dictReadsPerSecond: d.map(\.readsPerSecond),
             halyardP999Ns: hP, dictP999Ns: dP,
+            elsewhereReadsPerSecond: e.map(\.readsPerSecond), elsewhereP999Ns: eP,
             halyardP999PooledNs: hPooled.quantileNs(0.999) ?? .nan, dictP999PooledNs: dPooled.quantileNs(0.999) ?? .nan,
             halyardPublishesPerSecond: h.map { $0.publishesPerSecond ?? 0 },
             halyardLateWakeups: h.map(\.lateWakeups).reduce(0, +),

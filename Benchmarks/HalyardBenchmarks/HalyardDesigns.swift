@@ -57,6 +57,25 @@ final class HalyardHandleBool: ReadDesign, @unchecked Sendable {
     func publish(_ generation: Int) { try? flags.setOfflineValues(sets[generation & 1]) }
 }
 
+/// Control for the target cell: reads exactly like ``HalyardKeyedBool`` from one client, but
+/// the publisher publishes into a *second* client. Readers then pay only for a publish's
+/// process-wide side effects (its CPU time, the membarrier IPIs, malloc/free, TLB shootdowns),
+/// not for anything on their own snapshot (cache misses on the new table, pointer swaps).
+final class HalyardBoolPublishElsewhere: ReadDesign, @unchecked Sendable {
+    let keys: [String]
+    let sets: [[String: JSONValue]]
+    let flags: FlagClient
+    let elsewhere: FlagClient
+    init(_ w: Workload) throws {
+        keys = w.keys
+        sets = [w.jsonValues(0), w.jsonValues(1)]
+        flags = try FlagClient(offlineValues: sets[0])
+        elsewhere = try FlagClient(offlineValues: sets[0])
+    }
+    @inline(__always) func read(_ i: Int) -> Bool { flags.bool(keys[i], default: false) }
+    func publish(_ generation: Int) { try? elsewhere.setOfflineValues(sets[generation & 1]) }
+}
+
 /// Allocation probes for the non-Bool reads (not timed): Int and Double, keyed, handle and
 /// detail, on a client of its own.
 struct HalyardAllocationProbes {

@@ -7,7 +7,7 @@ struct Options: Sendable {
     /// Multi-thread rounds per (design, threads, publisher) cell; the cell reports the median.
     var rounds = 4
     /// Paired single-thread rounds per design.
-    var singleRounds = 31
+    var singleRounds = 61
     /// Approximate length of one single-thread pass, in seconds.
     var singlePass = 0.004
     var filters: [String] = []
@@ -30,7 +30,7 @@ struct Options: Sendable {
           --threads LIST       reader thread counts, e.g. 1,2,4,16,64 (default)
           --duration SECONDS   length of each multi-thread pass (default 0.5)
           --rounds N           multi-thread rounds per cell, median reported (default 4)
-          --single-rounds N    paired single-thread rounds per design (default 31)
+          --single-rounds N    paired single-thread rounds per design (default 61)
           --filter LIST        comma-separated substrings of design ids to run (the two lower
                                bounds always run: every ratio needs them)
           --skip-multi         only checksums, allocations, publish cost and single-thread ratios

@@ -144,14 +144,21 @@ func renderTable(_ r: BenchReport) -> String {
             "Target cell: \(t.threads) readers + publisher, \(t.rounds) paired rounds of \(t.durationSeconds) s (halyard.bool / unsync.dict)")
         lines.append(pad("round", 7) + pad("halyard Mr/s", 14, right: true) + pad("dict Mr/s", 11, right: true)
             + pad("ratio", 8, right: true) + pad("halyard p99.9", 15, right: true) + pad("dict p99.9", 12, right: true)
-            + pad("ratio", 8, right: true) + pad("publishes/s", 13, right: true))
+            + pad("ratio", 8, right: true) + pad("publishes/s", 13, right: true)
+            + pad("control Mr/s", 14, right: true) + pad("control p99.9", 15, right: true))
         for i in 0..<t.rounds {
             lines.append(
                 pad(String(i + 1), 7) + pad(fmt(t.halyardReadsPerSecond[i] / 1e6), 14, right: true)
                     + pad(fmt(t.dictReadsPerSecond[i] / 1e6), 11, right: true) + pad(fmt(t.throughputRatios[i]), 8, right: true)
                     + pad(fmt(t.halyardP999Ns[i]), 15, right: true) + pad(fmt(t.dictP999Ns[i]), 12, right: true)
-                    + pad(fmt(t.p999Ratios[i]), 8, right: true) + pad(fmt(t.halyardPublishesPerSecond[i]), 13, right: true))
+                    + pad(fmt(t.p999Ratios[i]), 8, right: true) + pad(fmt(t.halyardPublishesPerSecond[i]), 13, right: true)
+                    + pad(fmt(t.elsewhereReadsPerSecond[i] / 1e6), 14, right: true)
+                    + pad(fmt(t.elsewhereP999Ns[i]), 15, right: true))
         }
+    }
+    if r.target != nil {
+        lines.append(
+            "control: halyard.bool reading one client while the publisher publishes into another client (process-wide side effects only)")
     }
     lines.append("")
     lines.append("Verdicts")

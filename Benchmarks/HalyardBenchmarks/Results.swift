@@ -123,6 +123,10 @@ struct BenchReport: Codable {
         var dictReadsPerSecond: [Double]
         var halyardP999Ns: [Double]
         var dictP999Ns: [Double]
+        /// Control, per round: halyard.bool reading one client while the publisher publishes
+        /// into another (only the process-wide side effects of publishing reach the readers).
+        var elsewhereReadsPerSecond: [Double]
+        var elsewhereP999Ns: [Double]
         /// Pooled over all rounds.
         var halyardP999PooledNs: Double
         var dictP999PooledNs: Double
