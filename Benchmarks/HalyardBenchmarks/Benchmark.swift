@@ -14,7 +14,7 @@ struct HalyardBenchmark {
             print(Options.usage)
             return
         }
-        guard let options = Options.parse(Array(CommandLine.arguments.dropFirst())) else {
+        guard let options = Options.parse(Array(arguments)) else {
             FileHandle.standardError.write(Data((Options.usage + "\n").utf8))
             exit(2)
         }
@@ -86,7 +86,7 @@ final class Bench {
     }
 
     func run() throws {
-        if options.filters == ["--list"] {
+        if options.list {
             for r in runners { print("\(r.info.id.padding(toLength: 20, withPad: " ", startingAt: 0)) \(r.info.title)") }
             return
         }

@@ -23,6 +23,7 @@ struct Options: Sendable {
     /// Control experiment: the baselines' publisher issues membarrier(PRIVATE_EXPEDITED).
     var baselinePublisherMembarrier = false
     var batchOverride: Int?
+    var list = false
 
     static let usage = """
         usage: halyard-bench [options]
@@ -111,8 +112,7 @@ struct Options: Sendable {
             case "--svg":
                 guard let v = value() else { return nil }
                 o.svgPath = v
-            case "--list":
-                o.filters = ["--list"]
+            case "--list": o.list = true
             default:
                 return nil
             }
