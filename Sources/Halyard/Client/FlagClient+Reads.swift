@@ -111,13 +111,15 @@ extension FlagClient {
                 case .bool, .int, .double: value = Value._fromBits(entry.bits(as: requested))
                 case .string, .json: value = snapshot.flags[index].value.flatMap(Value._fromJSON) ?? defaultValue
                 }
+                let detail = snapshot.details + index
                 return Evaluation(
-                    key: key, value: value, variant: snapshot.flags[index].variant,
-                    reason: snapshot.flags[index].reason, metadata: snapshot.flags[index].metadata)
+                    key: key, value: value, variant: detail.pointee.variant, reason: detail.pointee.reason,
+                    metadata: detail.pointee.metadata)
             case .codeDefault:
+                let detail = snapshot.details + index
                 return Evaluation(
-                    key: key, value: defaultValue, variant: snapshot.flags[index].variant,
-                    reason: snapshot.flags[index].reason, metadata: snapshot.flags[index].metadata)
+                    key: key, value: defaultValue, variant: detail.pointee.variant, reason: detail.pointee.reason,
+                    metadata: detail.pointee.metadata)
             case .servedError:
                 let flag = snapshot.flags[index]
                 return Evaluation(
