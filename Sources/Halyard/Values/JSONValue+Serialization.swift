@@ -28,11 +28,12 @@ extension JSONValue {
     }
 
     /// Compact JSON text for request bodies and files: no whitespace, members sorted like
-    /// ``canonicalJSON`` (so the output is deterministic), integers written exactly (all 64
-    /// bits), doubles in the same shortest round-trip form as ``canonicalJSON``, non-finite
-    /// doubles as `null`. Parsing the result with ``init(parsing:)-(String)`` gives back an equal
-    /// value, except that a double with an integral value up to 2^53 (such as `1.0`)
-    /// is written without a fraction and reads back as ``int(_:)``.
+    /// ``canonicalJSON`` (so the output is deterministic), the same string escaping, integers
+    /// written exactly (all 64 bits), doubles in the shortest round-trip ECMAScript form with
+    /// `.0` added when that form has neither fraction nor exponent (`1.0`, `-0.0`), so that
+    /// the integer/float distinction survives. Parsing the result with
+    /// ``init(parsing:)-(String)`` gives back an equal value (non-finite doubles, which the
+    /// parser never produces, are written as `null`).
     public var jsonString: String {
         var out = JSONWriter(canonical: false)
         out.write(self)
@@ -193,13 +194,27 @@ struct JSONWriter {
 
     mutating func writeDouble(_ d: Double) {
         guard d.isFinite else { append("null"); return }
-        if d == 0 { bytes.append(UInt8(ascii: "0")); return }  // also -0
+        if d == 0 {
+            // Canonical: both zeros are "0". Compact: keep the sign and the double-ness.
+            if canonical { bytes.append(UInt8(ascii: "0")) } else { append(d.sign == .minus ? "-0.0" : "0.0") }
+            return
+        }
+        let start = bytes.count
         // Integral values below 2^53 in magnitude: exact digits, no exponent (fast path).
         if d.magnitude < 9_007_199_254_740_992, d == d.rounded(.towardZero) {
             writeInt(Int64(d))
-            return
+        } else {
+            ECMAScriptNumber.append(d, to: &bytes)
         }
-        ECMAScriptNumber.append(d, to: &bytes)
+        if !canonical {
+            // Compact form: make sure the literal reads back as a double, not an integer.
+            var integral = true
+            for b in bytes[start...] where b == UInt8(ascii: ".") || b == UInt8(ascii: "e") {
+                integral = false
+                break
+            }
+            if integral { append(".0") }
+        }
     }
 }
 
