@@ -45,6 +45,7 @@ def _state(state):
         state.setdefault("mismatched_replays", 0)
         state.setdefault("rejected", [])
         state.setdefault("requests", 0)
+        state.setdefault("truncated", 0)
     return state
 
 
@@ -156,10 +157,19 @@ def report(state, include_events=True):
             "replays": state["replays"],
             "mismatchedReplays": state["mismatched_replays"],
             "rejected": list(state["rejected"]),
+            "truncatedRequests": state["truncated"],
         }
         if include_events:
             result["exposures"] = list(state["exposures"])
     return result
+
+
+def note_truncated_request(state):
+    """Counts a request whose body ended before its Content-Length (the connection dropped
+    mid-body). Such a body never reaches handle(): it is a transport failure, not an upload."""
+    _state(state)
+    with state["lock"]:
+        state["truncated"] += 1
 
 
 def reset(state):
@@ -172,6 +182,7 @@ def reset(state):
         state["mismatched_replays"] = 0
         state["rejected"] = []
         state["requests"] = 0
+        state["truncated"] = 0
 
 
 if __name__ == "__main__":

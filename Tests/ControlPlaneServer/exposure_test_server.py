@@ -8,6 +8,9 @@ Routes:
   GET  /_admin/exposures[?summary=1]                  -> exposure_endpoint.report
   POST /_admin/reset                                   -> forget everything, clear the script
 
+A request whose body ends before its Content-Length is not handed to the endpoint (counted as
+truncatedRequests): libcurl under URLSession may resend a short body after a connection reset.
+
 A fault is an object; any combination of:
   {"delay": 1.5}             sleep first (the client may time out meanwhile)
   {"process": true}          hand the upload to the endpoint anyway (it is recorded), then fail
@@ -55,8 +58,16 @@ class Handler(BaseHTTPRequestHandler):
         self._send(status, {"Content-Type": "application/json"}, json.dumps(payload).encode())
 
     def _body(self):
+        """The request body, or None when the connection ended before Content-Length bytes
+        (libcurl can resend a short body after a reset; see docs/exposures.md)."""
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
+        if length <= 0:
+            return b""
+        try:
+            body = self.rfile.read(length)
+        except OSError:
+            return None
+        return body if len(body) == length else None
 
     def _reset(self):
         try:
@@ -78,6 +89,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self._body()
+        if body is None:
+            exposure_endpoint.note_truncated_request(STATE)
+            self.close_connection = True
+            return
         if self.path == "/_admin/faults":
             faults = json.loads(body or b"[]")
             with SCRIPT_LOCK:
