@@ -120,9 +120,8 @@ package final class ExposureRecorder: Sendable {
         self.log = log
         origin = clock.monotonicNow
         wallOrigin = Int64(clock.wallNow.timeIntervalSince1970.rounded(.down))
-        var prefix = ""
         var rng = SystemRandomNumberGenerator()
-        for _ in 0..<2 { prefix += String(rng.next() as UInt64, radix: 16) }
+        let prefix = String(format: "%016llx%016llx", rng.next() as UInt64, rng.next() as UInt64)
         state = Locked(ExposureState(options: o, idempotencyKeyPrefix: prefix))
         if startsTicker { startTicker() }
     }
