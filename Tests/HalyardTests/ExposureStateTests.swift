@@ -18,7 +18,7 @@ import Testing
     static func record(_ s: inout ExposureState, key: String, variant: String? = "on", fp: String = fp,
                        at seconds: Int = 0) -> ExposureState.RecordResult {
         s.record(key: key, variant: variant, reason: "TARGETING_MATCH", contextFingerprint: fp,
-                 hash: ExposureHash.hash(fingerprint: fp, key: key, variant: variant),
+                 dedupKey: ExposureHash.dedupKey(fingerprint: fp, key: key, variant: variant),
                  now: .seconds(seconds), nowSeconds: UInt32(seconds), creationDate: 1_800_000_000 + Int64(seconds))
     }
 
@@ -107,6 +107,28 @@ import Testing
         #expect(c.sampledOut == 3_000 - predicted)
         #expect(abs(Double(predicted) / 3_000 - rate) < 0.05)
         #expect(Self.identityHolds(c))
+    }
+
+    @Test func dedupKeysSeparateFieldsAndDoNotCollide() {
+        func k(_ fp: String, _ key: String, _ variant: String?) -> UInt64 {
+            ExposureHash.dedupKey(fingerprint: fp, key: key, variant: variant)
+        }
+        #expect(k("ab", "c", "v") != k("a", "bc", "v"))
+        #expect(k("f", "key", nil) != k("f", "key", ""))
+        #expect(k("f", "k", "v") != k("f", "kv", nil))
+        #expect(k("f", "k", "v") == k(String("xf".dropFirst()), "k", "v"))   // by value, not identity
+        #expect(k("f", "", "") != k("f", "", nil))
+        var seen = Set<UInt64>()
+        for i in 0..<200_000 {
+            let fp = String(format: "%040x", i / 400)
+            seen.insert(k(fp, "flag-\(i % 400)", i % 2 == 0 ? "on" : nil))
+        }
+        #expect(seen.count == 200_000)
+        // The sampling hash is FNV-1a 64 exactly (the offset basis for the empty input).
+        let basis: UInt64 = 14_695_981_039_346_656_037, prime: UInt64 = 1_099_511_628_211
+        let expected = (((basis ^ 0xFF) &* prime) ^ 0xFE) &* prime
+        let actual = ExposureHash.hash(fingerprint: "", key: "", variant: nil)
+        #expect(actual == expected)
     }
 
     @Test func sampleRateIsClamped() {

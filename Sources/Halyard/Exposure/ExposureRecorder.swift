@@ -165,11 +165,11 @@ package final class ExposureRecorder: Sendable {
     package func recordExposure(key: String, variant: String?, reason: EvaluationReason, contextFingerprint: String) -> UInt32 {
         let now = elapsed
         let seconds = coarseClock.advance(to: Self.seconds(now))
-        let hash = ExposureHash.hash(fingerprint: contextFingerprint, key: key, variant: variant)
+        let dedupKey = ExposureHash.dedupKey(fingerprint: contextFingerprint, key: key, variant: variant)
         let creation = wallOrigin + Int64(seconds)
         let result = state.withLock {
             $0.record(key: key, variant: variant, reason: reason.rawValue, contextFingerprint: contextFingerprint,
-                      hash: hash, now: now, nowSeconds: seconds, creationDate: creation)
+                      dedupKey: dedupKey, now: now, nowSeconds: seconds, creationDate: creation)
         }
         if result.startDrain {
             Task { await self.drain(.automatic) }
