@@ -57,7 +57,7 @@ public struct ExposureOptions: Sendable, Hashable {
     /// The hard cap on de-duplication entries (one per distinct (key, variant, fingerprint)
     /// still inside its window). Beyond it the entries whose window ends first are forgotten
     /// early, so such an exposure may be recorded again before its window ends (over-reporting,
-    /// never under-reporting). *Default* 100,000 entries (about 4 MB); at least 1.
+    /// never under-reporting). *Default* 100,000 entries (about 3–5 MB); at least 1.
     public var dedupCapacity: Int = 100_000
 
     /// Creates options with the defaults.
