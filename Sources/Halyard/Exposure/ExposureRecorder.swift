@@ -127,7 +127,12 @@ package final class ExposureRecorder: Sendable {
     }
 
     deinit {
-        tasks.withLock { $0.ticker?.cancel() }
+        // Cancel outside the lock: cancellation runs the clock's handlers synchronously.
+        let ticker = tasks.withLock { t -> Task<Void, Never>? in
+            defer { t.ticker = nil }
+            return t.ticker
+        }
+        ticker?.cancel()
     }
 
     /// `base` + `path`, without a doubled slash.
@@ -265,7 +270,8 @@ package final class ExposureRecorder: Sendable {
         var result = ExposureFlushResult()
         var rng = SystemRandomNumberGenerator()
         loop: while true {
-            let next = state.withLock { $0.nextBatch(now: elapsed, ignoreBackoff: mode == .final) }
+            let now = elapsed   // read the injected clock outside the lock
+            let next = state.withLock { $0.nextBatch(now: now, ignoreBackoff: mode == .final) }
             switch next {
             case .idle:
                 break loop
@@ -274,7 +280,8 @@ package final class ExposureRecorder: Sendable {
             case .send(let batch):
                 let outcome = await upload(batch)
                 let unit = Double(rng.next() >> 11) * 0x1p-53
-                let finish = state.withLock { $0.finish(batch, outcome: outcome, now: elapsed, unit: unit) }
+                let finishedAt = elapsed
+                let finish = state.withLock { $0.finish(batch, outcome: outcome, now: finishedAt, unit: unit) }
                 result.sentEvents += finish.sent
                 if finish.sent > 0 { result.sentBatches += 1 }
                 if finish.failed { result.failedBatches += 1 }
