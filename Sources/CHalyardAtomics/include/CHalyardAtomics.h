@@ -125,6 +125,55 @@ intptr_t hal_hazard_collect(uintptr_t *out, intptr_t capacity);
 /// How many records exist (live threads plus free records), for tests and stats.
 intptr_t hal_hazard_record_count(void);
 
+// MARK: - Handle cache (a seqlock)
+
+/// A handle's cached resolution: which snapshot generation it was resolved against, the scalar
+/// value bits and the outcome. Written rarely (once per snapshot change, by whichever reader
+/// notices first), read on every handle read with plain loads. A seqlock: `seq` is odd while a
+/// writer is updating; readers retry (fall back to the slow path) when they see it move.
+typedef struct {
+    uintptr_t seq;
+    uintptr_t generation;
+    uint64_t bits;
+    uintptr_t info;
+    uintptr_t exposed_until;   // coarse second until which this handle's exposure needs no record
+} hal_handle_cache;
+
+/// Reads a consistent (generation, bits, info) triple. Returns false when a writer is active or
+/// the cached generation is not `generation`.
+static inline bool hal_handle_cache_read(const hal_handle_cache *cache, uintptr_t generation, uint64_t *bits, uintptr_t *info) {
+    uintptr_t s1 = __atomic_load_n(&cache->seq, __ATOMIC_ACQUIRE);
+    uintptr_t g = __atomic_load_n(&cache->generation, __ATOMIC_RELAXED);
+    uint64_t b = __atomic_load_n(&cache->bits, __ATOMIC_RELAXED);
+    uintptr_t i = __atomic_load_n(&cache->info, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    uintptr_t s2 = __atomic_load_n(&cache->seq, __ATOMIC_RELAXED);
+    if (__builtin_expect(s1 != s2 || (s1 & 1) != 0 || g != generation, 0)) return false;
+    *bits = b;
+    *info = i;
+    return true;
+}
+
+/// Publishes a new resolution. When another writer holds the seqlock this returns without
+/// writing (the caller already has its answer; the next read retries the cache).
+static inline void hal_handle_cache_write(hal_handle_cache *cache, uintptr_t generation, uint64_t bits, uintptr_t info) {
+    uintptr_t s = __atomic_load_n(&cache->seq, __ATOMIC_RELAXED);
+    if ((s & 1) != 0) return;
+    if (!__atomic_compare_exchange_n(&cache->seq, &s, s + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&cache->generation, generation, __ATOMIC_RELAXED);
+    __atomic_store_n(&cache->bits, bits, __ATOMIC_RELAXED);
+    __atomic_store_n(&cache->info, info, __ATOMIC_RELAXED);
+    __atomic_store_n(&cache->seq, s + 2, __ATOMIC_RELEASE);
+}
+
+static inline uintptr_t hal_handle_exposed_until(const hal_handle_cache *cache) {
+    return __atomic_load_n(&cache->exposed_until, __ATOMIC_RELAXED);
+}
+static inline void hal_handle_set_exposed_until(hal_handle_cache *cache, uintptr_t value) {
+    __atomic_store_n(&cache->exposed_until, value, __ATOMIC_RELAXED);
+}
+
 #if defined(__cplusplus)
 }
 #endif

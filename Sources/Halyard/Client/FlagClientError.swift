@@ -1,9 +1,15 @@
-/// The programming errors `FlagClient(options:)` throws (SPEC §9).
+/// Programming errors that creating or configuring a ``FlagClient`` can throw (SPEC §9).
 ///
-/// Only mistakes in the configuration throw; connection problems never do (they show up as
-/// ``ClientStatus`` and ``ClientEvent/error(code:message:)``). No case carries the key itself.
+/// Connection problems never throw: they show up in ``FlagClient`` status and events. No case
+/// carries the key itself.
 public enum FlagClientError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The key is empty or only whitespace.
+    /// An offline value has an empty key.
+    case emptyFlagKey
+    /// An offline value cannot be served (for example a non-finite double), with the reason.
+    case invalidOfflineValue(key: String, reason: String)
+    /// `setOfflineValues(_:)` was called on a client that is not in offline mode.
+    case notOffline
+    /// The key is empty or only whitespace (online clients).
     case blankKey
     /// The key starts with one of ``FlagClientOptions/serverKeyPrefixes`` (it is a server key)
     /// and the role is ``FlagClientOptions/Role/client``: server keys must not ship in apps.
@@ -16,23 +22,26 @@ public enum FlagClientError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The base URL is plain `http` to a host that is not loopback (`localhost`, `127.0.0.0/8`,
     /// `::1`). Carries the host.
     case insecureHTTPToNonLoopbackHost(String)
-    /// Offline values were given to a client that is not in offline mode.
-    case offlineValuesOutsideOfflineMode
-    /// An offline value cannot be served (for example a non-finite double). Carries the flag key.
-    case unservableOfflineValue(key: String)
 
     /// A description that never contains the key.
     public var description: String {
         switch self {
-        case .blankKey: "FlagClientError.blankKey: the key is empty"
+        case .emptyFlagKey:
+            "an offline value has an empty flag key"
+        case .invalidOfflineValue(let key, let reason):
+            "the offline value for '\(key)' cannot be served: \(reason)"
+        case .notOffline:
+            "offline values can only be set on a client created in offline mode"
+        case .blankKey:
+            "the key is empty"
         case .serverKeyInClientRole(let prefix):
-            "FlagClientError.serverKeyInClientRole: a server key (prefix \"\(prefix)\") in a .client role configuration"
-        case .baseURLNotAbsolute: "FlagClientError.baseURLNotAbsolute: the base URL needs a scheme and a host"
-        case .unsupportedScheme(let scheme): "FlagClientError.unsupportedScheme: \"\(scheme)\" (use http or https)"
+            "a server key (prefix \"\(prefix)\") in a .client role configuration; use role .service on servers"
+        case .baseURLNotAbsolute:
+            "the base URL needs a scheme and a host"
+        case .unsupportedScheme(let scheme):
+            "the base URL scheme \"\(scheme)\" is not supported (use http or https)"
         case .insecureHTTPToNonLoopbackHost(let host):
-            "FlagClientError.insecureHTTPToNonLoopbackHost: plain http to \(host) (use https)"
-        case .offlineValuesOutsideOfflineMode: "FlagClientError.offlineValuesOutsideOfflineMode"
-        case .unservableOfflineValue(let key): "FlagClientError.unservableOfflineValue: \(key)"
+            "plain http to \(host) is refused (use https; http is allowed to loopback only)"
         }
     }
 }

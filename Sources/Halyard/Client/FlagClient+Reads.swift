@@ -1,0 +1,186 @@
+import CHalyardAtomics
+
+// The typed reads of SPEC §2. Every read answers from one snapshot, protected by the calling
+// thread's hazard slot for the few nanoseconds it takes (no lock, no retain, no allocation for
+// Bool/Int/Double).
+
+extension FlagClient {
+    /// Reads a Bool flag. Returns `default` when there are no values yet, the flag is missing,
+    /// is not a JSON boolean, or was served with an error or without a value.
+    ///
+    /// ```swift
+    /// if flags.bool("checkout.new", default: false) { showNewCheckout() }
+    /// ```
+    public func bool(_ key: String, default defaultValue: Bool) -> Bool {
+        scalar(key, defaultValue)
+    }
+
+    /// Reads an Int flag. Only JSON numbers written without fraction or exponent that fit in
+    /// 64 bits are integers; a fractional number gives `default` (`TYPE_MISMATCH`).
+    public func int(_ key: String, default defaultValue: Int) -> Int {
+        scalar(key, defaultValue)
+    }
+
+    /// Reads a Double flag. Any JSON number is accepted; integers widen.
+    public func double(_ key: String, default defaultValue: Double) -> Double {
+        scalar(key, defaultValue)
+    }
+
+    /// Reads a String flag.
+    public func string(_ key: String, default defaultValue: String) -> String {
+        evaluate(key, defaultValue).value
+    }
+
+    /// Reads a flag of any JSON type.
+    public func json(_ key: String, default defaultValue: JSONValue) -> JSONValue {
+        evaluate(key, defaultValue).value
+    }
+
+    /// Reads a flag of any JSON type with the full result: value, variant, reason, error code
+    /// and metadata.
+    ///
+    /// ```swift
+    /// let banner = flags.detail("banner", default: .string("x"))
+    /// print(banner.reason, banner.variant ?? "-")
+    /// ```
+    public func detail(_ key: String, default defaultValue: JSONValue) -> Evaluation<JSONValue> {
+        evaluate(key, defaultValue)
+    }
+
+    /// Reads a Bool flag with the full result (same rules as ``bool(_:default:)``).
+    public func boolDetail(_ key: String, default defaultValue: Bool) -> Evaluation<Bool> {
+        evaluate(key, defaultValue)
+    }
+
+    /// Reads a String flag with the full result (same rules as ``string(_:default:)``).
+    public func stringDetail(_ key: String, default defaultValue: String) -> Evaluation<String> {
+        evaluate(key, defaultValue)
+    }
+
+    /// Reads an Int flag with the full result (same rules as ``int(_:default:)``).
+    public func intDetail(_ key: String, default defaultValue: Int) -> Evaluation<Int> {
+        evaluate(key, defaultValue)
+    }
+
+    /// Reads a Double flag with the full result (same rules as ``double(_:default:)``).
+    public func doubleDetail(_ key: String, default defaultValue: Double) -> Evaluation<Double> {
+        evaluate(key, defaultValue)
+    }
+
+    /// Reads a flag as any ``FlagValue`` type with the full result.
+    public func evaluation<Value: FlagValue>(_ key: String, default defaultValue: Value) -> Evaluation<Value> {
+        evaluate(key, defaultValue)
+    }
+
+    // MARK: - The read path
+
+    /// Bool/Int/Double: entry kind and bits only, no `JSONValue`, no retain.
+    @inline(__always)
+    func scalar<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Value {
+        let requested = Value._flagValueKind
+        let answer: UInt64? = store.withCurrent { snapshot in
+            guard let snapshot, let index = snapshot.index(of: key) else { return nil }
+            let entry = snapshot.entries[index]
+            guard entry.kind.isReadable(as: requested) else { return nil }
+            exposeIfNeeded(snapshot, index)
+            return entry.bits(as: requested)
+        }
+        if let answer { return Value._fromBits(answer) }
+        countFailure(key, requested)
+        return defaultValue
+    }
+
+    /// Any type, with the full result.
+    func evaluate<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Evaluation<Value> {
+        let requested = Value._flagValueKind
+        let result = store.withCurrent { snapshot -> Evaluation<Value> in
+            guard let snapshot else { return notReadyEvaluation(key, defaultValue) }
+            guard let index = snapshot.index(of: key) else {
+                return Evaluation(
+                    key: key, value: defaultValue, reason: .error, errorCode: .flagNotFound,
+                    errorMessage: "flag '\(key)' is not in the served flags")
+            }
+            let flag = snapshot.flags[index]
+            let entry = snapshot.entries[index]
+            switch entry.kind.outcome(as: requested) {
+            case .success:
+                exposeIfNeeded(snapshot, index)
+                let value: Value
+                switch requested {
+                case .bool, .int, .double: value = Value._fromBits(entry.bits(as: requested))
+                case .string, .json: value = flag.value.flatMap(Value._fromJSON) ?? defaultValue
+                }
+                return Evaluation(
+                    key: key, value: value, variant: flag.variant, reason: flag.reason, metadata: flag.metadata)
+            case .codeDefault:
+                return Evaluation(
+                    key: key, value: defaultValue, variant: flag.variant, reason: flag.reason, metadata: flag.metadata)
+            case .servedError:
+                return Evaluation(
+                    key: key, value: defaultValue, variant: flag.variant, reason: .error,
+                    errorCode: flag.errorCode ?? .general, errorMessage: flag.errorMessage, metadata: flag.metadata)
+            case .typeMismatch, .flagNotFound, .notReady:
+                return Evaluation(
+                    key: key, value: defaultValue, variant: flag.variant, reason: .error, errorCode: .typeMismatch,
+                    errorMessage: "flag '\(key)' is \(flag.value?.typeName ?? "absent"), not \(requested)",
+                    metadata: flag.metadata)
+            }
+        }
+        if let code = result.errorCode { countFailure(code) }
+        return result
+    }
+
+    func notReadyEvaluation<Value>(_ key: String, _ defaultValue: Value) -> Evaluation<Value> {
+        let fatal = readCounters.isFatal
+        return Evaluation(
+            key: key, value: defaultValue, reason: .error,
+            errorCode: fatal ? .providerFatal : .providerNotReady,
+            errorMessage: fatal ? "the client cannot serve values" : "no flag values have been loaded yet")
+    }
+
+    /// The exposure fast path: one relaxed load of the slot and one of the coarse clock.
+    @inline(__always)
+    func exposeIfNeeded(_ snapshot: Snapshot, _ index: Int) {
+        guard let clock = exposureClock else { return }
+        if hal_load_relaxed(snapshot.exposureSlots + index) <= hal_load_relaxed(clock) {
+            recordExposureSlow(snapshot, index)
+        }
+    }
+
+    @inline(never)
+    func recordExposureSlow(_ snapshot: Snapshot, _ index: Int) {
+        guard let sink = exposureSink else { return }
+        let flag = snapshot.flags[index]
+        let deadline = sink.recordExposure(
+            key: flag.key, variant: flag.variant, reason: flag.reason,
+            contextFingerprint: snapshot.contextFingerprint)
+        hal_store_relaxed(snapshot.exposureSlots + index, UInt(deadline))
+    }
+
+    /// Slow path of a scalar read that served the default: classify and count it.
+    @inline(never)
+    func countFailure(_ key: String, _ requested: _FlagValueKind) {
+        let outcome = store.withCurrent { snapshot -> ReadOutcome in
+            guard let snapshot else { return .notReady }
+            guard let index = snapshot.index(of: key) else { return .flagNotFound }
+            return snapshot.entries[index].kind.outcome(as: requested)
+        }
+        switch outcome {
+        case .notReady: readCounters.increment(.notReady)
+        case .flagNotFound: readCounters.increment(.flagNotFound)
+        case .typeMismatch: readCounters.increment(.typeMismatch)
+        case .servedError: readCounters.increment(.servedError)
+        case .success, .codeDefault: break
+        }
+    }
+
+    @inline(never)
+    func countFailure(_ code: FlagErrorCode) {
+        switch code {
+        case .providerNotReady, .providerFatal: readCounters.increment(.notReady)
+        case .flagNotFound: readCounters.increment(.flagNotFound)
+        case .typeMismatch: readCounters.increment(.typeMismatch)
+        default: readCounters.increment(.servedError)
+        }
+    }
+}

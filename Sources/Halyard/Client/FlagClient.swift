@@ -1,0 +1,106 @@
+import CHalyardAtomics
+import Foundation
+
+/// The entry point: answers typed flag reads synchronously, in nanoseconds, from any thread.
+///
+/// ```swift
+/// let flags = try FlagClient(offlineValues: ["checkout.new": .bool(true), "max.items": .int(3)])
+/// if flags.bool("checkout.new", default: false) { ... }
+/// let maxItems = flags.handle("max.items", default: 3)   // pre-resolved: the fastest read
+/// print(maxItems.value)
+/// ```
+///
+/// Reads never throw, never block, never wait on I/O or a lock, and never allocate for Bool,
+/// Int and Double results. They always answer from one immutable snapshot; publishing a new
+/// snapshot is a single atomic swap.
+public final class FlagClient: Sendable {
+    /// How the client gets its values.
+    package enum Mode: Sendable {
+        /// Values given in code; no network, no disk.
+        case offline
+        /// Values fetched from a control plane.
+        case online
+    }
+
+    package let mode: Mode
+    package let store: SnapshotStore
+    /// The exposure pipeline, or nil when exposures are off (always nil offline).
+    package let exposureSink: (any ExposureSink)?
+    /// The sink's coarse clock word, cached so the read fast path never touches the sink
+    /// (copying an existential reference would retain it: an atomic RMW on every read). The
+    /// word is only accessed atomically and lives as long as the sink, which the client owns.
+    nonisolated(unsafe) package let exposureClock: UnsafePointer<hal_atomic_word>?
+    /// Counters for reads that did not succeed, and the fatal flag. See ``ReadCounters``.
+    package let readCounters = ReadCounters()
+
+    /// Creates a client in offline mode: it serves `offlineValues` (reason `STATIC`), does no
+    /// network or disk I/O, and is ready at once.
+    ///
+    /// - Throws: ``FlagClientError/emptyFlagKey`` for an empty key,
+    ///   ``FlagClientError/invalidOfflineValue(key:reason:)`` for a value that cannot be served
+    ///   (a non-finite double anywhere inside it).
+    public init(offlineValues: [String: JSONValue]) throws {
+        mode = .offline
+        store = SnapshotStore()
+        exposureSink = nil
+        exposureClock = nil
+        store.publish(try Self.offlineSnapshot(offlineValues))
+    }
+
+    /// White-box initializer for tests and the online client: an empty store in `mode`, with an
+    /// optional exposure sink.
+    package init(mode: Mode, exposureSink: (any ExposureSink)?) {
+        self.mode = mode
+        store = SnapshotStore()
+        self.exposureSink = exposureSink
+        exposureClock = exposureSink?.coarseClockWord
+    }
+
+    /// Replaces the served values of an offline client, atomically: every read sees either all
+    /// of the old values or all of the new ones.
+    ///
+    /// - Throws: ``FlagClientError/notOffline`` on a client that is not offline, and the same
+    ///   errors as ``init(offlineValues:)`` for bad values (then nothing changes).
+    public func setOfflineValues(_ values: [String: JSONValue]) throws {
+        guard mode == .offline else { throw FlagClientError.notOffline }
+        let snapshot = try Self.offlineSnapshot(values)
+        store.publish(snapshot)
+    }
+
+    static func offlineSnapshot(_ values: [String: JSONValue]) throws -> Snapshot {
+        var flags: [ServedFlag] = []
+        flags.reserveCapacity(values.count)
+        for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+            guard !key.isEmpty else { throw FlagClientError.emptyFlagKey }
+            guard value.isFinite else {
+                throw FlagClientError.invalidOfflineValue(key: key, reason: "contains a non-finite number")
+            }
+            flags.append(ServedFlag(key: key, value: value, reason: .staticValue))
+        }
+        return Snapshot(flags: flags, source: .offline)
+    }
+}
+
+/// Per-client counters of reads that did not succeed, and the fatal flag the read path checks
+/// when there is nothing to serve. Successful reads are not counted: a shared counter would put
+/// an atomic read-modify-write on every read (SPEC §3); see docs/architecture.md.
+package final class ReadCounters: @unchecked Sendable {
+    private let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
+
+    package init() { words.initialize(repeating: hal_atomic_word(value: 0), count: 5) }
+    deinit { words.deallocate() }
+
+    package enum Counter: Int {
+        case notReady = 0, flagNotFound, typeMismatch, servedError
+    }
+
+    @inline(never)
+    package func increment(_ counter: Counter) { _ = hal_fetch_add(words + counter.rawValue, 1) }
+    package func value(_ counter: Counter) -> Int { Int(hal_load_relaxed(words + counter.rawValue)) }
+
+    /// Whether the client is fatal (PROVIDER_FATAL instead of PROVIDER_NOT_READY when empty).
+    package var isFatal: Bool {
+        get { hal_load_acquire(words + 4) != 0 }
+        set { hal_store_release(words + 4, newValue ? 1 : 0) }
+    }
+}

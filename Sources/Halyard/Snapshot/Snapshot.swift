@@ -1,0 +1,149 @@
+import CHalyardAtomics
+import Foundation
+
+/// An immutable set of served flags for one fitted context, with where they came from and when
+/// the control plane last confirmed them.
+///
+/// Built once, then published into a ``SnapshotStore`` and never changed. The one mutable part is
+/// a per-flag exposure slot (a coarse-second deadline) used by the exposure fast path; it is a
+/// cache, accessed only atomically, and never changes what a read returns.
+package final class Snapshot: @unchecked Sendable {
+    /// Where a snapshot's values came from.
+    package enum Source: Sendable, Hashable {
+        /// Values given to an offline client (reason `STATIC`).
+        case offline
+        /// Values served by the control plane.
+        case network
+        /// Values loaded from the on-device cache and not yet confirmed (reason `CACHED`).
+        case cache
+    }
+
+    /// What a flag holds, precomputed so scalar reads never touch `JSONValue`.
+    package enum Kind: UInt8, Sendable {
+        /// The served flag has an error code.
+        case error
+        /// The served flag has no value ("use the code default").
+        case codeDefault
+        case null, bool, int, double, string, array, object
+    }
+
+    /// The per-flag data scalar reads need: the kind and the value's bits.
+    package struct Entry: Sendable {
+        package var kind: Kind
+        /// Bool: 0/1. Int: the Int64 bit pattern. Double: the Double bit pattern.
+        package var bits: UInt64
+    }
+
+    /// The served flags, in the order given.
+    package let flags: [ServedFlag]
+    /// Where the values came from.
+    package let source: Source
+    /// When the control plane last confirmed these values (nil when never: offline or cache).
+    package let confirmedAt: Date?
+    /// The fingerprint of the fitted context these values were served for (empty offline).
+    package let contextFingerprint: String
+    /// The ETag the control plane sent with these values, if any.
+    package let etag: String?
+    /// Set by the store just before publication; never changes afterwards.
+    package internal(set) var generation: UInt64 = 0
+
+    let table: FlagTable
+    let entries: UnsafeMutablePointer<Entry>
+    /// Exposure fast-path slots, one per flag: coarse second until which no record is needed.
+    let exposureSlots: UnsafeMutablePointer<hal_atomic_word>
+    private let liveCounter: LiveCounter?
+
+    /// Builds a snapshot. Later flags with a duplicate key replace earlier ones.
+    package init(
+        flags: [ServedFlag],
+        source: Source,
+        confirmedAt: Date? = nil,
+        contextFingerprint: String = "",
+        etag: String? = nil,
+        liveCounter: LiveCounter? = nil
+    ) {
+        var unique: [ServedFlag] = []
+        unique.reserveCapacity(flags.count)
+        var positions: [String: Int] = [:]
+        for flag in flags {
+            if let existing = positions[flag.key] {
+                unique[existing] = flag
+            } else {
+                positions[flag.key] = unique.count
+                unique.append(flag)
+            }
+        }
+        self.flags = unique
+        self.source = source
+        self.confirmedAt = confirmedAt
+        self.contextFingerprint = contextFingerprint
+        self.etag = etag
+        self.table = FlagTable(keys: unique.map(\.key))
+        let count = max(unique.count, 1)
+        entries = .allocate(capacity: count)
+        exposureSlots = .allocate(capacity: count)
+        exposureSlots.initialize(repeating: hal_atomic_word(value: 0), count: count)
+        for (index, flag) in unique.enumerated() {
+            (entries + index).initialize(to: Snapshot.entry(for: flag))
+        }
+        self.liveCounter = liveCounter
+        liveCounter?.increment()
+    }
+
+    deinit {
+        entries.deinitialize(count: flags.count)
+        entries.deallocate()
+        exposureSlots.deallocate()
+        liveCounter?.decrement()
+    }
+
+    /// The number of flags.
+    package var count: Int { flags.count }
+
+    /// The entry index of `key`, or nil.
+    @inline(__always)
+    package func index(of key: String) -> Int? { table.index(of: key) }
+
+    /// The served flag for `key`, or nil.
+    package func flag(_ key: String) -> ServedFlag? {
+        index(of: key).map { flags[$0] }
+    }
+
+    private static func entry(for flag: ServedFlag) -> Entry {
+        if flag.errorCode != nil { return Entry(kind: .error, bits: 0) }
+        guard let value = flag.value else { return Entry(kind: .codeDefault, bits: 0) }
+        switch value {
+        case .null: return Entry(kind: .null, bits: 0)
+        case .bool(let b): return Entry(kind: .bool, bits: b ? 1 : 0)
+        case .int(let i): return Entry(kind: .int, bits: UInt64(bitPattern: i))
+        case .double(let d): return Entry(kind: .double, bits: d.bitPattern)
+        case .string: return Entry(kind: .string, bits: 0)
+        case .array: return Entry(kind: .array, bits: 0)
+        case .object: return Entry(kind: .object, bits: 0)
+        }
+    }
+
+    /// Copies exposure deadlines from `previous` for flags whose variant is unchanged and whose
+    /// context fingerprint is the same, so a swap does not re-expose within the window.
+    package func inheritExposureSlots(from previous: Snapshot) {
+        guard previous.contextFingerprint == contextFingerprint else { return }
+        for (index, flag) in flags.enumerated() {
+            guard let old = previous.index(of: flag.key), previous.flags[old].variant == flag.variant else { continue }
+            let deadline = hal_load_relaxed(previous.exposureSlots + old)
+            hal_store_relaxed(exposureSlots + index, deadline)
+        }
+    }
+}
+
+/// Counts live objects; tests use it to prove every replaced snapshot is freed.
+package final class LiveCounter: @unchecked Sendable {
+    private let word = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 1)
+
+    package init() { word.initialize(to: hal_atomic_word(value: 0)) }
+    deinit { word.deallocate() }
+
+    package func increment() { _ = hal_fetch_add(word, 1) }
+    package func decrement() { _ = hal_fetch_add(word, UInt.max) }
+    /// The number of live objects now.
+    package var value: Int { Int(bitPattern: hal_load_acquire(word)) }
+}

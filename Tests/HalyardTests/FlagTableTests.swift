@@ -1,0 +1,63 @@
+import Testing
+
+@testable import Halyard
+
+@Suite struct FlagTableTests {
+    /// A seeded generator so failures reproduce.
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test func everyLengthFindsItsKeyAndRejectsNeighbours() {
+        // Exhaustive over key lengths 0...40, which covers every tail branch of hash and compare.
+        var keys: [String] = []
+        for length in 0...40 {
+            keys.append(String(repeating: "k", count: length))
+            if length > 0 { keys.append(String(repeating: "k", count: length - 1) + "x") }
+        }
+        let table = FlagTable(keys: keys)
+        for (index, key) in keys.enumerated() { #expect(table.index(of: key) == index, "\(key)") }
+        for length in 1...40 {
+            #expect(table.index(of: "y" + String(repeating: "k", count: length - 1)) == nil)
+        }
+    }
+
+    @Test func randomKeysAgreeWithDictionary() {
+        var random = SplitMix(state: 42)
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789._-é🚀")
+        for round in 0..<20 {
+            var unique = Set<String>()
+            let count = Int.random(in: 0...300, using: &random)
+            while unique.count < count {
+                let length = Int.random(in: 1...30, using: &random)
+                unique.insert(String((0..<length).map { _ in alphabet.randomElement(using: &random)! }))
+            }
+            let keys = Array(unique)
+            let table = FlagTable(keys: keys)
+            let reference = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
+            for _ in 0..<500 {
+                let probe: String
+                if !keys.isEmpty && Bool.random(using: &random) {
+                    probe = keys.randomElement(using: &random)!
+                } else {
+                    probe = String((0..<Int.random(in: 0...30, using: &random)).map { _ in alphabet.randomElement(using: &random)! })
+                }
+                #expect(table.index(of: probe) == reference[probe], "round \(round) probe \(probe)")
+            }
+        }
+    }
+
+    @Test func duplicateKeysInSnapshotKeepTheLast() {
+        let snapshot = Snapshot(
+            flags: [ServedFlag(key: "a", value: .int(1)), ServedFlag(key: "a", value: .int(2))], source: .network)
+        #expect(snapshot.count == 1)
+        #expect(snapshot.flag("a")?.value == .int(2))
+    }
+}
