@@ -23,6 +23,10 @@ public struct FlagClientOptions: Sendable {
     public var baseURL: URL
     /// The credential, sent as `Authorization: Bearer <key>`. Never logged.
     public var key: String
+    /// The context values are fetched for until `identify` changes it; *default* anonymous
+    /// (`targetingKey` `""`, kind `user`). An invalid initial context does not throw: the client
+    /// starts in status `error` (event `INVALID_CONTEXT`) and sends nothing until `identify`.
+    public var initialContext: EvaluationContext = .anonymous
     /// The role; *default* ``Role/client``.
     public var role: Role = .client
     /// Key prefixes that mark a server key, which role ``Role/client`` refuses;

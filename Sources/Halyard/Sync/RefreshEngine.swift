@@ -34,6 +34,7 @@ final class RefreshEngine: Sendable {
         case resume([CheckedContinuation<Void, Never>])
         case resumeBool([CheckedContinuation<Bool, Never>], Bool)
         case log(HalyardLogLevel, String)
+        case status(ClientStatus)
         case finishStreams
     }
 
@@ -73,6 +74,7 @@ final class RefreshEngine: Sendable {
     private let clock: any HalyardClock
     private let logHandler: HalyardLogHandler?
     private let publish: @Sendable (SyncPublication) -> Void
+    private let statusChanged: @Sendable (ClientStatus) -> Void
     private let state: Locked<State>
 
     init(
@@ -81,8 +83,10 @@ final class RefreshEngine: Sendable {
         clock: any HalyardClock,
         logHandler: HalyardLogHandler?,
         seed: UInt64 = UInt64.random(in: .min ... .max),
+        statusChanged: @escaping @Sendable (ClientStatus) -> Void = { _ in },
         publish: @escaping @Sendable (SyncPublication) -> Void
     ) {
+        self.statusChanged = statusChanged
         self.configuration = configuration
         self.transport = transport
         self.clock = clock
@@ -248,7 +252,12 @@ final class RefreshEngine: Sendable {
         var cancels: [Task<Void, Never>] = []
         let wait = state.withLock { s -> RefreshMachine.Wait in
             prepare(&s)
+            let statusBefore = s.machine.status
             let step = s.machine.event(input, now: now, random: &s.random)
+            if s.machine.status != statusBefore {
+                s.outbox.append(.status(s.machine.status))
+                s.outbox.append(.log(.info, "status \(statusBefore) -> \(s.machine.status)"))
+            }
             for effect in step.effects { perform(effect, wall: wall, state: &s, cancels: &cancels) }
             after(&s, step)
             settleReadyWaiters(&s, cancels: &cancels)
@@ -462,6 +471,8 @@ final class RefreshEngine: Sendable {
             for c in continuations { c.resume(returning: value) }
         case .log(let level, let message):
             logHandler?(level, message)
+        case .status(let status):
+            statusChanged(status)
         case .finishStreams:
             let streams = state.withLock { s -> [AsyncStream<ClientEvent>.Continuation] in
                 s.streamsFinished = true

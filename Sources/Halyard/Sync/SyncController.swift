@@ -1,0 +1,116 @@
+import Foundation
+
+/// The online machinery of a ``FlagClient``: options, transport, clock, install id, the refresh
+/// engine and the close hooks. One per online client (`client.sync`); nil offline.
+///
+/// Integration points for other subsystems (exposures, cache):
+/// - ``options``, ``transport``, ``clock``, ``installID``: the resolved settings, so an exposure
+///   uploader sends through the same transport with the same clock and identity headers.
+/// - ``currentFingerprint`` / ``currentContext``: the fitted context in force.
+/// - ``addCloseHook(_:)``: called once by `close()`, after polling stopped, off any lock.
+package final class SyncController: Sendable {
+    /// The options the client was created with.
+    package let options: FlagClientOptions
+    /// The transport in use (``FlagClientOptions/transport`` or a ``URLSessionTransport``).
+    package let transport: any FlagTransport
+    /// The clock in use.
+    package let clock: any HalyardClock
+    /// The persisted install id sent as `X-Halyard-Install-Id`.
+    package let installID: String
+    let engine: RefreshEngine
+    private let readCounters = Locked<ReadCounters?>(nil)
+    private struct Lifecycle {
+        var closed = false
+        var hooks: [@Sendable () -> Void] = []
+        var context: EvaluationContext
+        var fitted: FittedContext?
+    }
+    private let lifecycle: Locked<Lifecycle>
+
+    package init(options: FlagClientOptions, store: SnapshotStore) {
+        self.options = options
+        let transport = options.transport ?? URLSessionTransport()
+        self.transport = transport
+        clock = options.clock
+        installID = options.installIDStorage.resolve()
+        lifecycle = Locked(Lifecycle(context: options.initialContext))
+        let builder = OFREPRequestBuilder(
+            baseURL: options.baseURL, key: options.key, appID: options.appID, installID: installID,
+            timeout: options.requestTimeout, maxResponseBytes: options.maxResponseBytes)
+        let machine = RefreshMachine.Configuration(
+            pollInterval: max(options.pollInterval, .zero),
+            pollJitter: options.pollJitter,
+            backoff: Backoff(initial: options.initialBackoff, maximum: options.maxBackoff),
+            staleAfter: options.effectiveStaleAfter,
+            refreshIfStaleThreshold: options.refreshIfStaleThreshold)
+        let counters = readCounters
+        engine = RefreshEngine(
+            configuration: .init(machine: machine, builder: builder),
+            transport: transport,
+            clock: options.clock,
+            logHandler: options.logHandler,
+            statusChanged: { status in
+                counters.withLock { $0 }?.isFatal = status == .fatal
+            },
+            publish: { publication in
+                guard case .values(let flags, let fingerprint, let confirmedAt) = publication else { return }
+                store.publish(Snapshot(flags: flags, source: .network, confirmedAt: confirmedAt, contextFingerprint: fingerprint))
+            })
+    }
+
+    /// Binds the client's read counters and sends the start-up fetch.
+    package func start(readCounters counters: ReadCounters) {
+        readCounters.withLock { $0 = counters }
+        let context = lifecycle.withLock { $0.context }
+        let fitted = try? context.fitted(limit: options.contextSizeLimit)
+        lifecycle.withLock { $0.fitted = fitted }
+        engine.start(context: fitted.map(Self.syncContext))
+    }
+
+    static func syncContext(_ fitted: FittedContext) -> SyncContext {
+        SyncContext(canonicalJSON: fitted.canonicalJSON, fingerprint: fitted.fingerprint, droppedAttributes: fitted.droppedAttributes)
+    }
+
+    /// The context in force (the last one given to `identify`, valid or pending).
+    package var currentContext: EvaluationContext { lifecycle.withLock { $0.context } }
+
+    /// The fitted form of the current context, nil when it is invalid.
+    package var currentFittedContext: FittedContext? { lifecycle.withLock { $0.fitted } }
+
+    /// The fingerprint of the current context, nil when it is invalid.
+    package var currentFingerprint: String? { currentFittedContext?.fingerprint }
+
+    /// Whether `close()` was called.
+    package var isClosed: Bool { lifecycle.withLock { $0.closed } }
+
+    func identify(_ context: EvaluationContext) async -> Bool {
+        guard !isClosed, let fitted = try? context.fitted(limit: options.contextSizeLimit) else { return false }
+        lifecycle.withLock { s in
+            s.context = context
+            s.fitted = fitted
+        }
+        return await engine.identify(Self.syncContext(fitted))
+    }
+
+    /// Registers `hook` to run once when the client closes (at once if it is already closed).
+    package func addCloseHook(_ hook: @escaping @Sendable () -> Void) {
+        let runNow = lifecycle.withLock { s -> Bool in
+            if s.closed { return true }
+            s.hooks.append(hook)
+            return false
+        }
+        if runNow { hook() }
+    }
+
+    func close() {
+        let hooks = lifecycle.withLock { s -> [@Sendable () -> Void]? in
+            if s.closed { return nil }
+            s.closed = true
+            defer { s.hooks.removeAll() }
+            return s.hooks
+        }
+        guard let hooks else { return }
+        engine.close()
+        for hook in hooks { hook() }
+    }
+}
