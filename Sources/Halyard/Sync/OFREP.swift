@@ -258,3 +258,41 @@ struct OFREPRequestBuilder: Sendable {
         )
     }
 }
+
+/// Wire helpers shared with `HalyardTesting` (not API).
+package enum OFREPWire {
+    /// Encodes served flags as an OFREP bulk response body.
+    package static func encodeResponse(_ flags: [ServedFlag]) -> Data {
+        var items: [JSONValue] = []
+        items.reserveCapacity(flags.count)
+        for flag in flags {
+            var item: [String: JSONValue] = ["key": .string(flag.key)]
+            if let code = flag.errorCode {
+                item["errorCode"] = .string(code.rawValue)
+                if let message = flag.errorMessage { item["errorDetails"] = .string(message) }
+            } else {
+                if let value = flag.value { item["value"] = value }
+                item["reason"] = .string(flag.reason.rawValue)
+                if let variant = flag.variant { item["variant"] = .string(variant) }
+            }
+            if !flag.metadata.isEmpty {
+                var meta: [String: JSONValue] = [:]
+                for (name, value) in flag.metadata {
+                    switch value {
+                    case .bool(let b): meta[name] = .bool(b)
+                    case .string(let s): meta[name] = .string(s)
+                    case .number(let d): meta[name] = .double(d)
+                    }
+                }
+                item["metadata"] = .object(meta)
+            }
+            items.append(.object(item))
+        }
+        return Data(FoundationJSON.write(.object(["flags": .array(items)])).utf8)
+    }
+
+    /// Parses a JSON body (a request's `{"context": ...}`), nil when it is not JSON.
+    package static func parse(_ body: Data) -> JSONValue? {
+        try? FoundationJSON.parse(body)
+    }
+}

@@ -115,8 +115,10 @@ final class RefreshEngine: Sendable {
     private func refresh(_ input: RefreshMachine.Input) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             var resumeNow = false
-            let inFlightBefore = state.withLock { $0.machine.inFlight?.request.id }
-            process(input) { _ in } after: { s, step in
+            var inFlightBefore: UInt64?
+            process(input) { s in
+                inFlightBefore = s.machine.inFlight?.request.id
+            } after: { s, step in
                 if case .request(let id) = step.wait {
                     s.refreshWaiters[id, default: []].append(c)
                     if id == inFlightBefore { s.stats.coalescedRefreshes += 1 }
