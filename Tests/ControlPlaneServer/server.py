@@ -53,8 +53,8 @@ decremented and the fault removed at 0. Fields:
     {"action": "oversize", "bytes": 9437184, "declareLength": true}
                                                       # 200 with a huge body; declareLength false
                                                       # sends no Content-Length (Connection: close)
-    {"action": "drip",     "interval": 0.2, "chunks": 50}  # the normal body, a piece per interval
-    {"action": "gzip"}                                # the normal body, gzip-compressed
+    {"action": "drip",     "interval": 0.2, "chunks": 50}  # the 200 body (never 304), a piece per interval
+    {"action": "gzip"}                                # the 200 body (never 304), gzip-compressed
     {"action": "pass"}                                # answer normally (counts as a fault slot)
 
 Every fault also accepts ``"path"``, ``"count"``, ``"headers"`` (added to the answer) and
@@ -249,7 +249,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(400, b'{"errorCode": "INVALID_CONTEXT"}', extra)
         headers = {"ETag": etag}
         headers.update(extra)
-        if self.headers.get("If-None-Match") == etag:
+        action = fault.get("action") if fault else None
+        if self.headers.get("If-None-Match") == etag and action not in ("gzip", "drip"):
             return self.send(304, b"", headers)
         if fault and fault.get("action") == "gzip":
             headers["Content-Encoding"] = "gzip"

@@ -187,6 +187,9 @@ final class RefreshEngine: Sendable {
         }
     }
 
+    /// When the engine next wakes (poll, retry, `Retry-After` end, stale check); nil for never.
+    var nextWake: Duration? { state.withLock { $0.machine.nextWake } }
+
     /// The fingerprint of the current context, when it is valid.
     var currentFingerprint: String? { state.withLock { $0.machine.currentFingerprint } }
 
