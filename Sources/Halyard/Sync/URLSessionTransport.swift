@@ -40,7 +40,9 @@ public final class URLSessionTransport: FlagTransport, Sendable {
         urlRequest.httpBody = request.body
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
         let seconds = max(Double(request.timeout.components.seconds) + Double(request.timeout.components.attoseconds) / 1e18, 0.001)
-        urlRequest.timeoutInterval = seconds
+        // Our own deadline below enforces the total timeout precisely; URLSession's (idle)
+        // timeout is a backstop only: on Linux it works in whole seconds and 0 fires at once.
+        urlRequest.timeoutInterval = seconds.rounded(.up) + 1
         let limit = max(request.maxResponseBytes, 0)
 
         let task = session.dataTask(with: urlRequest)
