@@ -155,7 +155,7 @@ import Testing
         defer { h.close() }
         await h.client.refresh()
         try await h.server.script([["action": "status", "status": 403]])
-        h.clock.advance(by: .seconds(60))  // the poll fires
+        await h.clock.advanceWhenArmed(by: .seconds(60))  // the poll fires
         #expect(await eventually { h.client.status == .error })
         #expect(h.client.bool("a", default: false))
         #expect(h.engine.nextWake == nil)
@@ -321,12 +321,12 @@ import Testing
     @Test func steadyStatePollsOncePerIntervalWith304() async throws {
         let h = try await Self.harness { $0.pollInterval = .seconds(30) }
         defer { h.close() }
-        await h.client.refresh()
+        #expect(await eventually { h.client.status == .ready && h.engine.nextWake != nil })
         for round in 1...10 {
             let wake = try #require(h.engine.nextWake)
             let delay = wake - h.clock.monotonicNow
             #expect(delay >= .seconds(27) && delay <= .seconds(33))
-            h.clock.advance(by: delay)
+            await h.clock.advanceWhenArmed(by: delay)
             #expect(await eventually { h.transport.exchanges.count == round + 1 && h.transport.inFlight == 0 })
             #expect(await eventually { h.engine.nextWake.map { $0 > h.clock.monotonicNow } ?? false })
         }
@@ -334,7 +334,7 @@ import Testing
         #expect(statuses == [200] + Array(repeating: 304, count: 10))
         // A change on the server is picked up by the next poll.
         try await h.server.setFlags(["default": [["key": "a", "value": false, "reason": "STATIC"]]])
-        h.clock.advance(by: h.engine.nextWake! - h.clock.monotonicNow)
+        await h.clock.advanceWhenArmed(by: h.engine.nextWake! - h.clock.monotonicNow)
         #expect(await eventually { !h.client.bool("a", default: true) })
     }
 }

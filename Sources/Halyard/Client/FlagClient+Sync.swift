@@ -29,7 +29,7 @@ extension FlagClient {
 
     /// Waits until values the control plane confirmed for the current context are served, or
     /// `timeout` passes (measured on the options' clock). Returns whether they are. Returns
-    /// `false` at once when the key was refused, the context is invalid, or the client is closed.
+    /// `false` at once when no values can arrive any more (key refused, context invalid, closed).
     /// Offline clients return `true`.
     public func ready(timeout: Duration) async -> Bool {
         guard let sync else { return true }

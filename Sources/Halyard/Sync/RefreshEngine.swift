@@ -361,9 +361,9 @@ final class RefreshEngine: Sendable {
         }
         guard let wake else { return }
         let clock = self.clock
-        let delay = wake - now
         let task = Task { [weak self] in
-            if delay > .zero {
+            // Measured here, not when scheduled, so a clock that moved meanwhile is honoured.
+            while case let delay = wake - clock.monotonicNow, delay > .zero {
                 do { try await clock.sleep(for: delay) } catch { return }
             }
             self?.timerFired(wake)

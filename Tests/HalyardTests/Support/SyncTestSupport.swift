@@ -48,3 +48,12 @@ extension ClientEvent {
     var errorCode: FlagErrorCode? { if case .error(let code, _) = self { code } else { nil } }
     var changedKeys: Set<String>? { if case .configurationChanged(let keys) = self { keys } else { nil } }
 }
+
+extension ManualClock {
+    /// Waits (real time) until at least `sleepers` tasks sleep on this clock, then advances it.
+    /// Avoids advancing before the engine's timer task has started sleeping.
+    func advanceWhenArmed(by duration: Duration, sleepers: Int = 1) async {
+        await eventually { self.sleeperCount >= sleepers }
+        advance(by: duration)
+    }
+}
