@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "Halyard", targets: ["Halyard"]),
         .library(name: "HalyardTesting", targets: ["HalyardTesting"]),
         .executable(name: "halyard-bench", targets: ["HalyardBenchmarks"]),
+        .executable(name: "halyard-bench-exposures", targets: ["ExposureBenchmarks"]),
     ],
     targets: [
         .target(name: "CHalyardAtomics"),
@@ -31,6 +32,12 @@ let package = Package(
             name: "HalyardBenchmarks",
             dependencies: ["Halyard", "CMallocCounter"],
             path: "Benchmarks/HalyardBenchmarks",
+            swiftSettings: [.unsafeFlags(["-Ounchecked"])]
+        ),
+        .executableTarget(
+            name: "ExposureBenchmarks",
+            dependencies: ["Halyard"],
+            path: "Benchmarks/ExposureBenchmarks",
             swiftSettings: [.unsafeFlags(["-Ounchecked"])]
         ),
         .testTarget(name: "HalyardTests", dependencies: ["Halyard", "HalyardTesting", "CHalyardAtomics"]),

@@ -137,6 +137,7 @@ typedef struct {
     uint64_t bits;
     uintptr_t info;
     uintptr_t exposed_until;   // coarse second until which this handle's exposure needs no record
+    const void *owner;         // the owning handle, unretained: lets slow paths start from the cache
 } hal_handle_cache;
 
 /// Reads a consistent (generation, bits, info) triple. Returns false when a writer is active or

@@ -100,7 +100,8 @@ extension FlagClient {
                     key: key, value: defaultValue, reason: .error, errorCode: .flagNotFound,
                     errorMessage: "flag '\(key)' is not in the served flags")
             }
-            let flag = snapshot.flags[index]
+            // Fields are read one by one: copying the whole ServedFlag would retain and
+            // release every string and the metadata dictionary on each read.
             let entry = snapshot.entries[index]
             switch entry.kind.outcome(as: requested) {
             case .success:
@@ -108,18 +109,24 @@ extension FlagClient {
                 let value: Value
                 switch requested {
                 case .bool, .int, .double: value = Value._fromBits(entry.bits(as: requested))
-                case .string, .json: value = flag.value.flatMap(Value._fromJSON) ?? defaultValue
+                case .string, .json: value = snapshot.flags[index].value.flatMap(Value._fromJSON) ?? defaultValue
                 }
+                let detail = snapshot.details + index
                 return Evaluation(
-                    key: key, value: value, variant: flag.variant, reason: flag.reason, metadata: flag.metadata)
+                    key: key, value: value, variant: detail.pointee.variant, reason: detail.pointee.reason,
+                    metadata: detail.pointee.metadata)
             case .codeDefault:
+                let detail = snapshot.details + index
                 return Evaluation(
-                    key: key, value: defaultValue, variant: flag.variant, reason: flag.reason, metadata: flag.metadata)
+                    key: key, value: defaultValue, variant: detail.pointee.variant, reason: detail.pointee.reason,
+                    metadata: detail.pointee.metadata)
             case .servedError:
+                let flag = snapshot.flags[index]
                 return Evaluation(
                     key: key, value: defaultValue, variant: flag.variant, reason: .error,
                     errorCode: flag.errorCode ?? .general, errorMessage: flag.errorMessage, metadata: flag.metadata)
             case .typeMismatch, .flagNotFound, .notReady:
+                let flag = snapshot.flags[index]
                 return Evaluation(
                     key: key, value: defaultValue, variant: flag.variant, reason: .error, errorCode: .typeMismatch,
                     errorMessage: "flag '\(key)' is \(flag.value?.typeName ?? "absent"), not \(requested)",

@@ -29,6 +29,7 @@ public final class FlagClient: Sendable {
     /// The sink's coarse clock word, cached so the read fast path never touches the sink
     /// (copying an existential reference would retain it: an atomic RMW on every read). The
     /// word is only accessed atomically and lives as long as the sink, which the client owns.
+    @usableFromInline
     nonisolated(unsafe) package let exposureClock: UnsafePointer<hal_atomic_word>?
     /// Counters for reads that did not succeed, and the fatal flag. See ``ReadCounters``.
     package let readCounters = ReadCounters()

@@ -13,94 +13,119 @@ import CHalyardAtomics
 /// correct across swaps and context changes and may be shared by any number of threads.
 public final class FlagHandle<Value: FlagValue>: @unchecked Sendable {
     /// The flag key this handle reads.
-    public let key: String
+    public var key: String { core.key }
     /// The value served when the flag cannot be read as `Value`.
     public let defaultValue: Value
 
-    private let client: FlagClient
-    private let generationWord: UnsafePointer<hal_atomic_word>
-    private let cache: UnsafeMutablePointer<hal_handle_cache>
+    // `@usableFromInline` because `value` is `@inlinable`: it is the measured hot path, and an
+    // unspecialized generic getter called across modules costs ~10 ns instead of ~1.
+    @usableFromInline let core: HandleCore
+    @usableFromInline let cache: UnsafeMutablePointer<hal_handle_cache>
+    @usableFromInline let generationWord: UnsafePointer<hal_atomic_word>
+    @usableFromInline nonisolated(unsafe) let exposureClock: UnsafePointer<hal_atomic_word>?
 
     init(client: FlagClient, key: String, defaultValue: Value) {
-        self.client = client
-        self.key = key
         self.defaultValue = defaultValue
-        self.generationWord = client.store.generationPointer
-        cache = .allocate(capacity: 1)
-        cache.initialize(to: hal_handle_cache(seq: 0, generation: 0, bits: 0, info: 0, exposed_until: 0))
+        core = HandleCore(client: client, key: key)
+        cache = core.cache
+        generationWord = client.store.generationPointer
+        exposureClock = client.exposureClock
     }
 
-    deinit { cache.deallocate() }
-
     /// The flag's current value, or ``defaultValue`` (same rules as the keyed reads).
+    @inlinable
     public var value: Value {
+        let requested = Value._flagValueKind
+        guard requested == .bool || requested == .int || requested == .double else {
+            return core.resolveValue(defaultValue)
+        }
+        // Scalars: a seqlock read of the cache, tagged with the store generation. Everything
+        // is loaded before any call, and the slow paths are non-generic functions of the cache
+        // pointer, so nothing here needs the handle itself to stay retained across a call.
+        let cache = self.cache
+        let clock = exposureClock
+        let fallback = defaultValue
         let generation = hal_load_acquire(generationWord)
         var bits: UInt64 = 0
         var info: UInt = 0
-        let requested = Value._flagValueKind
-        if requested == .bool || requested == .int || requested == .double,
-            hal_handle_cache_read(cache, generation, &bits, &info)
-        {
-            if info & 0xFF == UInt(ReadOutcome.success.rawValue) {
-                if let clock = client.exposureClock {
-                    let mark = hal_handle_exposed_until(cache)
-                    if mark & 0xFFFF_FFFF != generation & 0xFFFF_FFFF || mark >> 32 <= hal_load_relaxed(clock) {
-                        recordExposureSlow(generation: generation)
-                    }
-                }
-                return Value._fromBits(bits)
-            }
-            return defaultValue
+        if !hal_handle_cache_read(cache, generation, &bits, &info) {
+            info = _halyardResolveHandle(cache, requested, &bits)
         }
-        return resolve()
+        guard info & 0xFF == 1 /* ReadOutcome.success */ else { return fallback }
+        if let clock {
+            let mark = hal_handle_exposed_until(cache)
+            if mark & 0xFFFF_FFFF != generation & 0xFFFF_FFFF || mark >> 32 <= hal_load_relaxed(clock) {
+                _halyardRecordHandleExposure(cache, generation)
+            }
+        }
+        return Value._fromBits(bits)
     }
 
     /// The full result of reading the flag now (same rules as the detail reads).
     public var detail: Evaluation<Value> {
-        client.evaluate(key, defaultValue)
+        core.client.evaluate(core.key, defaultValue)
+    }
+}
+
+/// The non-generic part of a handle: its key, client and cache (not API).
+///
+/// The cache's `owner` points back here (unretained) so the slow paths can start from the
+/// cache pointer alone.
+public final class HandleCore: @unchecked Sendable {
+    let key: String
+    let client: FlagClient
+    @usableFromInline let cache: UnsafeMutablePointer<hal_handle_cache>
+
+    init(client: FlagClient, key: String) {
+        self.client = client
+        self.key = key
+        cache = .allocate(capacity: 1)
+        cache.initialize(to: hal_handle_cache(seq: 0, generation: 0, bits: 0, info: 0, exposed_until: 0, owner: nil))
+        cache.pointee.owner = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
     }
 
-    /// Slow path: resolve against the current snapshot and refresh the cache.
-    @inline(never)
-    private func resolve() -> Value {
-        let requested = Value._flagValueKind
+    deinit { cache.deallocate() }
+
+    static func from(_ cache: UnsafeMutablePointer<hal_handle_cache>) -> Unmanaged<HandleCore> {
+        Unmanaged<HandleCore>.fromOpaque(cache.pointee.owner!)
+    }
+
+    /// Resolves against the current snapshot, refreshes the cache, and returns the info word
+    /// (outcome | index << 8); `bits` receives the scalar bits.
+    func resolve(_ requested: _FlagValueKind, _ bits: inout UInt64) -> UInt {
         let key = self.key
-        let defaultValue = self.defaultValue
         let cache = self.cache
         let client = self.client
-        return client.store.withCurrent { snapshot -> Value in
+        var resolvedBits: UInt64 = 0
+        let info = client.store.withCurrent { snapshot -> UInt in
             guard let snapshot else {
                 hal_handle_cache_write(cache, 0, 0, UInt(ReadOutcome.notReady.rawValue))
-                return defaultValue
+                return UInt(ReadOutcome.notReady.rawValue)
             }
             let generation = UInt(snapshot.generation)
             guard let index = snapshot.index(of: key) else {
                 hal_handle_cache_write(cache, generation, 0, UInt(ReadOutcome.flagNotFound.rawValue))
-                return defaultValue
+                return UInt(ReadOutcome.flagNotFound.rawValue)
             }
             let entry = snapshot.entries[index]
             let outcome = entry.kind.outcome(as: requested)
-            let bits = entry.bits(as: requested)
-            hal_handle_cache_write(cache, generation, bits, UInt(outcome.rawValue) | UInt(index) << 8)
-            guard outcome == .success else { return defaultValue }
-            if client.exposureClock != nil {
+            resolvedBits = entry.bits(as: requested)
+            let info = UInt(outcome.rawValue) | UInt(index) << 8
+            hal_handle_cache_write(cache, generation, resolvedBits, info)
+            if outcome == .success && client.exposureClock != nil {
                 // Start from the snapshot's slot (inherited across swaps while the variant is
-                // unchanged), tagged with this generation.
+                // unchanged), tagged with this generation; the read then checks it as usual.
                 let deadline = hal_load_relaxed(snapshot.exposureSlots + index)
                 hal_handle_set_exposed_until(cache, deadline << 32 | (generation & 0xFFFF_FFFF))
-                client.exposeIfNeeded(snapshot, index)
-                hal_handle_set_exposed_until(
-                    cache, hal_load_relaxed(snapshot.exposureSlots + index) << 32 | (generation & 0xFFFF_FFFF))
             }
-            switch requested {
-            case .bool, .int, .double: return Value._fromBits(bits)
-            case .string, .json: return snapshot.flags[index].value.flatMap(Value._fromJSON) ?? defaultValue
-            }
+            return info
         }
+        bits = resolvedBits
+        return info
     }
 
-    @inline(never)
-    private func recordExposureSlow(generation: UInt) {
+    /// Records the exposure for the snapshot at `generation` and refreshes the handle's mark.
+    func recordExposure(generation: UInt) {
         let key = self.key
         let cache = self.cache
         let client = self.client
@@ -113,6 +138,31 @@ public final class FlagHandle<Value: FlagValue>: @unchecked Sendable {
                 cache, hal_load_relaxed(snapshot.exposureSlots + index) << 32 | (generation & 0xFFFF_FFFF))
         }
     }
+
+    /// String and JSON handles: a keyed read (their values are not cached as bits).
+    @usableFromInline
+    func resolveValue<Value: FlagValue>(_ defaultValue: Value) -> Value {
+        client.evaluate(key, defaultValue).value
+    }
+}
+
+// The slow paths of `FlagHandle.value`, as non-generic functions of the cache pointer.
+// `releasenone`: they never release an object their caller can see (they only balance retains
+// of snapshot data they copy), so a caller holding the handle at +0 need not retain it around
+// the call.
+
+/// Not API.
+@usableFromInline @inline(never) @_effects(releasenone)
+func _halyardResolveHandle(
+    _ cache: UnsafeMutablePointer<hal_handle_cache>, _ requested: _FlagValueKind, _ bits: inout UInt64
+) -> UInt {
+    HandleCore.from(cache)._withUnsafeGuaranteedRef { $0.resolve(requested, &bits) }
+}
+
+/// Not API.
+@usableFromInline @inline(never) @_effects(releasenone)
+func _halyardRecordHandleExposure(_ cache: UnsafeMutablePointer<hal_handle_cache>, _ generation: UInt) {
+    HandleCore.from(cache)._withUnsafeGuaranteedRef { $0.recordExposure(generation: generation) }
 }
 
 extension FlagClient {

@@ -47,8 +47,17 @@ package final class Snapshot: @unchecked Sendable {
     /// Set by the store just before publication; never changes afterwards.
     package internal(set) var generation: UInt64 = 0
 
+    /// What a detail read copies out besides the value, one per flag, in a raw buffer so a read
+    /// copies (retains) only the fields it returns, never a whole `ServedFlag`.
+    package struct Detail: Sendable {
+        package var variant: String?
+        package var reason: EvaluationReason
+        package var metadata: FlagMetadata
+    }
+
     let table: FlagTable
     let entries: UnsafeMutablePointer<Entry>
+    let details: UnsafeMutablePointer<Detail>
     /// Exposure fast-path slots, one per flag: coarse second until which no record is needed.
     let exposureSlots: UnsafeMutablePointer<hal_atomic_word>
     private let liveCounter: LiveCounter?
@@ -81,10 +90,12 @@ package final class Snapshot: @unchecked Sendable {
         self.table = FlagTable(keys: unique.map(\.key))
         let count = max(unique.count, 1)
         entries = .allocate(capacity: count)
+        details = .allocate(capacity: count)
         exposureSlots = .allocate(capacity: count)
         exposureSlots.initialize(repeating: hal_atomic_word(value: 0), count: count)
         for (index, flag) in unique.enumerated() {
             (entries + index).initialize(to: Snapshot.entry(for: flag))
+            (details + index).initialize(to: Detail(variant: flag.variant, reason: flag.reason, metadata: flag.metadata))
         }
         self.liveCounter = liveCounter
         liveCounter?.increment()
@@ -93,6 +104,8 @@ package final class Snapshot: @unchecked Sendable {
     deinit {
         entries.deinitialize(count: flags.count)
         entries.deallocate()
+        details.deinitialize(count: flags.count)
+        details.deallocate()
         exposureSlots.deallocate()
         liveCounter?.decrement()
     }

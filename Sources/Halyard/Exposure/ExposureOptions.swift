@@ -1,0 +1,188 @@
+import Foundation
+
+/// How Halyard records and uploads exposures (SPEC §7). See `docs/exposures.md`.
+///
+/// Every field has a usable default; out-of-range values are clamped when the client starts
+/// (``sampleRate`` is clamped as soon as it is set).
+public struct ExposureOptions: Sendable, Hashable {
+    /// Whether successful typed reads record exposures automatically. *Default* `true`.
+    ///
+    /// When `false`, reads record nothing, but an explicit `recordExposure(_:)` still records
+    /// (the "log exposures by hand" pattern).
+    public var enabled: Bool = true
+
+    private var storedSampleRate: Double = 1
+
+    /// The fraction of distinct (context fingerprint, key, variant) exposures kept, in `[0, 1]`.
+    /// *Default* `1` (keep all).
+    ///
+    /// The decision is deterministic: FNV-1a 64 over the UTF-8 bytes of
+    /// `fingerprint 0xFF key 0xFF variant` (or `fingerprint 0xFF key 0xFE` when there is no
+    /// variant), mapped to `[0, 1)` as `Double(hash >> 11) / 2^53`; the exposure is kept when that
+    /// is `< sampleRate`. Values below 0 become 0, above 1 become 1, NaN becomes 1.
+    public var sampleRate: Double {
+        get { storedSampleRate }
+        set { storedSampleRate = newValue.isNaN ? 1 : min(1, max(0, newValue)) }
+    }
+
+    /// One exposure per (key, variant, context fingerprint) per this window. *Default* 300 s.
+    /// Kept at whole-second granularity (rounded up); zero or negative disables de-duplication.
+    public var dedupWindow: Duration = .seconds(300)
+
+    /// The most events held waiting for upload; when full, the oldest are dropped (counted in
+    /// ``ExposureCounters/dropped``). *Default* 10,000; at least 1.
+    public var capacity: Int = 10_000
+
+    /// Events per upload request, and the pending count that triggers an early flush.
+    /// *Default* 1,000; clamped to `1...1000`.
+    public var batchSize: Int = 1_000
+
+    /// How often pending exposures are uploaded. *Default* 30 s; zero or negative disables the
+    /// periodic flush (batch-size, explicit and close flushes still happen).
+    public var flushInterval: Duration = .seconds(30)
+
+    /// The upload path, appended to the control plane's base URL. *Default* `"/v1/exposures"`.
+    public var path: String = "/v1/exposures"
+
+    /// The first retry delay after a failed upload; doubles per consecutive failure (full jitter).
+    /// *Default* 1 s.
+    public var retryBaseDelay: Duration = .seconds(1)
+
+    /// The longest backoff between upload retries. *Default* 5 minutes.
+    public var retryMaxDelay: Duration = .seconds(300)
+
+    /// The timeout of one upload request. *Default* 10 s.
+    public var requestTimeout: Duration = .seconds(10)
+
+    /// The hard cap on de-duplication entries (one per distinct (key, variant, fingerprint)
+    /// still inside its window). Beyond it the entries whose window ends first are forgotten
+    /// early, so such an exposure may be recorded again before its window ends (over-reporting,
+    /// never under-reporting). *Default* 100,000 entries (about 3–5 MB); at least 1.
+    public var dedupCapacity: Int = 100_000
+
+    /// Creates options with the defaults.
+    public init() {}
+
+    /// Creates options, with every field defaulted.
+    public init(
+        enabled: Bool = true,
+        sampleRate: Double = 1,
+        dedupWindow: Duration = .seconds(300),
+        capacity: Int = 10_000,
+        batchSize: Int = 1_000,
+        flushInterval: Duration = .seconds(30),
+        path: String = "/v1/exposures"
+    ) {
+        self.enabled = enabled
+        self.sampleRate = sampleRate
+        self.dedupWindow = dedupWindow
+        self.capacity = capacity
+        self.batchSize = batchSize
+        self.flushInterval = flushInterval
+        self.path = path
+    }
+
+    /// The options with every field brought into its valid range.
+    package var normalized: ExposureOptions {
+        var o = self
+        o.capacity = max(1, capacity)
+        o.batchSize = min(1_000, max(1, batchSize))
+        o.dedupCapacity = max(1, dedupCapacity)
+        if o.retryBaseDelay < .milliseconds(1) { o.retryBaseDelay = .milliseconds(1) }
+        if o.retryMaxDelay < o.retryBaseDelay { o.retryMaxDelay = o.retryBaseDelay }
+        if o.requestTimeout <= .zero { o.requestTimeout = .seconds(10) }
+        if o.path.isEmpty || !o.path.hasPrefix("/") { o.path = "/" + o.path }
+        return o
+    }
+
+    /// The de-duplication window in whole coarse seconds (rounded up), 0 when disabled.
+    package var dedupWindowSeconds: UInt32 {
+        ExposureOptions.wholeSeconds(dedupWindow)
+    }
+
+    static func wholeSeconds(_ d: Duration) -> UInt32 {
+        if d <= .zero { return 0 }
+        let (s, atto) = d.components
+        let whole = s + (atto > 0 ? 1 : 0)
+        return UInt32(clamping: whole)
+    }
+}
+
+/// Who is uploading: the `meta` object of every exposure upload.
+package struct ExposureMeta: Sendable, Hashable {
+    /// The SDK name (for example `"halyard-swift"`).
+    package var sdk: String
+    /// The SDK version.
+    package var version: String
+    /// The application id given in the client options.
+    package var appId: String
+    /// The persisted install id.
+    package var installId: String
+
+    /// Creates the meta object.
+    package init(sdk: String, version: String, appId: String, installId: String) {
+        self.sdk = sdk
+        self.version = version
+        self.appId = appId
+        self.installId = installId
+    }
+}
+
+/// Exposure counters (`client.stats.exposures`). All are totals since the client started.
+///
+/// They count what reaches the exposure recorder: reads whose per-entry "exposed until" slot
+/// says the flag was already exposed in the current window never reach it and are counted
+/// nowhere. Over what does reach it, this identity holds at every instant:
+///
+/// ```
+/// recorded == deduplicated + sampledOut + sent + dropped + pending
+/// ```
+public struct ExposureCounters: Sendable, Hashable {
+    /// Exposures offered to the recorder (a read's slow path or an explicit
+    /// `recordExposure(_:)`), while the client was open.
+    public var recorded: Int = 0
+    /// Of ``recorded``: suppressed because the same (key, variant, context fingerprint) was
+    /// already recorded (or sampled out) in its de-duplication window.
+    public var deduplicated: Int = 0
+    /// Of ``recorded``: first exposures in their window that sampling did not keep.
+    public var sampledOut: Int = 0
+    /// Of ``recorded``: kept events discarded without a confirmed delivery — the oldest pushed
+    /// out of a full buffer, rejected by the control plane (a 4xx other than 408 and 429; these
+    /// are also counted in ``rejected``), or still pending after the final flush at close.
+    /// An event dropped after a failed (ambiguous) attempt may still have reached the server.
+    public var dropped: Int = 0
+    /// Of ``recorded``: events in batches the control plane accepted (2xx).
+    public var sent: Int = 0
+    /// Upload requests that failed (any non-2xx status or a transport error), retried or not.
+    /// Counts requests, not events; not part of the identity.
+    public var failed: Int = 0
+    /// Of ``dropped``: events in batches the control plane rejected with a non-retryable status.
+    public var rejected: Int = 0
+    /// Of ``recorded``: events kept and not yet resolved (buffered, waiting for a retry, or in
+    /// flight). A gauge, not a total.
+    public var pending: Int = 0
+
+    /// Creates zeroed counters.
+    public init() {}
+}
+
+/// What one `flushExposures()` did.
+public struct ExposureFlushResult: Sendable, Hashable {
+    /// Events in batches the control plane accepted during this flush.
+    public var sentEvents: Int = 0
+    /// Batches the control plane accepted during this flush.
+    public var sentBatches: Int = 0
+    /// Upload requests that failed during this flush (retryable or not).
+    public var failedBatches: Int = 0
+    /// Events dropped during this flush (rejected batches, or pending after the final flush at
+    /// close).
+    public var droppedEvents: Int = 0
+    /// Events still pending when the flush returned (waiting for a retry or recorded meanwhile).
+    public var pendingEvents: Int = 0
+    /// When a backoff or `Retry-After` is in effect: how long until the next attempt is allowed,
+    /// measured on the client's clock when the flush returned. `nil` when none is.
+    public var retryAfter: Duration?
+
+    /// Creates an empty result.
+    public init() {}
+}

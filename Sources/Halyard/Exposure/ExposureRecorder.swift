@@ -1,0 +1,334 @@
+import CHalyardAtomics
+import Foundation
+
+/// Coarse time for the read path: whole seconds since the recorder started, in one machine word
+/// readable from any thread with one relaxed load (no lock, no read-modify-write).
+///
+/// It only moves forward: writers (the recorder's ticker, once a second, and every slow-path
+/// call) advance it with a compare-and-swap "store max", so a late writer never moves it back.
+package final class ExposureCoarseClock: @unchecked Sendable {
+    /// The word holding the coarse seconds. Allocated once, never moved, freed in `deinit`;
+    /// read it with `hal_load_relaxed`.
+    package let word: UnsafeMutablePointer<hal_atomic_word>
+
+    /// Creates a coarse clock reading 0.
+    package init() {
+        word = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 1)
+        word.initialize(to: hal_atomic_word(value: 0))
+    }
+
+    deinit {
+        word.deinitialize(count: 1)
+        word.deallocate()
+    }
+
+    /// The coarse seconds: one relaxed atomic load.
+    @inline(__always)
+    package func now() -> UInt32 {
+        UInt32(truncatingIfNeeded: hal_load_relaxed(word))
+    }
+
+    /// Moves the clock forward to `seconds` (never back); returns the resulting value.
+    @discardableResult
+    package func advance(to seconds: UInt32) -> UInt32 {
+        var current = hal_load_relaxed(word)
+        while UInt(seconds) > current {
+            var expected = current
+            if hal_compare_exchange(word, &expected, UInt(seconds)) { return seconds }
+            current = expected
+        }
+        return UInt32(truncatingIfNeeded: current)
+    }
+}
+
+/// The exposure pipeline (SPEC §7): the read path's slow path calls
+/// ``recordExposure(key:variant:reason:contextFingerprint:)`` when its local "exposed until" slot
+/// has expired; the recorder de-duplicates, samples, buffers and uploads in gzip batches.
+///
+/// All decisions live in the value type ``ExposureState``; this class holds it under a lock,
+/// and performs what it decides (uploads, timers) outside the lock.
+///
+/// Lifecycle: a ticker task (when `startsTicker`) advances ``coarseNow()`` every second and
+/// starts the periodic flush and retries; ``close()`` stops it and flushes once more, detached.
+package final class ExposureRecorder: Sendable {
+    /// `false` when automatic recording is disabled by the options; reads skip everything.
+    /// (``recordExposure(key:variant:reason:contextFingerprint:)`` still records explicit calls.)
+    package let isEnabled: Bool
+    /// The coarse clock read by ``coarseNow()``; the read path may hold it and load its word.
+    package let coarseClock: ExposureCoarseClock
+    /// The normalized options in effect.
+    package let options: ExposureOptions
+
+    private let clock: any HalyardClock
+    private let transport: any FlagTransport
+    private let url: URL
+    private let meta: ExposureMeta
+    private let headers: [String: String]
+    private let log: (@Sendable (String) -> Void)?
+    private let origin: Duration
+    private let wallOrigin: Int64
+    private let state: Locked<ExposureState>
+    private let compressor = Locked(GzipCompressor())
+    private let turn = Locked(Turn())
+    private let tasks = Locked(Tasks())
+
+    private struct Turn {
+        var busy = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private struct Tasks {
+        var ticker: Task<Void, Never>?
+        var final: Task<ExposureFlushResult, Never>?
+    }
+
+    private enum DrainMode { case automatic, explicit, final }
+
+    /// Creates a recorder.
+    ///
+    /// - Parameters:
+    ///   - options: the exposure options (normalized here).
+    ///   - clock: timestamps, windows, backoff and the ticker use it.
+    ///   - transport: uploads go through it.
+    ///   - endpoint: the control plane's base URL; uploads go to `endpoint` + `options.path`.
+    ///   - meta: the `meta` object of every upload.
+    ///   - headers: extra header fields for every upload (`Authorization`, `User-Agent`, …);
+    ///     `Content-Type`, `Content-Encoding` and `Idempotency-Key` are set by the recorder.
+    ///   - log: called (never under a lock) with a warning when a batch is rejected or cannot be
+    ///     compressed. Never passed the key or header values.
+    ///   - startsTicker: whether to run the once-a-second ticker (tests pass `false` and drive
+    ///     ``tick()`` themselves).
+    package init(
+        options: ExposureOptions,
+        clock: any HalyardClock,
+        transport: any FlagTransport,
+        endpoint: URL,
+        meta: ExposureMeta,
+        headers: [String: String] = [:],
+        log: (@Sendable (String) -> Void)? = nil,
+        startsTicker: Bool = true
+    ) {
+        let o = options.normalized
+        self.options = o
+        isEnabled = o.enabled
+        coarseClock = ExposureCoarseClock()
+        self.clock = clock
+        self.transport = transport
+        url = ExposureRecorder.uploadURL(base: endpoint, path: o.path)
+        self.meta = meta
+        self.headers = headers
+        self.log = log
+        origin = clock.monotonicNow
+        wallOrigin = Int64(clock.wallNow.timeIntervalSince1970.rounded(.down))
+        var rng = SystemRandomNumberGenerator()
+        let prefix = String(format: "%016llx%016llx", rng.next() as UInt64, rng.next() as UInt64)
+        state = Locked(ExposureState(options: o, idempotencyKeyPrefix: prefix))
+        if startsTicker { startTicker() }
+    }
+
+    deinit {
+        // Cancel outside the lock: cancellation runs the clock's handlers synchronously.
+        let ticker = tasks.withLock { t -> Task<Void, Never>? in
+            defer { t.ticker = nil }
+            return t.ticker
+        }
+        ticker?.cancel()
+    }
+
+    /// `base` + `path`, without a doubled slash.
+    static func uploadURL(base: URL, path: String) -> URL {
+        var text = base.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        return URL(string: text + path) ?? base.appendingPathComponent(path)
+    }
+
+    // MARK: - Time
+
+    private var elapsed: Duration {
+        let d = clock.monotonicNow - origin
+        return d < .zero ? .zero : d
+    }
+
+    private static func seconds(_ d: Duration) -> UInt32 {
+        UInt32(clamping: d.components.seconds)
+    }
+
+    /// Coarse whole seconds since the recorder started: one relaxed atomic load, no lock.
+    @inline(__always)
+    package func coarseNow() -> UInt32 { coarseClock.now() }
+
+    // MARK: - Recording
+
+    /// The slow path of a read whose local slot expired (or an explicit record).
+    ///
+    /// Applies the authoritative de-duplication on (key, variant, fingerprint) within the window,
+    /// then sampling, then buffers the event. Returns the coarse second until which this triple
+    /// needs no further call — the end of its window, also when it was de-duplicated or sampled
+    /// out; the read stores it in its slot and skips the recorder while `coarseNow() < slot`.
+    /// After ``close()`` it records nothing and returns `UInt32.max`.
+    @discardableResult
+    package func recordExposure(key: String, variant: String?, reason: EvaluationReason, contextFingerprint: String) -> UInt32 {
+        let now = elapsed
+        let seconds = coarseClock.advance(to: Self.seconds(now))
+        let dedupKey = ExposureHash.dedupKey(fingerprint: contextFingerprint, key: key, variant: variant)
+        let creation = wallOrigin + Int64(seconds)
+        let result = state.withLock {
+            $0.record(key: key, variant: variant, reason: reason.rawValue, contextFingerprint: contextFingerprint,
+                      dedupKey: dedupKey, now: now, nowSeconds: seconds, creationDate: creation)
+        }
+        if result.startDrain {
+            Task { await self.drain(.automatic) }
+        }
+        return result.windowEnd
+    }
+
+    /// The counters (``ExposureCounters/pending`` is the current gauge).
+    package var counters: ExposureCounters { state.withLock { $0.counters } }
+
+    // MARK: - Flushing
+
+    /// Uploads everything pending now, in batches of at most `batchSize`, one request at a time;
+    /// stops at the first retryable failure (the batch is requeued) or when a backoff or
+    /// `Retry-After` is in effect (reported in ``ExposureFlushResult/retryAfter``). Waits for a
+    /// flush already in progress first. After ``close()`` it waits for the final flush.
+    package func flush() async -> ExposureFlushResult {
+        if let final = tasks.withLock({ $0.final }) {
+            var r = await final.value
+            r.pendingEvents = counters.pending
+            return r
+        }
+        return await drain(.explicit)
+    }
+
+    /// One ticker step: advances the coarse clock and starts an automatic drain when the
+    /// periodic flush is due, a retry's backoff is over, or a full batch waits.
+    package func tick() {
+        let now = elapsed
+        coarseClock.advance(to: Self.seconds(now))
+        let start = state.withLock { $0.tick(now: now) }
+        if start { Task { await self.drain(.automatic) } }
+    }
+
+    private func startTicker() {
+        let period = options.flushInterval > .zero ? min(.seconds(1), options.flushInterval) : .seconds(1)
+        let clock = self.clock
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                do { try await clock.sleep(for: period) } catch { return }
+                guard let self else { return }
+                self.tick()
+            }
+        }
+        tasks.withLock { $0.ticker = task }
+    }
+
+    /// Stops the ticker, stops recording, and flushes what is pending once more on a detached
+    /// task without blocking the caller (ignoring any backoff; stopping at the first failure).
+    /// Whatever is still pending after that final flush is counted as dropped. Idempotent.
+    package func close() {
+        let first = state.withLock { $0.close() }
+        guard first else { return }
+        let final = Task.detached { await self.drain(.final) }
+        let ticker = tasks.withLock { t -> Task<Void, Never>? in
+            let old = t.ticker
+            t.ticker = nil
+            t.final = final
+            return old
+        }
+        ticker?.cancel()
+    }
+
+    /// Waits for the final flush started by ``close()`` (`nil` if not closed).
+    package func waitUntilClosed() async -> ExposureFlushResult? {
+        guard let final = tasks.withLock({ $0.final }) else { return nil }
+        return await final.value
+    }
+
+    // MARK: - Drain
+
+    private func acquireTurn() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let acquired = turn.withLock { t -> Bool in
+                if !t.busy { t.busy = true; return true }
+                t.waiters.append(c)
+                return false
+            }
+            if acquired { c.resume() }
+        }
+    }
+
+    private func releaseTurn() {
+        let next = turn.withLock { t -> CheckedContinuation<Void, Never>? in
+            if t.waiters.isEmpty { t.busy = false; return nil }
+            return t.waiters.removeFirst()
+        }
+        next?.resume()
+    }
+
+    private func drain(_ mode: DrainMode) async -> ExposureFlushResult {
+        await acquireTurn()
+        var result = ExposureFlushResult()
+        var rng = SystemRandomNumberGenerator()
+        loop: while true {
+            let now = elapsed   // read the injected clock outside the lock
+            let next = state.withLock { $0.nextBatch(now: now, ignoreBackoff: mode == .final) }
+            switch next {
+            case .idle:
+                break loop
+            case .deferred:
+                break loop
+            case .send(let batch):
+                let outcome = await upload(batch)
+                let unit = Double(rng.next() >> 11) * 0x1p-53
+                let finishedAt = elapsed
+                let finish = state.withLock { $0.finish(batch, outcome: outcome, now: finishedAt, unit: unit) }
+                result.sentEvents += finish.sent
+                if finish.sent > 0 { result.sentBatches += 1 }
+                if finish.failed { result.failedBatches += 1 }
+                result.droppedEvents += finish.dropped
+                if let status = finish.rejectedStatus, let log {
+                    log("Halyard: exposure batch of \(batch.events.count) rejected with HTTP \(status); dropped")
+                }
+                if finish.stop { break loop }
+            }
+        }
+        let now = elapsed
+        let tail = state.withLock { s -> (dropped: Int, pending: Int, notBefore: Duration) in
+            var dropped = 0
+            if mode == .final { dropped = s.abandonQueued() }
+            if mode == .automatic { s.automaticDrainFinished() }
+            return (dropped, s.counters.pending, s.notBefore)
+        }
+        result.droppedEvents += tail.dropped
+        result.pendingEvents = tail.pending
+        if tail.pending > 0, tail.notBefore > now { result.retryAfter = tail.notBefore - now }
+        releaseTurn()
+        return result
+    }
+
+    private func upload(_ batch: ExposureBatch) async -> ExposureUploadOutcome {
+        let json = ExposureEncoder.encode(meta: meta, events: batch.events)
+        let gzipped = compressor.withLock { $0.compress(json) }
+        var fields = headers
+        fields["Content-Type"] = "application/json"
+        fields["Idempotency-Key"] = batch.idempotencyKey
+        let body: Data
+        if let gzipped {
+            fields["Content-Encoding"] = "gzip"
+            body = Data(gzipped)
+        } else {
+            log?("Halyard: exposure batch could not be compressed; sending it uncompressed")
+            body = Data(json)
+        }
+        let request = TransportRequest(method: "POST", url: url, headers: fields, body: body,
+                                       timeout: options.requestTimeout, maxResponseBytes: 64 << 10)
+        do {
+            let response = try await transport.send(request)
+            return ExposureUploadOutcome.classify(status: response.status,
+                                                  retryAfterHeader: response.header("Retry-After"),
+                                                  wallNow: clock.wallNow)
+        } catch {
+            return .retry(retryAfter: nil)
+        }
+    }
+}
