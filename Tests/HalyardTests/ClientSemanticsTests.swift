@@ -86,7 +86,7 @@ import Testing
         #expect(client.status == .error)
         #expect(await recorder.wait { $0.contains { $0.isError } })
         await clock.advanceWhenArmed(by: .seconds(2))  // the retry fires
-        #expect(await eventually { client.status == .ready })
+        #expect(await waitUntil { client.status == .ready })
         #expect(await recorder.wait { $0.contains(.ready) })
         #expect(recorder.all.filter { $0 == .ready || $0.isError } == [.error(code: .general, message: "the control plane answered 503"), .ready])
     }
@@ -104,14 +104,14 @@ import Testing
             let step = client.sync!.engine.nextWake! - clock.monotonicNow
             await clock.advanceWhenArmed(by: step)
             elapsed += step
-            #expect(await eventually { client.sync!.engine.nextWake.map { $0 > clock.monotonicNow } ?? false })
+            #expect(await waitUntil { client.sync!.engine.nextWake.map { $0 > clock.monotonicNow } ?? false })
         }
         #expect(client.status == .stale)
         #expect(elapsed >= .seconds(90))
         #expect(client.bool("a", default: false))  // still serving
         #expect(await recorder.wait { $0.contains(.stale) })
         await clock.advanceWhenArmed(by: .seconds(600))
-        #expect(await eventually { client.status == .ready })
+        #expect(await waitUntil { client.status == .ready })
         #expect(await recorder.wait { $0.last == .ready })
     }
 
@@ -126,12 +126,12 @@ import Testing
 
         plane.setValue(10, for: "a")
         await client.refresh()
-        #expect(await eventually { changes.value == [["a"]] })
+        #expect(await waitUntil { changes.value == [["a"]] })
         // Same value and a new reason: changed. Variant only: changed.
         plane.setFlag(ServedFlag(key: "b", value: 2, reason: .targetingMatch))
         plane.setFlag(ServedFlag(key: "c", value: 3, variant: "v2", reason: .staticValue))
         await client.refresh()
-        #expect(await eventually { changes.value.count == 2 })
+        #expect(await waitUntil { changes.value.count == 2 })
         #expect(changes.value.last == ["b", "c"])
         // Metadata only: not a change of the served result; the same set again: nothing.
         plane.setFlag(ServedFlag(key: "c", value: 3, variant: "v2", reason: .staticValue, metadata: ["m": .bool(true)]))
@@ -139,7 +139,7 @@ import Testing
         plane.replaceValues(["a": 10, "b": 2, "c": 3, "d": 4])  // d added; b/c lose reason/variant
         plane.removeValue(for: "a")
         await client.refresh()
-        #expect(await eventually { changes.value.count == 3 })
+        #expect(await waitUntil { changes.value.count == 3 })
         #expect(changes.value.last == ["a", "b", "c", "d"])
         await client.refresh()  // 304
         try await Task.sleep(for: .milliseconds(20))
@@ -163,7 +163,7 @@ import Testing
         plane.setValue(2, for: "a")
         let started = Date()
         await client.refresh()
-        #expect(await eventually { fast.value == 1 })
+        #expect(await waitUntil { fast.value == 1 })
         #expect(Date().timeIntervalSince(started) < 1.5)
         #expect(client.int("a", default: 0) == 2)  // reads are not delayed either
         quick.cancel()
@@ -186,7 +186,7 @@ import Testing
         plane.holdInitialization()
         plane.setValue(2, for: "a")
         let identified = Task { await client.identify(EvaluationContext(targetingKey: "u2")) }
-        #expect(await eventually { plane.requests.count == 2 })
+        #expect(await waitUntil { plane.requests.count == 2 })
         #expect(client.status == .reconciling)
         #expect(client.int("a", default: 0) == 1)
         plane.completeInitialization()
@@ -203,10 +203,10 @@ import Testing
         let recorder = EventRecorder(client)
         plane.holdInitialization()
         let first = Task { await client.identify(EvaluationContext(targetingKey: "u1")) }
-        #expect(await eventually { plane.requests.count == 2 })
+        #expect(await waitUntil { plane.requests.count == 2 })
         let second = Task { await client.identify(EvaluationContext(targetingKey: "u2")) }
         #expect(await first.value == false)
-        #expect(await eventually { plane.requests.count == 3 })
+        #expect(await waitUntil { plane.requests.count == 3 })
         plane.completeInitialization()
         #expect(await second.value)
         #expect(await recorder.wait { $0.contains(.contextChanged) })
@@ -280,7 +280,7 @@ import Testing
         }
         defer { client.close() }
         await client.refresh()
-        #expect(await eventually { lines.value.contains { $0.contains("401") } })
+        #expect(await waitUntil { lines.value.contains { $0.contains("401") } })
         #expect(!lines.value.contains { $0.contains("SECRET") })
         #expect(plane.requests.first?.headers["Authorization"] == "Bearer cli-SECRET-123")
     }

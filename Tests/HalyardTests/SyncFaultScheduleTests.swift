@@ -97,7 +97,7 @@ import Testing
             servedVersion = first
         }
         // Wait for a fetch the timer may have started to finish.
-        #expect(await eventually { transport.inFlight == 0 })
+        #expect(await waitUntil { transport.inFlight == 0 })
         let exchanges = transport.exchanges
         #expect(exchanges.count >= 1_000)
 

@@ -156,7 +156,7 @@ import Testing
         await h.client.refresh()
         try await h.server.script([["action": "status", "status": 403]])
         await h.clock.advanceWhenArmed(by: .seconds(60))  // the poll fires
-        #expect(await eventually { h.client.status == .error })
+        #expect(await waitUntil { h.client.status == .error })
         #expect(h.client.bool("a", default: false))
         #expect(h.engine.nextWake == nil)
         h.clock.advance(by: .seconds(3600))
@@ -195,7 +195,7 @@ import Testing
         #expect(h.transport.exchanges.count == 2)
         h.clock.advance(by: .seconds(4))
         await h.client.refresh()
-        #expect(await eventually { h.transport.exchanges.count == 3 })
+        #expect(await waitUntil { h.transport.exchanges.count == 3 })
         #expect(h.transport.exchanges.last!.sentAt >= t429 + .seconds(120))
         #expect(h.client.status == .ready)
     }
@@ -218,7 +218,7 @@ import Testing
             h.clock.advance(by: wake - h.clock.monotonicNow)
         }
         await h.client.refresh()
-        #expect(await eventually { h.client.stats.sync.consecutiveFailures == 0 })
+        #expect(await waitUntil { h.client.stats.sync.consecutiveFailures == 0 })
         #expect(h.client.stats.sync.responsesByStatus[503] == 3)
         #expect(h.client.stats.sync.deferredRefreshes >= 3)
     }
@@ -321,20 +321,20 @@ import Testing
     @Test func steadyStatePollsOncePerIntervalWith304() async throws {
         let h = try await Self.harness { $0.pollInterval = .seconds(30) }
         defer { h.close() }
-        #expect(await eventually { h.client.status == .ready && h.engine.nextWake != nil })
+        #expect(await waitUntil { h.client.status == .ready && h.engine.nextWake != nil })
         for round in 1...10 {
             let wake = try #require(h.engine.nextWake)
             let delay = wake - h.clock.monotonicNow
             #expect(delay >= .seconds(27) && delay <= .seconds(33))
             await h.clock.advanceWhenArmed(by: delay)
-            #expect(await eventually { h.transport.exchanges.count == round + 1 && h.transport.inFlight == 0 })
-            #expect(await eventually { h.engine.nextWake.map { $0 > h.clock.monotonicNow } ?? false })
+            #expect(await waitUntil { h.transport.exchanges.count == round + 1 && h.transport.inFlight == 0 })
+            #expect(await waitUntil { h.engine.nextWake.map { $0 > h.clock.monotonicNow } ?? false })
         }
         let statuses = h.transport.exchanges.map(\.status)
         #expect(statuses == [200] + Array(repeating: 304, count: 10))
         // A change on the server is picked up by the next poll.
         try await h.server.setFlags(["default": [["key": "a", "value": false, "reason": "STATIC"]]])
         await h.clock.advanceWhenArmed(by: h.engine.nextWake! - h.clock.monotonicNow)
-        #expect(await eventually { !h.client.bool("a", default: true) })
+        #expect(await waitUntil { !h.client.bool("a", default: true) })
     }
 }

@@ -26,14 +26,16 @@ struct OFREPResponse: Sendable, Hashable {
     ///   server's reason or `DEFAULT`.
     /// - Any reason string is accepted and kept; a missing reason on an item with a value is `UNKNOWN`.
     ///
-    /// TODO(ctx): switch the parsing to `JSONValue(parsing:)` once main has the project's own JSON
-    /// parser; this temporary version uses `JSONSerialization` and recovers the integer/float
-    /// distinction from `NSNumber.objCType`.
+    /// Parsing is the project's strict RFC 8259 parser (integer/float distinction kept;
+    /// duplicate member names, invalid UTF-8 and trailing data rejected), with
+    /// ``JSONParsingLimits/ofrepResponse`` limits capped at `limit` bytes.
     static func decode(_ body: Data, limit: Int) throws(OFREPDecodingError) -> OFREPResponse {
         guard body.count <= limit else { throw .tooLarge(limit: limit) }
+        var limits = JSONParsingLimits.ofrepResponse
+        limits.maxInputBytes = max(limit, 0)
         let root: JSONValue
         do {
-            root = try FoundationJSON.parse(body)
+            root = try JSONValue(parsing: body, limits: limits)
         } catch {
             throw .notJSON
         }
@@ -96,103 +98,6 @@ struct OFREPResponse: Sendable, Hashable {
             }
         }
         return result
-    }
-}
-
-/// Temporary JSON bridge over `JSONSerialization`.
-///
-/// TODO(ctx): delete once `JSONValue(parsing:)` and the canonical JSON writer land on main.
-enum FoundationJSON {
-    struct Invalid: Error {}
-
-    static func parse(_ data: Data) throws -> JSONValue {
-        let object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        return try convert(object, depth: 0)
-    }
-
-    private static func convert(_ object: Any, depth: Int) throws -> JSONValue {
-        guard depth <= 64 else { throw Invalid() }
-        switch object {
-        case is NSNull: return .null
-        case let s as String: return .string(s)
-        case let n as NSNumber:
-            let type = String(cString: n.objCType)
-            if type == "c" || type == "B" { return .bool(n.boolValue) }
-            if type == "d" || type == "f" {
-                let d = n.doubleValue
-                guard d.isFinite else { throw Invalid() }
-                return .double(d)
-            }
-            if type == "Q" {
-                let u = n.uint64Value
-                if u <= UInt64(Int64.max) { return .int(Int64(u)) }
-                return .double(n.doubleValue)
-            }
-            return .int(n.int64Value)
-        case let a as [Any]: return .array(try a.map { try convert($0, depth: depth + 1) })
-        case let o as [String: Any]:
-            var members: [String: JSONValue] = [:]
-            for (k, v) in o { members[k] = try convert(v, depth: depth + 1) }
-            return .object(members)
-        default: throw Invalid()
-        }
-    }
-
-    /// Canonical-ish JSON text (sorted members, no whitespace) for request bodies.
-    static func write(_ value: JSONValue) -> String {
-        var out = ""
-        write(value, into: &out)
-        return out
-    }
-
-    private static func write(_ value: JSONValue, into out: inout String) {
-        switch value {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
-        case .double(let d):
-            if d == d.rounded(), abs(d) < 1e21 { out += String(Int64(d)) } else { out += "\(d)" }
-        case .string(let s): writeString(s, into: &out)
-        case .array(let items):
-            out += "["
-            for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
-                write(item, into: &out)
-            }
-            out += "]"
-        case .object(let members):
-            out += "{"
-            for (i, key) in members.keys.sorted(by: { $0.utf16.lexicographicallyPrecedes($1.utf16) }).enumerated() {
-                if i > 0 { out += "," }
-                writeString(key, into: &out)
-                out += ":"
-                write(members[key]!, into: &out)
-            }
-            out += "}"
-        }
-    }
-
-    static func writeString(_ s: String, into out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
     }
 }
 
@@ -288,11 +193,11 @@ package enum OFREPWire {
             }
             items.append(.object(item))
         }
-        return Data(FoundationJSON.write(.object(["flags": .array(items)])).utf8)
+        return JSONValue.object(["flags": .array(items)]).canonicalJSONData
     }
 
     /// Parses a JSON body (a request's `{"context": ...}`), nil when it is not JSON.
     package static func parse(_ body: Data) -> JSONValue? {
-        try? FoundationJSON.parse(body)
+        try? JSONValue(parsing: body, limits: .ofrepResponse)
     }
 }

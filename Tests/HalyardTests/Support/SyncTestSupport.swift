@@ -34,7 +34,7 @@ final class EventRecorder: Sendable {
 
 /// Polls `condition` (real time) until it holds or `seconds` pass.
 @discardableResult
-func eventually(seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
+func waitUntil(seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if condition() { return true }
@@ -53,7 +53,7 @@ extension ManualClock {
     /// Waits (real time) until at least `sleepers` tasks sleep on this clock, then advances it.
     /// Avoids advancing before the engine's timer task has started sleeping.
     func advanceWhenArmed(by duration: Duration, sleepers: Int = 1) async {
-        await eventually { self.sleeperCount >= sleepers }
+        await waitUntil { self.sleeperCount >= sleepers }
         advance(by: duration)
     }
 }
