@@ -28,6 +28,9 @@ Requests to the exposure path (``--exposure-path``, default ``/v1/exposures``) a
 ``exposure_endpoint.handle(body: bytes, headers: dict, state: dict) -> (status, headers, body)``
 from ``exposure_endpoint.py`` in this folder when that module exists (404 otherwise). ``state`` is
 one dict kept for the server's lifetime. Scripted faults with a matching ``"path"`` apply first.
+A request whose body ends before its ``Content-Length`` (libcurl may resend a short body after a
+reset) is never handled: the connection is dropped and, on the exposure path,
+``exposure_endpoint.note_truncated_request(state)`` is called when the module has it.
 
 Admin endpoints (never faulted, never logged)
 ---------------------------------------------
@@ -36,7 +39,9 @@ Admin endpoints (never faulted, never logged)
 ``GET  /_admin/requests``  ``{"requests": [{"seq", "time", "method", "path", "headers", "body",
                            "bodyBase64", "fault"}]}`` — every non-admin request in arrival order
                            (``fault`` is the action applied, or null). Headers keep their case.
-``POST /_admin/reset``     clears the fault queue, the request log and the exposure state.
+``POST /_admin/reset``     clears the fault queue and the request log, and calls
+                           ``exposure_endpoint.reset(state)`` when the module has it.
+``GET  /_admin/exposures[?summary=1]``  ``exposure_endpoint.report(state, include_events=...)``.
 ``GET  /_admin/health``    200.
 
 Faults
@@ -149,8 +154,13 @@ class Handler(BaseHTTPRequestHandler):
     # -- helpers -----------------------------------------------------------------------------
 
     def read_body(self):
+        """The request body, or None when the connection ended before Content-Length bytes
+        (libcurl can resend a short body after a reset)."""
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
+        if length <= 0:
+            return b""
+        body = self.rfile.read(length)
+        return body if len(body) == length else None
 
     def send(self, status, body=b"", headers=None, content_type="application/json"):
         self.send_response(status)
@@ -188,10 +198,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def route(self, method):
         state = self.server.state
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
         body = self.read_body()
+        if body is None:
+            # A short body is a transport failure, never a request: drop the connection.
+            if path == state.exposure_path:
+                module = state.exposure_handler()
+                if module is not None and hasattr(module, "note_truncated_request"):
+                    module.note_truncated_request(state.exposure_state)
+            self.close_connection = True
+            return
         if path.startswith("/_admin/"):
-            return self.admin(method, path, body)
+            return self.admin(method, path, body, query)
         fault = state.take_fault(path)
         state.log(method, path, self.headers, body, fault)
         if fault and fault.get("delay"):
@@ -201,7 +219,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
         self.normal(path, body, fault)
 
-    def admin(self, method, path, body):
+    def admin(self, method, path, body, query=""):
         state = self.server.state
         try:
             if path == "/_admin/script" and method == "POST":
@@ -223,8 +241,17 @@ class Handler(BaseHTTPRequestHandler):
                 with state.lock:
                     state.faults = []
                     state.requests = []
-                    state.exposure_state.clear()
+                module = state.exposure_handler()
+                if module is not None and hasattr(module, "reset"):
+                    module.reset(state.exposure_state)
                 return self.send(200, b"{}")
+            if path == "/_admin/exposures" and method == "GET":
+                module = state.exposure_handler()
+                if module is None or not hasattr(module, "report"):
+                    return self.send(404, b'{"error": "no exposure endpoint"}')
+                summary = "summary=1" in query
+                doc = module.report(state.exposure_state, include_events=not summary)
+                return self.send(200, json.dumps(doc).encode())
             if path == "/_admin/health":
                 return self.send(200, b"{}")
             return self.send(404, b'{"error": "unknown admin endpoint"}')

@@ -300,6 +300,29 @@ import Testing
         }
     }
 
+    // MARK: - Exposure endpoint pass-through
+
+    @Test func exposureRequestsReachTheExposureModuleAndPathFaultsApply() async throws {
+        let server = try ControlPlaneServer()
+        defer { server.stop() }
+        try await server.script([["path": "/v1/exposures", "action": "status", "status": 503]])
+        let document = #"{"events":[{"contextFingerprint":"f","count":1,"creationDate":1800000000,"key":"a","kind":"exposure","reason":"STATIC","variant":null}],"meta":{"appId":"app","installId":"i","sdk":"Halyard","version":"0.1.0"}}"#
+        let request = TransportRequest(
+            url: server.baseURL.appendingPathComponent("v1/exposures"),
+            headers: ["Content-Type": "application/json", "Content-Encoding": "gzip", "Idempotency-Key": "batch-1"],
+            body: HTTPBodyGzip.deflate(Data(document.utf8)), timeout: .seconds(5))
+        let transport = URLSessionTransport()
+        let faulted = try await transport.send(request)
+        #expect(faulted.status == 503)
+        let accepted = try await transport.send(request)
+        #expect(accepted.status == 202)
+        let replay = try await transport.send(request)
+        #expect(replay.status == 200)
+        // The flag endpoint is not affected by a path-filtered fault.
+        let requests = try await server.requests()
+        #expect(requests.map(\.fault) == ["status", nil, nil])
+    }
+
     // MARK: - Coalescing and steady state
 
     @Test func tenThousandConcurrentRefreshesSendOneRequest() async throws {
