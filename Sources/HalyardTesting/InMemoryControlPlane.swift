@@ -30,7 +30,7 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
         var held: [CheckedContinuation<Void, Never>] = []
         var contexts: [JSONValue] = []
         var requests: [TransportRequest] = []
-        // Exposure issue: uploads to the exposure path will be decoded and appended here.
+        /// Exposure events uploaded (any request that is not an OFREP evaluation).
         var exposures: [JSONValue] = []
     }
 
@@ -115,7 +115,8 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
     /// Every request the client sent, in order.
     public var requests: [TransportRequest] { state.withLock { $0.requests } }
 
-    /// The exposure events the client uploaded (filled once the exposure pipeline exists).
+    /// The exposure events the client uploaded, in order (each an object with `kind`, `key`,
+    /// `variant`, `reason`, `contextFingerprint`, `creationDate`, `count`).
     public var receivedExposures: [JSONValue] { state.withLock { $0.exposures } }
 
     // MARK: - Clients
@@ -136,10 +137,29 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
         return try FlagClient(options: options)
     }
 
+    private func receiveExposures(_ request: TransportRequest) -> TransportResponse {
+        let gzipped = request.headers.contains { $0.key.lowercased() == "content-encoding" && $0.value.lowercased() == "gzip" }
+        guard let raw = gzipped ? OFREPWire.gunzip(request.body) : request.body,
+            case .object(let document)? = OFREPWire.parse(raw), case .array(let events)? = document["events"]
+        else {
+            return TransportResponse(status: 400)
+        }
+        state.withLock { s in
+            s.requests.append(request)
+            s.exposures.append(contentsOf: events)
+        }
+        return TransportResponse(status: 202, headers: ["Content-Type": "application/json"], body: Data("{}".utf8))
+    }
+
     // MARK: - FlagTransport
 
-    /// Answers one request from the in-memory values.
+    /// Answers one request: OFREP evaluations from the in-memory values; any other path is taken
+    /// as an exposure upload (gzip or plain JSON `{"meta": ..., "events": [...]}`), whose events
+    /// are appended to ``receivedExposures`` and answered 202 (400 when unreadable).
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        if !request.url.path.hasSuffix("/ofrep/v1/evaluate/flags") {
+            return receiveExposures(request)
+        }
         let mustWait = state.withLock { s -> Bool in
             s.requests.append(request)
             return s.holding

@@ -98,4 +98,18 @@ private func checkoutButtonTitle(_ flags: FlagClient) -> String {
         #expect(client.stats.sync.notModified == 2)
         #expect(plane.requests.last?.headers["If-None-Match"] != nil)
     }
+
+    @Test func exposureUploadsAreReceived() async throws {
+        let plane = InMemoryControlPlane()
+        let document = #"{"meta":{"sdk":"Halyard"},"events":[{"kind":"exposure","key":"a","count":1}]}"#
+        let response = try await plane.send(
+            TransportRequest(
+                url: InMemoryControlPlane.baseURL.appendingPathComponent("v1/exposures"),
+                headers: ["Content-Encoding": "gzip"], body: gzipForTest(Data(document.utf8))))
+        #expect(response.status == 202)
+        #expect(plane.receivedExposures == [["kind": "exposure", "key": "a", "count": 1]])
+        let bad = try await plane.send(
+            TransportRequest(url: InMemoryControlPlane.baseURL.appendingPathComponent("v1/exposures"), body: Data("x".utf8)))
+        #expect(bad.status == 400)
+    }
 }

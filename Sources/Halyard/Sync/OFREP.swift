@@ -196,6 +196,11 @@ package enum OFREPWire {
         return JSONValue.object(["flags": .array(items)]).canonicalJSONData
     }
 
+    /// Inflates a gzip body, nil when it is invalid or inflates beyond `limit` bytes.
+    package static func gunzip(_ body: Data, limit: Int = 16 << 20) -> Data? {
+        HTTPBodyGzip.inflate(body, limit: limit)
+    }
+
     /// Parses a JSON body (a request's `{"context": ...}`), nil when it is not JSON.
     package static func parse(_ body: Data) -> JSONValue? {
         try? JSONValue(parsing: body, limits: .ofrepResponse)

@@ -1,5 +1,5 @@
 import Foundation
-import Halyard
+@testable import Halyard
 
 /// Collects a client's events in order (test support).
 final class EventRecorder: Sendable {
@@ -57,3 +57,6 @@ extension ManualClock {
         advance(by: duration)
     }
 }
+
+/// Gzip-compresses test bodies.
+func gzipForTest(_ data: Data) -> Data { HTTPBodyGzip.deflate(data) }
