@@ -36,7 +36,8 @@ public struct FlagClientOptions: Sendable {
     public var pollInterval: Duration = .seconds(30)
     /// The relative jitter applied to each poll delay, in [0, 1]; *default* 0.1 (±10 %).
     public var pollJitter: Double = 0.1
-    /// How long one fetch may take in total before it counts as a timeout; *default* 10 s.
+    /// How long one fetch may take in total before it counts as a timeout; *default* 10 s
+    /// (a value ≤ 0 means the default).
     public var requestTimeout: Duration = .seconds(10)
     /// The timeout `ready()` uses when none is given; *default* 5 s.
     public var readyTimeout: Duration = .seconds(5)
@@ -50,7 +51,8 @@ public struct FlagClientOptions: Sendable {
     public var initialBackoff: Duration = .seconds(1)
     /// The largest retry delay; *default* 5 min.
     public var maxBackoff: Duration = .seconds(300)
-    /// Response bodies above this many bytes are refused (treated like a 5xx); *default* 8 MiB.
+    /// Response bodies above this many bytes are refused (treated like a 5xx); *default* 8 MiB
+    /// (a value ≤ 0 means the default).
     public var maxResponseBytes: Int = 8 << 20
     /// The fitted context's size cap in UTF-16 code units (SPEC §4); *default* 4,096.
     public var contextSizeLimit: Int = 4096

@@ -8,6 +8,9 @@ struct SyncContext: Sendable, Hashable {
     var fingerprint: String
     /// Attribute names fitting dropped.
     var droppedAttributes: [String] = []
+    /// The context and its fitted form, when the engine runs inside a client.
+    var source: EvaluationContext?
+    var fitted: FittedContext?
 }
 
 /// What the engine hands to the snapshot store.
@@ -189,6 +192,9 @@ final class RefreshEngine: Sendable {
 
     /// When the engine next wakes (poll, retry, `Retry-After` end, stale check); nil for never.
     var nextWake: Duration? { state.withLock { $0.machine.nextWake } }
+
+    /// The current context as last accepted (`start` or `identify`), nil when none is valid.
+    var context: SyncContext? { state.withLock { $0.context } }
 
     /// The fingerprint of the current context, when it is valid.
     var currentFingerprint: String? { state.withLock { $0.machine.currentFingerprint } }

@@ -22,8 +22,8 @@ package final class SyncController: Sendable {
     private struct Lifecycle {
         var closed = false
         var hooks: [@Sendable () -> Void] = []
-        var context: EvaluationContext
-        var fitted: FittedContext?
+        /// The initial context (kept for when it is invalid and the engine has none).
+        var initialContext: EvaluationContext
     }
     private let lifecycle: Locked<Lifecycle>
 
@@ -33,10 +33,11 @@ package final class SyncController: Sendable {
         self.transport = transport
         clock = options.clock
         installID = options.installIDStorage.resolve()
-        lifecycle = Locked(Lifecycle(context: options.initialContext))
+        lifecycle = Locked(Lifecycle(initialContext: options.initialContext))
         let builder = OFREPRequestBuilder(
             baseURL: options.baseURL, key: options.key, appID: options.appID, installID: installID,
-            timeout: options.requestTimeout, maxResponseBytes: options.maxResponseBytes)
+            timeout: options.requestTimeout > .zero ? options.requestTimeout : .seconds(10),
+            maxResponseBytes: options.maxResponseBytes > 0 ? options.maxResponseBytes : 8 << 20)
         let machine = RefreshMachine.Configuration(
             pollInterval: max(options.pollInterval, .zero),
             pollJitter: options.pollJitter,
@@ -61,21 +62,25 @@ package final class SyncController: Sendable {
     /// Binds the client's read counters and sends the start-up fetch.
     package func start(readCounters counters: ReadCounters) {
         readCounters.withLock { $0 = counters }
-        let context = lifecycle.withLock { $0.context }
+        let context = options.initialContext
         let fitted = try? context.fitted(limit: options.contextSizeLimit)
-        lifecycle.withLock { $0.fitted = fitted }
-        engine.start(context: fitted.map(Self.syncContext))
+        engine.start(context: fitted.map { Self.syncContext(context, $0) })
     }
 
-    static func syncContext(_ fitted: FittedContext) -> SyncContext {
-        SyncContext(canonicalJSON: fitted.canonicalJSON, fingerprint: fitted.fingerprint, droppedAttributes: fitted.droppedAttributes)
+    static func syncContext(_ context: EvaluationContext, _ fitted: FittedContext) -> SyncContext {
+        SyncContext(
+            canonicalJSON: fitted.canonicalJSON, fingerprint: fitted.fingerprint,
+            droppedAttributes: fitted.droppedAttributes, source: context, fitted: fitted)
     }
 
-    /// The context in force (the last one given to `identify`, valid or pending).
-    package var currentContext: EvaluationContext { lifecycle.withLock { $0.context } }
+    /// The context in force: the last valid one given to `identify` (its values may still be
+    /// in flight), else the initial context (even when it is invalid).
+    package var currentContext: EvaluationContext {
+        engine.context?.source ?? lifecycle.withLock { $0.initialContext }
+    }
 
     /// The fitted form of the current context, nil when it is invalid.
-    package var currentFittedContext: FittedContext? { lifecycle.withLock { $0.fitted } }
+    package var currentFittedContext: FittedContext? { engine.context?.fitted }
 
     /// The fingerprint of the current context, nil when it is invalid.
     package var currentFingerprint: String? { currentFittedContext?.fingerprint }
@@ -85,11 +90,7 @@ package final class SyncController: Sendable {
 
     func identify(_ context: EvaluationContext) async -> Bool {
         guard !isClosed, let fitted = try? context.fitted(limit: options.contextSizeLimit) else { return false }
-        lifecycle.withLock { s in
-            s.context = context
-            s.fitted = fitted
-        }
-        return await engine.identify(Self.syncContext(fitted))
+        return await engine.identify(Self.syncContext(context, fitted))
     }
 
     /// Registers `hook` to run once when the client closes (at once if it is already closed).
