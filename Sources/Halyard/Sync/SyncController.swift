@@ -59,6 +59,22 @@ package final class SyncController: Sendable {
             })
     }
 
+    /// The identity headers every request to the control plane carries: `Authorization`,
+    /// `User-Agent`, `X-Halyard-Install-Id` and (when set) `X-Halyard-App-Id`. For the exposure
+    /// uploader, so its requests identify the client exactly like the flag fetches.
+    package var identityHeaders: [String: String] {
+        var headers = [
+            "Authorization": "Bearer \(options.key)",
+            "User-Agent": OFREPRequestBuilder.userAgent,
+            OFREPRequestBuilder.installIDHeader: installID,
+        ]
+        if let appID = options.appID { headers[OFREPRequestBuilder.appIDHeader] = appID }
+        return headers
+    }
+
+    /// The SDK name and version (`meta.sdk`, `meta.version` of exposure uploads).
+    package static let sdk = (name: OFREPRequestBuilder.sdkName, version: OFREPRequestBuilder.sdkVersion)
+
     /// Binds the client's read counters and sends the start-up fetch.
     package func start(readCounters counters: ReadCounters) {
         readCounters.withLock { $0 = counters }
