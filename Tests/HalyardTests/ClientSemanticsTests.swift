@@ -284,4 +284,21 @@ import Testing
         #expect(!lines.value.contains { $0.contains("SECRET") })
         #expect(plane.requests.first?.headers["Authorization"] == "Bearer cli-SECRET-123")
     }
+
+    @Test func setKeyRecoversFromARefusedKey() async throws {
+        let plane = InMemoryControlPlane(values: ["a": 1])
+        plane.failInitialization(status: 401)
+        let client = try Self.client(plane)
+        defer { client.close() }
+        await client.refresh()
+        #expect(client.status == .fatal)
+        await #expect(throws: FlagClientError.blankKey) { try await client.setKey(" ") }
+        await #expect(throws: FlagClientError.serverKeyInClientRole(prefix: "srv-")) { try await client.setKey("srv-1") }
+        #expect(plane.requests.count == 1)
+        try await client.setKey("cli-rotated")
+        #expect(client.status == .ready)
+        #expect(client.int("a", default: 0) == 1)
+        #expect(plane.requests.last?.headers["Authorization"] == "Bearer cli-rotated")
+        #expect(client.sync!.identityHeaders["Authorization"] == "Bearer cli-rotated")
+    }
 }

@@ -325,4 +325,19 @@ struct MachineDriver {
         #expect(d.machine.status == .error)
         if case .error(let code, _)? = d.events.first { #expect(code == .invalidContext) } else { Issue.record("no event") }
     }
+
+    @Test func keyChangeLiftsTheAuthStopAndForgetsTheETag() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        d.respond(.updated(etag: "\"e\""))
+        d.fireTimer()
+        d.respond(.unauthorized(status: 401))
+        #expect(d.machine.status == .error)
+        #expect(d.machine.nextWake == nil)
+        d.feed(.keyChanged)
+        #expect(d.sent.last?.ifNoneMatch == nil)
+        d.respond(.updated(etag: nil))
+        #expect(d.machine.status == .ready)
+        #expect(d.machine.nextWake != nil)
+    }
 }

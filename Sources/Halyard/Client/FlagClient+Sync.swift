@@ -63,6 +63,17 @@ extension FlagClient {
         await sync?.engine.refresh()
     }
 
+    /// Replaces the key (rotation, or recovery after the control plane refused the old one with
+    /// 401/403): cancels the fetch in flight, lifts the stop on background refresh, forgets the
+    /// ETag and fetches at once (subject to `Retry-After`); returns when that fetch is over.
+    /// Values keep being served meanwhile. Does nothing offline or after `close()`.
+    ///
+    /// - Throws: ``FlagClientError/blankKey`` or ``FlagClientError/serverKeyInClientRole(prefix:)``
+    ///   (then nothing changes).
+    public func setKey(_ key: String) async throws(FlagClientError) {
+        try await sync?.setKey(key)
+    }
+
     /// Like ``refresh()``, but only when the last confirmation is older than
     /// ``FlagClientOptions/refreshIfStaleThreshold`` (15 s by default).
     public func refreshIfStale() async {

@@ -55,6 +55,7 @@ final class RefreshEngine: Sendable {
     private struct State {
         var machine: RefreshMachine
         var random: SplitMix64
+        var builder: OFREPRequestBuilder
         var context: SyncContext?
         var parsed: [UInt64: [ServedFlag]] = [:]
         var tasks: [UInt64: Task<Void, Never>] = [:]
@@ -95,7 +96,10 @@ final class RefreshEngine: Sendable {
         self.clock = clock
         self.logHandler = logHandler
         self.publish = publish
-        state = Locked(State(machine: RefreshMachine(configuration: configuration.machine), random: SplitMix64(seed: seed)))
+        state = Locked(
+            State(
+                machine: RefreshMachine(configuration: configuration.machine), random: SplitMix64(seed: seed),
+                builder: configuration.builder))
     }
 
     // MARK: - Public operations
@@ -150,6 +154,24 @@ final class RefreshEngine: Sendable {
                 }
             }
             if resumeNow { c.resume(returning: false) }
+        }
+    }
+
+    /// Uses `key` from now on: cancels the fetch in flight, lifts a 401/403 stop, and fetches at
+    /// once (subject to `Retry-After`); returns when that fetch is over.
+    func setKey(_ key: String) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            var resumeNow = false
+            process(.keyChanged) { s in
+                s.builder.key = key
+            } after: { s, step in
+                if case .request(let id) = step.wait {
+                    s.refreshWaiters[id, default: []].append(c)
+                } else {
+                    resumeNow = true
+                }
+            }
+            if resumeNow { c.resume() }
         }
     }
 
@@ -284,7 +306,7 @@ final class RefreshEngine: Sendable {
         switch effect {
         case .send(let request):
             guard let context = s.context, context.fingerprint == request.fingerprint else { return }
-            let transportRequest = configuration.builder.request(contextJSON: context.canonicalJSON, ifNoneMatch: request.ifNoneMatch)
+            let transportRequest = s.builder.request(contextJSON: context.canonicalJSON, ifNoneMatch: request.ifNoneMatch)
             s.stats.requestsSent += 1
             s.outbox.append(.log(.debug, "fetch #\(request.id) (\(request.trigger.rawValue))\(request.ifNoneMatch == nil ? "" : " with If-None-Match")"))
             s.tasks[request.id] = Task { [weak self] in

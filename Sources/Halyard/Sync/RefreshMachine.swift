@@ -60,6 +60,8 @@ struct RefreshMachine: Sendable {
         /// A new, valid context (its fingerprint).
         case identify(fingerprint: String)
         case timer
+        /// The key changed: lifts a 401/403 stop, forgets the ETag, fetches at once.
+        case keyChanged
         case response(requestID: UInt64, Outcome)
         case close
     }
@@ -221,6 +223,20 @@ struct RefreshMachine: Sendable {
             reconciling = true
             step.effects.append(.emit(.reconciling))
             step.wait = send(.identify, now: now, into: &step, ignoreBackoff: true)
+        case .keyChanged:
+            guard started, !closed, !contextInvalid else { break }
+            authBlocked = false
+            hardError = false
+            failures = 0
+            backoffUntil = nil
+            etag = nil
+            etagFingerprint = nil
+            if let inFlight {
+                step.effects.append(.cancel(requestID: inFlight.request.id))
+                step.effects.append(.finished(requestID: inFlight.request.id))
+                self.inFlight = nil
+            }
+            step.wait = send(.refresh, now: now, into: &step, ignoreBackoff: true)
         case .timer:
             guard let wake = nextWake, wake <= now else { break }
             let dueFetch = pendingFetch || failures > 0 || (nextPollAt.map { $0 <= now } ?? false)

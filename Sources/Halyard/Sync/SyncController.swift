@@ -21,6 +21,7 @@ package final class SyncController: Sendable {
     private let readCounters = Locked<ReadCounters?>(nil)
     private struct Lifecycle {
         var closed = false
+        var key: String
         var hooks: [@Sendable () -> Void] = []
         /// The initial context (kept for when it is invalid and the engine has none).
         var initialContext: EvaluationContext
@@ -33,7 +34,7 @@ package final class SyncController: Sendable {
         self.transport = transport
         clock = options.clock
         installID = options.installIDStorage.resolve()
-        lifecycle = Locked(Lifecycle(initialContext: options.initialContext))
+        lifecycle = Locked(Lifecycle(key: options.key, initialContext: options.initialContext))
         let builder = OFREPRequestBuilder(
             baseURL: options.baseURL, key: options.key, appID: options.appID, installID: installID,
             timeout: options.requestTimeout > .zero ? options.requestTimeout : .seconds(10),
@@ -64,12 +65,24 @@ package final class SyncController: Sendable {
     /// uploader, so its requests identify the client exactly like the flag fetches.
     package var identityHeaders: [String: String] {
         var headers = [
-            "Authorization": "Bearer \(options.key)",
+            "Authorization": "Bearer \(key)",
             "User-Agent": OFREPRequestBuilder.userAgent,
             OFREPRequestBuilder.installIDHeader: installID,
         ]
         if let appID = options.appID { headers[OFREPRequestBuilder.appIDHeader] = appID }
         return headers
+    }
+
+    /// The key in use (``FlagClient/setKey(_:)`` replaces it).
+    package var key: String { lifecycle.withLock { $0.key } }
+
+    func setKey(_ key: String) async throws(FlagClientError) {
+        var candidate = options
+        candidate.key = key
+        try candidate.validate()
+        guard !isClosed else { return }
+        lifecycle.withLock { $0.key = key }
+        await engine.setKey(key)
     }
 
     /// The SDK name and version (`meta.sdk`, `meta.version` of exposure uploads).
