@@ -33,6 +33,8 @@ public final class FlagClient: Sendable {
     nonisolated(unsafe) package let exposureClock: UnsafePointer<hal_atomic_word>?
     /// Counters for reads that did not succeed, and the fatal flag. See ``ReadCounters``.
     package let readCounters = ReadCounters()
+    /// The control-plane sync of an online client; nil offline. See FlagClient+Sync.swift.
+    package let sync: SyncController?
 
     /// Creates a client in offline mode: it serves `offlineValues` (reason `STATIC`), does no
     /// network or disk I/O, and is ready at once.
@@ -45,16 +47,21 @@ public final class FlagClient: Sendable {
         store = SnapshotStore()
         exposureSink = nil
         exposureClock = nil
+        sync = nil
         store.publish(try Self.offlineSnapshot(offlineValues))
     }
 
     /// White-box initializer for tests and the online client: an empty store in `mode`, with an
     /// optional exposure sink.
-    package init(mode: Mode, exposureSink: (any ExposureSink)?) {
+    package init(
+        mode: Mode, exposureSink: (any ExposureSink)?, store: SnapshotStore = SnapshotStore(),
+        sync: SyncController? = nil
+    ) {
         self.mode = mode
-        store = SnapshotStore()
+        self.store = store
         self.exposureSink = exposureSink
         exposureClock = exposureSink?.coarseClockWord
+        self.sync = sync
     }
 
     /// Replaces the served values of an offline client, atomically: every read sees either all

@@ -1,6 +1,7 @@
 /// Programming errors that creating or configuring a ``FlagClient`` can throw (SPEC §9).
 ///
-/// Connection problems never throw: they show up in ``FlagClient`` status and events.
+/// Connection problems never throw: they show up in ``FlagClient`` status and events. No case
+/// carries the key itself.
 public enum FlagClientError: Error, Sendable, Hashable, CustomStringConvertible {
     /// An offline value has an empty key.
     case emptyFlagKey
@@ -8,7 +9,21 @@ public enum FlagClientError: Error, Sendable, Hashable, CustomStringConvertible 
     case invalidOfflineValue(key: String, reason: String)
     /// `setOfflineValues(_:)` was called on a client that is not in offline mode.
     case notOffline
+    /// The key is empty or only whitespace (online clients).
+    case blankKey
+    /// The key starts with one of ``FlagClientOptions/serverKeyPrefixes`` (it is a server key)
+    /// and the role is ``FlagClientOptions/Role/client``: server keys must not ship in apps.
+    /// Carries the matching prefix, never the key.
+    case serverKeyInClientRole(prefix: String)
+    /// The base URL is not absolute (it has no scheme or no host).
+    case baseURLNotAbsolute
+    /// The base URL's scheme is not `http` or `https`. Carries the scheme.
+    case unsupportedScheme(String)
+    /// The base URL is plain `http` to a host that is not loopback (`localhost`, `127.0.0.0/8`,
+    /// `::1`). Carries the host.
+    case insecureHTTPToNonLoopbackHost(String)
 
+    /// A description that never contains the key.
     public var description: String {
         switch self {
         case .emptyFlagKey:
@@ -17,6 +32,16 @@ public enum FlagClientError: Error, Sendable, Hashable, CustomStringConvertible 
             "the offline value for '\(key)' cannot be served: \(reason)"
         case .notOffline:
             "offline values can only be set on a client created in offline mode"
+        case .blankKey:
+            "the key is empty"
+        case .serverKeyInClientRole(let prefix):
+            "a server key (prefix \"\(prefix)\") in a .client role configuration; use role .service on servers"
+        case .baseURLNotAbsolute:
+            "the base URL needs a scheme and a host"
+        case .unsupportedScheme(let scheme):
+            "the base URL scheme \"\(scheme)\" is not supported (use http or https)"
+        case .insecureHTTPToNonLoopbackHost(let host):
+            "plain http to \(host) is refused (use https; http is allowed to loopback only)"
         }
     }
 }

@@ -1,0 +1,52 @@
+/// The client's provider status (SPEC §6), as OpenFeature defines it.
+public enum ClientStatus: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// No values exist yet.
+    case notReady = "NOT_READY"
+    /// Serving values the control plane confirmed for the current context.
+    case ready = "READY"
+    /// Serving values the control plane has not confirmed: loaded from disk, or kept after
+    /// failed refreshes once the last confirmation is older than the stale threshold.
+    case stale = "STALE"
+    /// The start failed with nothing confirmed, or the control plane answered 400/401/403 (or
+    /// the last `identify` failed) while older values are still served.
+    case error = "ERROR"
+    /// The key was refused (401/403) and there is nothing to serve. Reads serve defaults with
+    /// `PROVIDER_FATAL`.
+    case fatal = "FATAL"
+    /// An `identify` is in flight; reads answer from the previous context's values.
+    case reconciling = "RECONCILING"
+
+    /// The OpenFeature spelling (`"READY"`, ...).
+    public var description: String { rawValue }
+}
+
+/// An event a ``FlagClient`` emits (SPEC §6), in the order it happened.
+public enum ClientEvent: Sendable, Hashable {
+    /// Values confirmed by the control plane are served (after start, or after recovering from
+    /// `stale` or `error`). Not emitted after an `identify`: that emits ``contextChanged``.
+    case ready
+    /// A fetch failed or the control plane refused the request. The status may or may not change.
+    case error(code: FlagErrorCode, message: String)
+    /// The status became ``ClientStatus/stale``.
+    case stale
+    /// The served result (value, variant, reason or error) of exactly these keys changed, or
+    /// they were added or removed. Never emitted with an empty set.
+    case configurationChanged(Set<String>)
+    /// An `identify` started.
+    case reconciling
+    /// Values for the new context are served (emitted once, for the last of overlapping identifies).
+    case contextChanged
+}
+
+/// A registration made with `onChange`; keep it and call ``cancel()`` to stop the calls.
+///
+/// Dropping the subscription does not cancel it (like `NotificationCenter` observers); call
+/// ``cancel()`` explicitly.
+public final class ChangeSubscription: Sendable {
+    private let onCancel: @Sendable () -> Void
+
+    init(onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }
+
+    /// Stops further calls to the handler; calls already started finish. Idempotent.
+    public func cancel() { onCancel() }
+}

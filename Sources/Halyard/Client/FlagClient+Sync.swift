@@ -1,0 +1,122 @@
+import Foundation
+
+extension FlagClient {
+    /// Creates an online client that fetches values from the control plane (OFREP, SPEC §5).
+    ///
+    /// ```swift
+    /// var options = FlagClientOptions(baseURL: URL(string: "https://flags.example.com")!, key: "cli-123")
+    /// options.initialContext = EvaluationContext(targetingKey: "user-1")
+    /// let client = try FlagClient(options: options)
+    /// _ = await client.ready(timeout: .seconds(5))
+    /// ```
+    ///
+    /// Returns at once and fetches in the background; reads answer `PROVIDER_NOT_READY` until
+    /// values arrive. Only programming errors throw; connection problems never do.
+    ///
+    /// - Throws: ``FlagClientError/blankKey``, ``FlagClientError/serverKeyInClientRole(prefix:)``,
+    ///   ``FlagClientError/baseURLNotAbsolute``, ``FlagClientError/unsupportedScheme(_:)``,
+    ///   ``FlagClientError/insecureHTTPToNonLoopbackHost(_:)``.
+    public convenience init(options: FlagClientOptions) throws(FlagClientError) {
+        try options.validate()
+        let store = SnapshotStore()
+        let sync = SyncController(options: options, store: store)
+        self.init(mode: .online, exposureSink: nil, store: store, sync: sync)
+        sync.start(readCounters: readCounters)
+    }
+
+    /// The client's status (SPEC §6). Offline clients are always ``ClientStatus/ready``.
+    public var status: ClientStatus { sync?.engine.status ?? .ready }
+
+    /// Waits until values the control plane confirmed for the current context are served, or
+    /// `timeout` passes (measured on the options' clock). Returns whether they are. Returns
+    /// `false` at once when no values can arrive any more (key refused, context invalid, closed).
+    /// Offline clients return `true`.
+    public func ready(timeout: Duration) async -> Bool {
+        guard let sync else { return true }
+        return await sync.engine.ready(timeout: timeout)
+    }
+
+    /// ``ready(timeout:)`` with ``FlagClientOptions/readyTimeout`` (5 s by default).
+    public func ready() async -> Bool {
+        guard let sync else { return true }
+        return await sync.engine.ready(timeout: sync.options.readyTimeout)
+    }
+
+    /// Switches the evaluation context and fetches its values.
+    ///
+    /// While the fetch is in flight the status is ``ClientStatus/reconciling`` and reads keep
+    /// answering from the previous values. Returns whether the values now served are for
+    /// `context`: `false` when the fetch failed (the client keeps retrying in the background and
+    /// emits ``ClientEvent/contextChanged`` when it succeeds), when a newer `identify` superseded
+    /// this one, when the client is closed, or at once, changing nothing, when `context` is
+    /// invalid. Only the last of overlapping calls emits ``ClientEvent/contextChanged``.
+    /// Offline clients return whether `context` is valid.
+    public func identify(_ context: EvaluationContext) async -> Bool {
+        guard let sync else { return (try? context.fitted()) != nil }
+        return await sync.identify(context)
+    }
+
+    /// Fetches now and returns when the fetch is over. Concurrent callers share one request.
+    /// Sends nothing (and returns at once) while a `Retry-After` or a backoff delay is in force,
+    /// after `close()`, and offline.
+    public func refresh() async {
+        await sync?.engine.refresh()
+    }
+
+    /// Replaces the key (rotation, or recovery after the control plane refused the old one with
+    /// 401/403): cancels the fetch in flight, lifts the stop on background refresh, forgets the
+    /// ETag and fetches at once (subject to `Retry-After`); returns when that fetch is over.
+    /// Values keep being served meanwhile. Does nothing offline or after `close()`.
+    ///
+    /// - Throws: ``FlagClientError/blankKey`` or ``FlagClientError/serverKeyInClientRole(prefix:)``
+    ///   (then nothing changes).
+    public func setKey(_ key: String) async throws(FlagClientError) {
+        try await sync?.setKey(key)
+    }
+
+    /// Like ``refresh()``, but only when the last confirmation is older than
+    /// ``FlagClientOptions/refreshIfStaleThreshold`` (15 s by default).
+    public func refreshIfStale() async {
+        await sync?.engine.refreshIfStale()
+    }
+
+    /// Calls `handler` with exactly the keys whose served result changed (value, variant, reason
+    /// or error), or that were added or removed, after each new snapshot; never with an empty set.
+    ///
+    /// Each handler runs on a serial queue of its own, never on the read path and never under a
+    /// lock: a slow handler delays only itself, and a thrown error is ignored. Keep the returned
+    /// subscription and call ``ChangeSubscription/cancel()`` to stop. Offline clients never call it.
+    public func onChange(_ handler: @escaping @Sendable (Set<String>) throws -> Void) -> ChangeSubscription {
+        guard let sync else { return ChangeSubscription {} }
+        return sync.engine.onChange(handler)
+    }
+
+    /// A new stream of the client's events from now on (each access makes an independent,
+    /// unbounded stream). The stream ends when the client is closed; offline it ends at once.
+    public var events: AsyncStream<ClientEvent> {
+        guard let sync else {
+            let (stream, continuation) = AsyncStream<ClientEvent>.makeStream()
+            continuation.finish()
+            return stream
+        }
+        return sync.engine.events
+    }
+
+    /// Counters: reads that did not succeed by outcome, and the control-plane sync.
+    public var stats: FlagClientStats {
+        var stats = FlagClientStats(sync: sync?.engine.stats ?? SyncStats())
+        stats.reads = ReadStats(
+            notReady: readCounters.value(.notReady),
+            flagNotFound: readCounters.value(.flagNotFound),
+            typeMismatch: readCounters.value(.typeMismatch),
+            servedError: readCounters.value(.servedError))
+        return stats
+    }
+
+    /// Stops polling and fetching, cancels a fetch in flight, runs the close hooks (exposure
+    /// flush) and ends the event streams. Idempotent; never blocks. Reads keep answering from
+    /// the last values.
+    public func close() {
+        sync?.close()
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+
+/// Every setting of an online ``FlagClient`` (SPEC §5, §9), each with its default.
+/// `docs/configuration.md` lists them all.
+///
+/// ```swift
+/// var options = FlagClientOptions(baseURL: URL(string: "https://flags.example.com")!, key: "cli-123")
+/// options.initialContext = try EvaluationContext(targetingKey: "user-1")
+/// options.pollInterval = .seconds(60)
+/// let client = try FlagClient(options: options)
+/// ```
+public struct FlagClientOptions: Sendable {
+    /// Who runs the client: an app that ships to users, or a service.
+    public enum Role: Sendable, Hashable {
+        /// An app or any binary that ships to users: server keys are refused.
+        case client
+        /// A server-side service: any key is accepted.
+        case service
+    }
+
+    /// The control plane's base URL (`https://…`; plain `http` only to loopback). The bulk
+    /// evaluation endpoint is `{baseURL}/ofrep/v1/evaluate/flags`.
+    public var baseURL: URL
+    /// The credential, sent as `Authorization: Bearer <key>`. Never logged.
+    public var key: String
+    /// The context values are fetched for until `identify` changes it; *default* anonymous
+    /// (`targetingKey` `""`, kind `user`). An invalid initial context does not throw: the client
+    /// starts in status `error` (event `INVALID_CONTEXT`) and sends nothing until `identify`.
+    public var initialContext: EvaluationContext = .anonymous
+    /// The role; *default* ``Role/client``.
+    public var role: Role = .client
+    /// Key prefixes that mark a server key, which role ``Role/client`` refuses;
+    /// *default* `["srv-", "server-"]`.
+    public var serverKeyPrefixes: [String] = ["srv-", "server-"]
+    /// How often to re-fetch in the background; *default* 30 s. `.zero` disables polling.
+    public var pollInterval: Duration = .seconds(30)
+    /// The relative jitter applied to each poll delay, in [0, 1]; *default* 0.1 (±10 %).
+    public var pollJitter: Double = 0.1
+    /// How long one fetch may take in total before it counts as a timeout; *default* 10 s
+    /// (a value ≤ 0 means the default).
+    public var requestTimeout: Duration = .seconds(10)
+    /// The timeout `ready()` uses when none is given; *default* 5 s.
+    public var readyTimeout: Duration = .seconds(5)
+    /// `refreshIfStale()` fetches only when the last confirmation is older than this; *default* 15 s.
+    public var refreshIfStaleThreshold: Duration = .seconds(15)
+    /// After failed refreshes, the status becomes `stale` once the last confirmation is older
+    /// than this; *default* `nil` = three poll intervals (or 3 × ``refreshIfStaleThreshold``
+    /// when polling is disabled).
+    public var staleAfter: Duration? = nil
+    /// The first retry delay after a failure; *default* 1 s. Doubles per consecutive failure.
+    public var initialBackoff: Duration = .seconds(1)
+    /// The largest retry delay; *default* 5 min.
+    public var maxBackoff: Duration = .seconds(300)
+    /// Response bodies above this many bytes are refused (treated like a 5xx); *default* 8 MiB
+    /// (a value ≤ 0 means the default).
+    public var maxResponseBytes: Int = 8 << 20
+    /// The fitted context's size cap in UTF-16 code units (SPEC §4); *default* 4,096.
+    public var contextSizeLimit: Int = 4096
+    /// Sent as the `X-Halyard-App-Id` header when set; *default* `nil` (header omitted).
+    public var appID: String? = nil
+    /// Where the install id (sent as `X-Halyard-Install-Id`) is kept; *default*
+    /// ``InstallIDStorage/automatic``.
+    public var installIDStorage: InstallIDStorage = .automatic
+    /// Placeholder for the on-device cache directory (SPEC §8). No cache is implemented yet; the
+    /// value is accepted and ignored. *Default* `nil`.
+    public var cacheDirectory: URL? = nil
+    /// Receives log messages; *default* `nil` (silent).
+    public var logHandler: HalyardLogHandler? = nil
+    /// How HTTP is sent; *default* `nil` = a ``URLSessionTransport`` (ephemeral, no URL cache).
+    public var transport: (any FlagTransport)? = nil
+    /// The clock for polling, backoff, `Retry-After` and staleness; *default* ``SystemClock``.
+    public var clock: any HalyardClock = SystemClock()
+
+    /// Creates options with every other setting at its default.
+    public init(baseURL: URL, key: String) {
+        self.baseURL = baseURL
+        self.key = key
+    }
+
+    /// Checks the programming errors of SPEC §9 (everything but offline values).
+    func validate() throws(FlagClientError) {
+        if key.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw .blankKey }
+        if role == .client, let prefix = serverKeyPrefixes.first(where: { !$0.isEmpty && key.hasPrefix($0) }) {
+            throw .serverKeyInClientRole(prefix: prefix)
+        }
+        guard let scheme = baseURL.scheme?.lowercased(), let host = baseURL.host, !host.isEmpty else {
+            throw .baseURLNotAbsolute
+        }
+        guard scheme == "http" || scheme == "https" else { throw .unsupportedScheme(scheme) }
+        if scheme == "http" && !Self.isLoopback(host) { throw .insecureHTTPToNonLoopbackHost(host) }
+    }
+
+    /// Whether a host names the loopback interface.
+    static func isLoopback(_ rawHost: String) -> Bool {
+        var host = rawHost.lowercased()
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "127" else { return false }
+        return parts.allSatisfy { part in
+            !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && UInt8(part) != nil
+        }
+    }
+
+    /// The stale threshold in force.
+    var effectiveStaleAfter: Duration {
+        if let staleAfter { return staleAfter }
+        return pollInterval > .zero ? pollInterval * 3 : refreshIfStaleThreshold * 3
+    }
+}
+
+/// Where the install id lives. The install id is a random UUID created once and sent with every
+/// request as `X-Halyard-Install-Id`, so the control plane can count installs without a user id.
+public enum InstallIDStorage: Sendable {
+    /// A file under the platform's per-user data directory: Application Support on Apple
+    /// platforms, `$XDG_DATA_HOME` (or `~/.local/share`) on Linux, in a `halyard` folder. Falls
+    /// back to a per-process id when the file cannot be read or written.
+    case automatic
+    /// A file at this URL (created with its folder when missing).
+    case file(URL)
+    /// A fresh random id per process; nothing is stored.
+    case memory
+    /// Exactly this id (tests, or an app that manages its own).
+    case fixed(String)
+
+    /// Reads or creates the install id. Never throws: falls back to a random id.
+    func resolve() -> String {
+        switch self {
+        case .fixed(let id): return id
+        case .memory: return UUID().uuidString.lowercased()
+        case .file(let url): return Self.loadOrCreate(at: url)
+        case .automatic:
+            guard let url = Self.automaticURL() else { return UUID().uuidString.lowercased() }
+            return Self.loadOrCreate(at: url)
+        }
+    }
+
+    static func automaticURL() -> URL? {
+        #if canImport(Darwin)
+        guard let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first else {
+            return nil
+        }
+        return base.appendingPathComponent("halyard", isDirectory: true).appendingPathComponent("install-id")
+        #else
+        let env = ProcessInfo.processInfo.environment
+        let base: URL
+        if let xdg = env["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            base = URL(fileURLWithPath: xdg, isDirectory: true)
+        } else if let home = env["HOME"], home.hasPrefix("/") {
+            base = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/share", isDirectory: true)
+        } else {
+            return nil
+        }
+        return base.appendingPathComponent("halyard", isDirectory: true).appendingPathComponent("install-id")
+        #endif
+    }
+
+    static func loadOrCreate(at url: URL) -> String {
+        if let data = try? Data(contentsOf: url), let text = String(data: data, encoding: .utf8) {
+            let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !id.isEmpty, id.count <= 64, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) {
+                return id
+            }
+        }
+        let id = UUID().uuidString.lowercased()
+        do {
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(id.utf8).write(to: url, options: .atomic)
+        } catch {
+            // Not persisted: the id is per process. Never fatal.
+        }
+        return id
+    }
+}

@@ -1,0 +1,208 @@
+import Foundation
+
+/// Why an OFREP response body could not be used. Any of these is treated like a 5xx: the body
+/// is never applied.
+enum OFREPDecodingError: Error, Sendable, Hashable {
+    case tooLarge(limit: Int)
+    case notJSON
+    case notAnObject
+    case missingFlags
+}
+
+/// A decoded OFREP bulk evaluation response (`{"flags": [...], "metadata": {...}}`).
+struct OFREPResponse: Sendable, Hashable {
+    /// The served flags, one per key (a later duplicate replaces an earlier one).
+    var flags: [ServedFlag]
+    /// The response-level metadata (bool, string and number members only).
+    var metadata: FlagMetadata
+    /// Items that had no string `key` and were skipped.
+    var skippedItems: Int
+
+    /// Decodes a response body.
+    ///
+    /// - An item with a non-null `errorCode` is a failure whatever else it has: no value, reason
+    ///   `ERROR`, the code (unknown or non-string codes become `GENERAL`), `errorDetails` as message.
+    /// - A success without `value` (or with `value: null`) is a code default: no value, the
+    ///   server's reason or `DEFAULT`.
+    /// - Any reason string is accepted and kept; a missing reason on an item with a value is `UNKNOWN`.
+    ///
+    /// Parsing is the project's strict RFC 8259 parser (integer/float distinction kept;
+    /// duplicate member names, invalid UTF-8 and trailing data rejected), with
+    /// ``JSONParsingLimits/ofrepResponse`` limits capped at `limit` bytes.
+    static func decode(_ body: Data, limit: Int) throws(OFREPDecodingError) -> OFREPResponse {
+        guard body.count <= limit else { throw .tooLarge(limit: limit) }
+        var limits = JSONParsingLimits.ofrepResponse
+        limits.maxInputBytes = max(limit, 0)
+        let root: JSONValue
+        do {
+            root = try JSONValue(parsing: body, limits: limits)
+        } catch {
+            throw .notJSON
+        }
+        guard case .object(let members) = root else { throw .notAnObject }
+        guard case .array(let items)? = members["flags"] else { throw .missingFlags }
+        var flags: [ServedFlag] = []
+        flags.reserveCapacity(items.count)
+        var index: [String: Int] = [:]
+        var skipped = 0
+        for item in items {
+            guard let flag = servedFlag(item) else {
+                skipped += 1
+                continue
+            }
+            if let existing = index[flag.key] {
+                flags[existing] = flag
+            } else {
+                index[flag.key] = flags.count
+                flags.append(flag)
+            }
+        }
+        return OFREPResponse(flags: flags, metadata: metadata(members["metadata"]), skippedItems: skipped)
+    }
+
+    static func servedFlag(_ item: JSONValue) -> ServedFlag? {
+        guard case .object(let m) = item, case .string(let key)? = m["key"] else { return nil }
+        let meta = metadata(m["metadata"])
+        var variant: String?
+        if case .string(let v)? = m["variant"] { variant = v }
+        if let code = m["errorCode"], code != .null {
+            let errorCode: FlagErrorCode
+            if case .string(let s) = code { errorCode = FlagErrorCode(wireValue: s) } else { errorCode = .general }
+            var details: String?
+            if case .string(let d)? = m["errorDetails"] { details = d }
+            return ServedFlag(
+                key: key, value: nil, variant: nil, reason: .error, errorCode: errorCode, errorMessage: details,
+                metadata: meta)
+        }
+        var value: JSONValue? = m["value"]
+        if value == .null { value = nil }
+        let reason: EvaluationReason
+        if case .string(let r)? = m["reason"] {
+            reason = EvaluationReason(rawValue: r)
+        } else {
+            reason = value == nil ? .defaultValue : .unknown
+        }
+        return ServedFlag(key: key, value: value, variant: variant, reason: reason, metadata: meta)
+    }
+
+    static func metadata(_ value: JSONValue?) -> FlagMetadata {
+        guard case .object(let members)? = value else { return [:] }
+        var result: FlagMetadata = [:]
+        for (name, v) in members {
+            switch v {
+            case .bool(let b): result[name] = .bool(b)
+            case .string(let s): result[name] = .string(s)
+            case .int(let i): result[name] = .number(Double(i))
+            case .double(let d): result[name] = .number(d)
+            case .null, .array, .object: continue
+            }
+        }
+        return result
+    }
+}
+
+/// Builds the OFREP bulk evaluation request (SPEC §5).
+struct OFREPRequestBuilder: Sendable {
+    /// The SDK name sent in `User-Agent`.
+    static let sdkName = "Halyard"
+    /// The SDK version sent in `User-Agent`.
+    static let sdkVersion = "0.1.0"
+    /// The header carrying the app id.
+    static let appIDHeader = "X-Halyard-App-Id"
+    /// The header carrying the install id.
+    static let installIDHeader = "X-Halyard-Install-Id"
+    /// The endpoint path below the base URL.
+    static let evaluatePath = "ofrep/v1/evaluate/flags"
+
+    var baseURL: URL
+    var key: String
+    var appID: String?
+    var installID: String
+    var timeout: Duration
+    var maxResponseBytes: Int
+
+    /// `{baseURL}/ofrep/v1/evaluate/flags`, keeping any path prefix of the base URL.
+    var endpoint: URL {
+        var base = baseURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        return URL(string: base + "/" + Self.evaluatePath) ?? baseURL.appendingPathComponent(Self.evaluatePath)
+    }
+
+    static var userAgent: String {
+        #if os(Linux)
+        let platform = "Linux"
+        #elseif os(macOS)
+        let platform = "macOS"
+        #elseif os(iOS)
+        let platform = "iOS"
+        #else
+        let platform = "Apple"
+        #endif
+        return "\(sdkName)-Swift/\(sdkVersion) (\(platform))"
+    }
+
+    /// The request for a fitted context's canonical JSON, with `If-None-Match` when given.
+    func request(contextJSON: String, ifNoneMatch: String?) -> TransportRequest {
+        var headers: [String: String] = [
+            "Authorization": "Bearer \(key)",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Accept-Encoding": "gzip",
+            "User-Agent": Self.userAgent,
+            Self.installIDHeader: installID,
+        ]
+        if let appID { headers[Self.appIDHeader] = appID }
+        if let ifNoneMatch { headers["If-None-Match"] = ifNoneMatch }
+        return TransportRequest(
+            method: "POST",
+            url: endpoint,
+            headers: headers,
+            body: Data(("{\"context\":" + contextJSON + "}").utf8),
+            timeout: timeout,
+            maxResponseBytes: maxResponseBytes
+        )
+    }
+}
+
+/// Wire helpers shared with `HalyardTesting` (not API).
+package enum OFREPWire {
+    /// Encodes served flags as an OFREP bulk response body.
+    package static func encodeResponse(_ flags: [ServedFlag]) -> Data {
+        var items: [JSONValue] = []
+        items.reserveCapacity(flags.count)
+        for flag in flags {
+            var item: [String: JSONValue] = ["key": .string(flag.key)]
+            if let code = flag.errorCode {
+                item["errorCode"] = .string(code.rawValue)
+                if let message = flag.errorMessage { item["errorDetails"] = .string(message) }
+            } else {
+                if let value = flag.value { item["value"] = value }
+                item["reason"] = .string(flag.reason.rawValue)
+                if let variant = flag.variant { item["variant"] = .string(variant) }
+            }
+            if !flag.metadata.isEmpty {
+                var meta: [String: JSONValue] = [:]
+                for (name, value) in flag.metadata {
+                    switch value {
+                    case .bool(let b): meta[name] = .bool(b)
+                    case .string(let s): meta[name] = .string(s)
+                    case .number(let d): meta[name] = .double(d)
+                    }
+                }
+                item["metadata"] = .object(meta)
+            }
+            items.append(.object(item))
+        }
+        return JSONValue.object(["flags": .array(items)]).canonicalJSONData
+    }
+
+    /// Inflates a gzip body, nil when it is invalid or inflates beyond `limit` bytes.
+    package static func gunzip(_ body: Data, limit: Int = 16 << 20) -> Data? {
+        HTTPBodyGzip.inflate(body, limit: limit)
+    }
+
+    /// Parses a JSON body (a request's `{"context": ...}`), nil when it is not JSON.
+    package static func parse(_ body: Data) -> JSONValue? {
+        try? JSONValue(parsing: body, limits: .ofrepResponse)
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// Counters of the control-plane sync (part of the client's stats, SPEC §9).
+public struct SyncStats: Sendable, Hashable {
+    /// Requests handed to the transport.
+    public var requestsSent = 0
+    /// Responses received, by HTTP status (200, 304, 429, 503, ...).
+    public var responsesByStatus: [Int: Int] = [:]
+    /// 304 answers (held values confirmed).
+    public var notModified = 0
+    /// Fetches that timed out.
+    public var timeouts = 0
+    /// Fetches that failed without an HTTP response (reset, refused, ...).
+    public var networkErrors = 0
+    /// Responses refused because the body exceeded the size limit.
+    public var oversizedResponses = 0
+    /// 200 responses whose body could not be parsed (never applied).
+    public var invalidBodies = 0
+    /// Flag items skipped because they had no string `key`.
+    public var skippedItems = 0
+    /// New snapshots published from 200 responses.
+    public var snapshotsApplied = 0
+    /// `refresh()` / `refreshIfStale()` calls that joined a request already in flight.
+    public var coalescedRefreshes = 0
+    /// `refresh()` calls that sent nothing: `Retry-After` or backoff in force, or values fresh.
+    public var deferredRefreshes = 0
+    /// Consecutive failed fetches right now (0 after a success).
+    public var consecutiveFailures = 0
+    /// When the control plane last confirmed the served values (200 or 304).
+    public var lastConfirmation: Date?
+    /// Contexts that had to be trimmed to fit the size cap.
+    public var contextTrims = 0
+    /// The attribute names dropped from the current context by fitting.
+    public var droppedAttributes: [String] = []
+
+    /// Creates empty counters.
+    public init() {}
+}
+
+/// Reads that did not succeed, by outcome. Successful reads are not counted (a shared counter
+/// would cost an atomic read-modify-write on every read).
+public struct ReadStats: Sendable, Hashable {
+    /// Reads before any values existed (`PROVIDER_NOT_READY` / `PROVIDER_FATAL`).
+    public var notReady = 0
+    /// Reads of keys absent from the snapshot.
+    public var flagNotFound = 0
+    /// Reads of the wrong type.
+    public var typeMismatch = 0
+    /// Reads of flags the control plane served with an error code.
+    public var servedError = 0
+
+    /// Creates counters.
+    public init(notReady: Int = 0, flagNotFound: Int = 0, typeMismatch: Int = 0, servedError: Int = 0) {
+        self.notReady = notReady
+        self.flagNotFound = flagNotFound
+        self.typeMismatch = typeMismatch
+        self.servedError = servedError
+    }
+}
+
+/// Everything `client.stats` reports.
+public struct FlagClientStats: Sendable, Hashable {
+    /// Reads that did not succeed, by outcome.
+    public var reads = ReadStats()
+    /// Control-plane sync counters.
+    public var sync: SyncStats
+
+    /// Creates stats.
+    public init(sync: SyncStats = SyncStats()) { self.sync = sync }
+}

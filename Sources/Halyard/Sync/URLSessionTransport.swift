@@ -1,0 +1,259 @@
+import CZlib
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The default ``FlagTransport``: one ephemeral `URLSession` (no URL cache, no cookies), a total
+/// deadline per request, and a response size limit enforced while the body streams in (a
+/// `Content-Length` above the limit is refused before any body byte is read).
+///
+/// Failures map to ``TransportError``: the deadline → ``TransportError/timedOut``, a body above
+/// ``TransportRequest/maxResponseBytes`` (compressed or decompressed) →
+/// ``TransportError/responseTooLarge(limit:)``, anything else without a response →
+/// ``TransportError/network(_:)``. Gzip bodies the system did not decode are inflated here.
+public final class URLSessionTransport: FlagTransport, Sendable {
+    private let session: URLSession
+    private let delegate: SessionDelegate
+
+    /// Creates a transport with its own ephemeral session.
+    public init() {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        delegate = SessionDelegate()
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+    }
+
+    deinit {
+        session.invalidateAndCancel()
+    }
+
+    /// Sends one request; see the type's documentation for the error mapping.
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        urlRequest.httpBody = request.body
+        urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
+        let seconds = max(Double(request.timeout.components.seconds) + Double(request.timeout.components.attoseconds) / 1e18, 0.001)
+        // Our own deadline below enforces the total timeout precisely; URLSession's (idle)
+        // timeout is a backstop only: on Linux it works in whole seconds and 0 fires at once.
+        urlRequest.timeoutInterval = seconds.rounded(.up) + 1
+        let limit = max(request.maxResponseBytes, 0)
+
+        let task = session.dataTask(with: urlRequest)
+        let exchange = Exchange(limit: limit)
+        let result: Result<(HTTPURLResponse, Data), TransportError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                exchange.attach(continuation)
+                delegate.register(task: task, exchange: exchange)
+                task.resume()
+                DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak task] in
+                    if exchange.finish(.failure(.timedOut)) { task?.cancel() }
+                }
+            }
+        } onCancel: {
+            if exchange.finish(.failure(.cancelled)) { task.cancel() }
+        }
+        delegate.unregister(task: task)
+        let (response, data) = try result.get()
+        var headers: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name] = value }
+        }
+        var body = data
+        let encoding = headers.first { $0.key.lowercased() == "content-encoding" }?.value.lowercased()
+        if encoding?.contains("gzip") == true, body.count >= 2, body[body.startIndex] == 0x1f, body[body.startIndex + 1] == 0x8b {
+            guard let inflated = HTTPBodyGzip.inflate(body, limit: limit) else {
+                throw limit > 0 && HTTPBodyGzip.wouldExceed(body, limit: limit)
+                    ? TransportError.responseTooLarge(limit: limit) : TransportError.network("invalid gzip body")
+            }
+            body = inflated
+        }
+        return TransportResponse(status: response.statusCode, headers: headers, body: body)
+    }
+}
+
+/// One request's state, shared between the delegate callbacks, the deadline and cancellation.
+private final class Exchange: Sendable {
+    typealias Outcome = Result<(HTTPURLResponse, Data), TransportError>
+    struct Progress {
+        var data = Data()
+        var response: HTTPURLResponse?
+        var done = false
+        var result: Outcome?
+        var continuation: CheckedContinuation<Outcome, Never>?
+    }
+    let limit: Int
+    let progress = Locked(Progress())
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Installs the continuation; resumes it at once when the exchange already finished.
+    func attach(_ continuation: CheckedContinuation<Outcome, Never>) {
+        let ready = progress.withLock { p -> Outcome? in
+            if let result = p.result { return result }
+            p.continuation = continuation
+            return nil
+        }
+        if let ready { continuation.resume(returning: ready) }
+    }
+
+    /// Completes the exchange once; returns whether this call completed it.
+    @discardableResult
+    func finish(_ result: Outcome) -> Bool {
+        let (first, continuation) = progress.withLock { p -> (Bool, CheckedContinuation<Outcome, Never>?) in
+            if p.done { return (false, nil) }
+            p.done = true
+            p.data = Data()
+            p.result = result
+            defer { p.continuation = nil }
+            return (true, p.continuation)
+        }
+        continuation?.resume(returning: result)
+        return first
+    }
+}
+
+private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private let exchanges = Locked<[Int: Exchange]>([:])
+
+    func register(task: URLSessionTask, exchange: Exchange) {
+        exchanges.withLock { $0[task.taskIdentifier] = exchange }
+    }
+
+    func unregister(task: URLSessionTask) {
+        _ = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+    }
+
+    private func exchange(_ task: URLSessionTask) -> Exchange? {
+        exchanges.withLock { $0[task.taskIdentifier] }
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        guard let exchange = exchange(dataTask) else {
+            completionHandler(.cancel)
+            return
+        }
+        guard let http = response as? HTTPURLResponse else {
+            exchange.finish(.failure(.network("not an HTTP response")))
+            completionHandler(.cancel)
+            return
+        }
+        if exchange.limit > 0, response.expectedContentLength > Int64(exchange.limit) {
+            exchange.finish(.failure(.responseTooLarge(limit: exchange.limit)))
+            completionHandler(.cancel)
+            return
+        }
+        exchange.progress.withLock { $0.response = http }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        guard let exchange = exchange(dataTask) else { return }
+        let tooLarge = exchange.progress.withLock { p -> Bool in
+            if p.done { return false }
+            if exchange.limit > 0, p.data.count + data.count > exchange.limit { return true }
+            p.data.append(data)
+            return false
+        }
+        if tooLarge, exchange.finish(.failure(.responseTooLarge(limit: exchange.limit))) {
+            dataTask.cancel()
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let exchange = exchange(task) else { return }
+        if let error {
+            let urlError = error as? URLError
+            switch urlError?.code {
+            case .timedOut?: exchange.finish(.failure(.timedOut))
+            case .cancelled?: exchange.finish(.failure(.cancelled))
+            default: exchange.finish(.failure(.network(Self.describe(error))))
+            }
+            return
+        }
+        let (response, data) = exchange.progress.withLock { ($0.response ?? (task.response as? HTTPURLResponse), $0.data) }
+        guard let response else {
+            exchange.finish(.failure(.network("no response")))
+            return
+        }
+        exchange.finish(.success((response, data)))
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let urlError = error as? URLError { return "URLError \(urlError.code.rawValue)" }
+        return String(describing: type(of: error))
+    }
+}
+
+/// zlib inflation of gzip bodies with an output limit.
+enum HTTPBodyGzip {
+    /// Inflates a gzip (or zlib) body; `nil` when it is invalid or inflates beyond `limit` bytes
+    /// (`limit <= 0` means unlimited).
+    static func inflate(_ input: Data, limit: Int) -> Data? {
+        var stream = z_stream()
+        guard inflateInit2_(&stream, 15 + 32, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
+        defer { inflateEnd(&stream) }
+        var output = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var input = input
+        let ok: Bool = input.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) -> Bool in
+            guard let base = raw.bindMemory(to: Bytef.self).baseAddress else { return false }
+            stream.next_in = base
+            stream.avail_in = UInt32(raw.count)
+            while true {
+                let status: Int32 = buffer.withUnsafeMutableBufferPointer { out in
+                    stream.next_out = out.baseAddress
+                    stream.avail_out = UInt32(out.count)
+                    return CZlib.inflate(&stream, Z_NO_FLUSH)
+                }
+                let produced = buffer.count - Int(stream.avail_out)
+                output.append(contentsOf: buffer[0..<produced])
+                if limit > 0, output.count > limit { return false }
+                if status == Z_STREAM_END { return true }
+                if status != Z_OK { return false }
+                if stream.avail_in == 0 && produced == 0 { return false }
+            }
+        }
+        return ok ? output : nil
+    }
+
+    /// Whether inflating `input` produces more than `limit` bytes (used to tell the error apart).
+    static func wouldExceed(_ input: Data, limit: Int) -> Bool {
+        inflate(input, limit: 0).map { $0.count > limit } ?? false
+    }
+
+    /// Compresses with a gzip wrapper (tests and the in-memory control plane).
+    static func deflate(_ input: Data) -> Data {
+        var stream = z_stream()
+        guard deflateInit2_(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+            Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        else { return Data() }
+        defer { deflateEnd(&stream) }
+        var output = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var input = input
+        input.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
+            stream.next_in = raw.bindMemory(to: Bytef.self).baseAddress
+            stream.avail_in = UInt32(raw.count)
+            while true {
+                let status: Int32 = buffer.withUnsafeMutableBufferPointer { out in
+                    stream.next_out = out.baseAddress
+                    stream.avail_out = UInt32(out.count)
+                    return CZlib.deflate(&stream, Z_FINISH)
+                }
+                output.append(contentsOf: buffer[0..<(buffer.count - Int(stream.avail_out))])
+                if status == Z_STREAM_END || status != Z_OK { break }
+            }
+        }
+        return output
+    }
+}

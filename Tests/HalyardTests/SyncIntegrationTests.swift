@@ -1,0 +1,363 @@
+import Foundation
+import Testing
+@testable import Halyard
+
+/// The status policy and every fault against the loopback control plane (server.py), through
+/// the real URLSessionTransport. Time-based behaviour runs on a ManualClock: the tests move time
+/// and assert on order and counts, never on wall-clock durations.
+@Suite(.serialized) struct SyncIntegrationTests {
+    static var defaultFlags: [String: Any] { [
+        "default": [
+            ["key": "a", "value": true, "reason": "STATIC", "variant": "on"],
+            ["key": "n", "value": 3, "reason": "TARGETING_MATCH"],
+        ],
+        "contexts": [
+            "u1": [
+                ["key": "a", "value": false, "reason": "TARGETING_MATCH", "variant": "off"],
+                ["key": "n", "value": 3, "reason": "TARGETING_MATCH"],
+                ["key": "only-u1", "value": "x", "reason": "SPLIT"],
+            ]
+        ],
+    ] }
+
+    struct Harness {
+        let server: ControlPlaneServer
+        let clock: ManualClock
+        let transport: RecordingTransport
+        let client: FlagClient
+
+        var engine: RefreshEngine { client.sync!.engine }
+
+        func close() {
+            client.close()
+            server.stop()
+        }
+    }
+
+    static func harness(
+        flags: [String: Any] = defaultFlags,
+        context: EvaluationContext = .anonymous,
+        startFaults: [[String: Any]] = [],
+        configure: (inout FlagClientOptions) -> Void = { _ in }
+    ) async throws -> Harness {
+        let server = try ControlPlaneServer(flags: flags)
+        if !startFaults.isEmpty { try await server.script(startFaults) }
+        let clock = ManualClock()
+        let transport = RecordingTransport(URLSessionTransport(), clock: clock)
+        var options = FlagClientOptions(baseURL: server.baseURL, key: "cli-integration-key")
+        options.transport = transport
+        options.clock = clock
+        options.installIDStorage = .fixed("install-1")
+        options.appID = "app-1"
+        options.pollInterval = .zero
+        options.requestTimeout = .seconds(2)
+        options.initialContext = context
+        configure(&options)
+        let client = try FlagClient(options: options)
+        return Harness(server: server, clock: clock, transport: transport, client: client)
+    }
+
+    // MARK: - Wire
+
+    @Test func requestsFollowTheOFREPWireFormat() async throws {
+        let h = try await Self.harness(context: EvaluationContext(targetingKey: "u9", attributes: ["plan": "pro"]))
+        defer { h.close() }
+        await h.client.refresh()  // joins the start-up fetch
+        #expect(h.client.status == .ready)
+        #expect(h.client.bool("a", default: false))
+        await h.client.refresh()
+        let requests = try await h.server.requests()
+        #expect(requests.count == 2)
+        let first = requests[0]
+        #expect(first.path == "/ofrep/v1/evaluate/flags")
+        #expect(first.header("Authorization") == "Bearer cli-integration-key")
+        #expect(first.header("Content-Type") == "application/json")
+        #expect(first.header("Accept-Encoding") == "gzip")
+        #expect(first.header("User-Agent")?.hasPrefix("Halyard-Swift/") == true)
+        #expect(first.header("X-Halyard-App-Id") == "app-1")
+        #expect(first.header("X-Halyard-Install-Id") == "install-1")
+        #expect(first.header("If-None-Match") == nil)
+        #expect(first.body == #"{"context":{"kind":"user","plan":"pro","targetingKey":"u9"}}"#)
+        #expect(requests[1].header("If-None-Match") != nil)
+        #expect(h.client.stats.sync.notModified == 1)
+        #expect(h.client.stats.sync.responsesByStatus == [200: 1, 304: 1])
+    }
+
+    @Test func identifyFetchesTheNewContextWithoutIfNoneMatch() async throws {
+        let h = try await Self.harness()
+        defer { h.close() }
+        let recorder = EventRecorder(h.client)
+        defer { recorder.stop() }
+        await h.client.refresh()
+        #expect(h.client.bool("a", default: false))
+        #expect(await h.client.identify(EvaluationContext(targetingKey: "u1")))
+        #expect(h.client.bool("a", default: true) == false)
+        #expect(h.client.string("only-u1", default: "") == "x")
+        #expect(h.client.status == .ready)
+        let requests = try await h.server.requests()
+        #expect(requests.last?.header("If-None-Match") == nil)
+        await recorder.wait { $0.contains(.contextChanged) }
+        let events = recorder.all
+        // Exactly the keys whose result changed: a (value/variant/reason) and only-u1 (added).
+        #expect(events.compactMap(\.changedKeys).last == ["a", "only-u1"])
+        let tail = events.filter { $0 == .reconciling || $0 == .contextChanged || $0.changedKeys != nil }
+        #expect(tail.suffix(3) == [.reconciling, .configurationChanged(["a", "only-u1"]), .contextChanged])
+    }
+
+    @Test func gzipBodiesAreDecoded() async throws {
+        let h = try await Self.harness()
+        defer { h.close() }
+        try await h.server.script([["action": "gzip"]])
+        await h.client.refresh()
+        #expect(h.client.status == .ready)
+        #expect(h.client.int("n", default: 0) == 3)
+    }
+
+    // MARK: - Status policy
+
+    @Test func status400IsAnErrorEventAndKeepsServing() async throws {
+        let h = try await Self.harness()
+        defer { h.close() }
+        await h.client.refresh()
+        let recorder = EventRecorder(h.client)
+        defer { recorder.stop() }
+        try await h.server.script([["action": "status", "status": 400]])
+        await h.client.refresh()
+        #expect(h.client.status == .error)
+        #expect(h.client.bool("a", default: false))
+        await recorder.wait { $0.contains { $0.errorCode == .invalidContext } }
+        #expect(recorder.all.contains { $0.errorCode == .invalidContext })
+        await h.client.refresh()
+        #expect(h.client.status == .ready)
+    }
+
+    @Test func status401AtStartIsFatalAndStopsBackgroundRefresh() async throws {
+        let h = try await Self.harness(startFaults: [["action": "status", "status": 401, "count": 5]]) {
+            $0.pollInterval = .seconds(30)
+        }
+        defer { h.close() }
+        await h.client.refresh()
+        #expect(h.client.status == .fatal)
+        #expect(h.client.boolDetail("a", default: false).errorCode == .providerFatal)
+        #expect(await h.client.ready(timeout: .seconds(5)) == false)
+        #expect(h.engine.nextWake == nil)
+        h.clock.advance(by: .seconds(3600))
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(try await h.server.requests().count == 1)
+        // A context change resumes.
+        try await h.server.reset()
+        #expect(await h.client.identify(EvaluationContext(targetingKey: "u1")))
+        #expect(h.client.status == .ready)
+    }
+
+    @Test func status403WhileServingIsAnErrorAndKeepsValues() async throws {
+        let h = try await Self.harness { $0.pollInterval = .seconds(30) }
+        defer { h.close() }
+        await h.client.refresh()
+        try await h.server.script([["action": "status", "status": 403]])
+        await h.clock.advanceWhenArmed(by: .seconds(60))  // the poll fires
+        #expect(await waitUntil { h.client.status == .error })
+        #expect(h.client.bool("a", default: false))
+        #expect(h.engine.nextWake == nil)
+        h.clock.advance(by: .seconds(3600))
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(try await h.server.requests().count == 2)
+    }
+
+    @Test(arguments: ["delay-seconds", "http-date", "iso-8601"])
+    func status429BlocksRequestsUntilRetryAfter(format: String) async throws {
+        let h = try await Self.harness()
+        defer { h.close() }
+        await h.client.refresh()
+        let due = h.clock.wallNow.addingTimeInterval(120)
+        let header: String
+        switch format {
+        case "delay-seconds": header = "120"
+        case "http-date":
+            let f = DateFormatter()
+            f.locale = Locale(identifier: "en_US_POSIX")
+            f.timeZone = TimeZone(identifier: "GMT")
+            f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+            header = f.string(from: due)
+        default:
+            header = ISO8601DateFormatter().string(from: due)
+        }
+        try await h.server.script([["action": "status", "status": 429, "headers": ["Retry-After": header]]])
+        await h.client.refresh()
+        let t429 = h.clock.monotonicNow
+        #expect(h.client.bool("a", default: false))  // keeps serving
+        for _ in 0..<4 {
+            h.clock.advance(by: .seconds(29))
+            await h.client.refresh()
+            await h.client.refreshIfStale()
+        }
+        #expect(h.clock.monotonicNow - t429 == .seconds(116))
+        #expect(h.transport.exchanges.count == 2)
+        h.clock.advance(by: .seconds(4))
+        await h.client.refresh()
+        #expect(await waitUntil { h.transport.exchanges.count == 3 })
+        #expect(h.transport.exchanges.last!.sentAt >= t429 + .seconds(120))
+        #expect(h.client.status == .ready)
+    }
+
+    @Test func serverErrorsKeepServingAndBackOff() async throws {
+        let h = try await Self.harness()
+        defer { h.close() }
+        await h.client.refresh()
+        try await h.server.script([["action": "status", "status": 503, "count": 3]])
+        var failureTimes: [Duration] = []
+        for _ in 0..<3 {
+            await h.client.refresh()
+            failureTimes.append(h.clock.monotonicNow)
+            #expect(h.client.bool("a", default: false))
+            #expect(h.client.status == .ready)
+            let wake = try #require(h.engine.nextWake)
+            #expect(wake - h.clock.monotonicNow >= .seconds(1))
+            #expect(wake - h.clock.monotonicNow <= .seconds(4))
+            await h.client.refresh()  // backing off: nothing sent
+            h.clock.advance(by: wake - h.clock.monotonicNow)
+        }
+        await h.client.refresh()
+        #expect(await waitUntil { h.client.stats.sync.consecutiveFailures == 0 })
+        #expect(h.client.stats.sync.responsesByStatus[503] == 3)
+        #expect(h.client.stats.sync.deferredRefreshes >= 3)
+    }
+
+    @Test func failedStartWithNothingConfirmedIsAnError() async throws {
+        let h = try await Self.harness(startFaults: [["action": "status", "status": 500]])
+        defer { h.close() }
+        await h.client.refresh()
+        #expect(h.client.status == .error)
+        #expect(h.client.boolDetail("a", default: false).errorCode == .providerNotReady)
+    }
+
+    // MARK: - Faults
+
+    /// Runs one fault after a good start and checks the values are kept, never replaced.
+    private func expectFaultKeepsValues(
+        _ fault: [String: Any], timeout: Duration = .seconds(2), check: (SyncStats) -> Bool
+    ) async throws {
+        let h = try await Self.harness { $0.requestTimeout = timeout; $0.maxResponseBytes = 64 * 1024 }
+        defer { h.close() }
+        await h.client.refresh()
+        #expect(h.client.status == .ready)
+        let before = h.client.store.generation
+        try await h.server.script([fault])
+        h.clock.advance(by: .seconds(30))
+        await h.client.refresh()
+        let stats = h.client.stats.sync
+        #expect(check(stats), "fault \(fault): \(stats)")
+        #expect(h.client.store.generation == before)  // nothing applied
+        #expect(h.client.bool("a", default: false))
+        #expect(h.client.int("n", default: 0) == 3)
+        #expect(stats.consecutiveFailures == 1)
+        // Recovery: a fetch after the backoff applies normally (libcurl may need one more attempt
+        // after a reset).
+        for _ in 0..<3 where h.client.stats.sync.consecutiveFailures > 0 {
+            h.clock.advance(by: .seconds(400))
+            await h.client.refresh()
+        }
+        #expect(h.client.stats.sync.consecutiveFailures == 0)
+        #expect(h.client.status == .ready)
+    }
+
+    @Test func delayBeyondTheTimeoutIsATimeout() async throws {
+        try await expectFaultKeepsValues(["action": "delay", "seconds": 2.5], timeout: .seconds(1)) { $0.timeouts == 1 }
+    }
+
+    @Test func slowDripBeyondTheTimeoutIsATimeout() async throws {
+        try await expectFaultKeepsValues(["action": "drip", "interval": 0.1, "chunks": 25], timeout: .seconds(1)) {
+            $0.timeouts == 1
+        }
+    }
+
+    @Test func connectionResetIsANetworkError() async throws {
+        // libcurl may retry a reset keep-alive request by itself and stall until the timeout.
+        try await expectFaultKeepsValues(["action": "reset"], timeout: .seconds(1)) {
+            $0.networkErrors + $0.timeouts == 1
+        }
+    }
+
+    @Test func truncatedBodyIsNeverApplied() async throws {
+        try await expectFaultKeepsValues(["action": "truncate", "bytes": 20], timeout: .seconds(1)) {
+            $0.networkErrors + $0.timeouts + $0.invalidBodies == 1
+        }
+    }
+
+    @Test func malformedBodyIsNeverApplied() async throws {
+        try await expectFaultKeepsValues(["action": "malformed"]) { $0.invalidBodies == 1 }
+        try await expectFaultKeepsValues(["action": "malformed", "body": "{\"flags\": {}}"]) { $0.invalidBodies == 1 }
+        try await expectFaultKeepsValues(["action": "malformed", "body": "<html>oops</html>"]) { $0.invalidBodies == 1 }
+    }
+
+    @Test func oversizedBodyWithContentLengthIsRefused() async throws {
+        try await expectFaultKeepsValues(["action": "oversize", "bytes": 200_000]) { $0.oversizedResponses == 1 }
+    }
+
+    @Test func oversizedBodyWithoutContentLengthIsRefused() async throws {
+        try await expectFaultKeepsValues(["action": "oversize", "bytes": 200_000, "declareLength": false]) {
+            $0.oversizedResponses == 1
+        }
+    }
+
+    // MARK: - Exposure endpoint pass-through
+
+    @Test func exposureRequestsReachTheExposureModuleAndPathFaultsApply() async throws {
+        let server = try ControlPlaneServer()
+        defer { server.stop() }
+        try await server.script([["path": "/v1/exposures", "action": "status", "status": 503]])
+        let document = #"{"events":[{"contextFingerprint":"f","count":1,"creationDate":1800000000,"key":"a","kind":"exposure","reason":"STATIC","variant":null}],"meta":{"appId":"app","installId":"i","sdk":"Halyard","version":"0.1.0"}}"#
+        let request = TransportRequest(
+            url: server.baseURL.appendingPathComponent("v1/exposures"),
+            headers: ["Content-Type": "application/json", "Content-Encoding": "gzip", "Idempotency-Key": "batch-1"],
+            body: HTTPBodyGzip.deflate(Data(document.utf8)), timeout: .seconds(5))
+        let transport = URLSessionTransport()
+        let faulted = try await transport.send(request)
+        #expect(faulted.status == 503)
+        let accepted = try await transport.send(request)
+        #expect(accepted.status == 202)
+        let replay = try await transport.send(request)
+        #expect(replay.status == 200)
+        // The flag endpoint is not affected by a path-filtered fault.
+        let requests = try await server.requests()
+        #expect(requests.map(\.fault) == ["status", nil, nil])
+    }
+
+    // MARK: - Coalescing and steady state
+
+    @Test func tenThousandConcurrentRefreshesSendOneRequest() async throws {
+        let h = try await Self.harness()
+        defer { h.close() }
+        await h.client.refresh()
+        try await h.server.script([["action": "delay", "seconds": 0.3]])
+        let coalescedBefore = h.client.stats.sync.coalescedRefreshes
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<10_000 {
+                group.addTask { await h.client.refresh() }
+            }
+        }
+        #expect(h.transport.exchanges.count == 2)
+        #expect(try await h.server.requests().count == 2)
+        #expect(h.client.stats.sync.coalescedRefreshes - coalescedBefore == 9_999)
+    }
+
+    @Test func steadyStatePollsOncePerIntervalWith304() async throws {
+        let h = try await Self.harness { $0.pollInterval = .seconds(30) }
+        defer { h.close() }
+        #expect(await waitUntil { h.client.status == .ready && h.engine.nextWake != nil })
+        for round in 1...10 {
+            let wake = try #require(h.engine.nextWake)
+            let delay = wake - h.clock.monotonicNow
+            #expect(delay >= .seconds(27) && delay <= .seconds(33))
+            await h.clock.advanceWhenArmed(by: delay)
+            #expect(await waitUntil { h.transport.exchanges.count == round + 1 && h.transport.inFlight == 0 })
+            #expect(await waitUntil { h.engine.nextWake.map { $0 > h.clock.monotonicNow } ?? false })
+        }
+        let statuses = h.transport.exchanges.map(\.status)
+        #expect(statuses == [200] + Array(repeating: 304, count: 10))
+        // A change on the server is picked up by the next poll.
+        try await h.server.setFlags(["default": [["key": "a", "value": false, "reason": "STATIC"]]])
+        await h.clock.advanceWhenArmed(by: h.engine.nextWake! - h.clock.monotonicNow)
+        #expect(await waitUntil { !h.client.bool("a", default: true) })
+    }
+}

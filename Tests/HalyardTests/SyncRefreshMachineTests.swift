@@ -1,0 +1,343 @@
+import Testing
+@testable import Halyard
+
+/// Drives the pure state machine without threads, sleeps or clocks.
+struct MachineDriver {
+    var machine: RefreshMachine
+    var random = SplitMix64(seed: 42)
+    var now: Duration = .zero
+    var effects: [RefreshMachine.Effect] = []
+
+    init(_ configure: (inout RefreshMachine.Configuration) -> Void = { _ in }) {
+        var configuration = RefreshMachine.Configuration()
+        configure(&configuration)
+        machine = RefreshMachine(configuration: configuration)
+    }
+
+    @discardableResult
+    mutating func feed(_ input: RefreshMachine.Input) -> RefreshMachine.Step {
+        let step = machine.event(input, now: now, random: &random)
+        effects.append(contentsOf: step.effects)
+        return step
+    }
+
+    var sent: [RefreshMachine.Request] {
+        effects.compactMap { if case .send(let r) = $0 { r } else { nil } }
+    }
+
+    var events: [ClientEvent] {
+        effects.compactMap { if case .emit(let e) = $0 { e } else { nil } }
+    }
+
+    /// The id of the request in flight.
+    var inFlightID: UInt64 { machine.inFlight!.request.id }
+
+    mutating func respond(_ outcome: RefreshMachine.Outcome) {
+        feed(.response(requestID: inFlightID, outcome))
+    }
+
+    /// Advances to the next wake and fires the timer.
+    mutating func fireTimer() {
+        if let wake = machine.nextWake { now = max(now, wake) }
+        feed(.timer)
+    }
+}
+
+@Suite struct SyncRefreshMachineTests {
+    @Test func startFetchesThenReadyAndPollsWithJitter() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp1"))
+        #expect(d.sent.count == 1)
+        #expect(d.sent[0].trigger == .start)
+        #expect(d.sent[0].ifNoneMatch == nil)
+        #expect(d.machine.status == .notReady)
+        d.respond(.updated(etag: "\"e1\""))
+        #expect(d.machine.status == .ready)
+        #expect(d.events == [.ready])
+        #expect(d.effects.contains(.apply(requestID: 1)))
+        let wake = d.machine.nextWake!
+        #expect(wake >= .seconds(27) && wake <= .seconds(33))
+        d.fireTimer()
+        #expect(d.sent.count == 2)
+        #expect(d.sent[1].trigger == .poll)
+        #expect(d.sent[1].ifNoneMatch == "\"e1\"")
+        d.respond(.notModified)
+        #expect(d.effects.last(where: { $0 == .confirm }) != nil)
+        #expect(d.machine.status == .ready)
+        #expect(d.events == [.ready])  // nothing new on a 304
+    }
+
+    @Test func pollJitterStaysWithinTenPercent() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        d.respond(.updated(etag: "\"e\""))
+        for _ in 0..<200 {
+            let before = d.now
+            d.fireTimer()
+            let delta = d.now - before
+            #expect(delta >= .seconds(27) && delta <= .seconds(33))
+            d.respond(.notModified)
+        }
+    }
+
+    @Test func zeroPollIntervalDisablesPolling() {
+        var d = MachineDriver { $0.pollInterval = .zero }
+        d.feed(.start(fingerprint: "fp"))
+        d.respond(.updated(etag: nil))
+        #expect(d.machine.nextWake == nil)
+    }
+
+    @Test func refreshIsCoalescedWhileInFlight() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        for _ in 0..<10_000 {
+            let step = d.feed(.refresh)
+            #expect(step.wait == .request(1))
+        }
+        #expect(d.sent.count == 1)
+        d.respond(.updated(etag: nil))
+        let step = d.feed(.refresh)
+        #expect(step.wait == .request(2))
+        #expect(d.sent.count == 2)
+    }
+
+    @Test func ifNoneMatchOnlyWhileContextUnchanged() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "A"))
+        d.respond(.updated(etag: "\"a\""))
+        d.feed(.identify(fingerprint: "B"))
+        #expect(d.sent.last?.ifNoneMatch == nil)
+        d.respond(.transient(.status(503), retryAfter: nil))
+        // Back to A: the ETag for A is still valid and A's values are still served.
+        d.feed(.identify(fingerprint: "A"))
+        #expect(d.sent.last?.ifNoneMatch == "\"a\"")
+        d.respond(.notModified)
+        #expect(d.machine.status == .ready)
+        #expect(d.events.last == .contextChanged)
+    }
+
+    @Test func unsolicited304IsABadAnswer() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "A"))
+        d.respond(.notModified)
+        #expect(d.machine.status == .error)
+        #expect(!d.machine.hasValues)
+        #expect(d.machine.failures == 1)
+    }
+
+    @Test func serverErrorsBackOffExponentiallyWithinBounds() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        var ceilings: [Duration] = []
+        for failure in 1...20 {
+            let sentAt = d.now
+            d.respond(.transient(.status(503), retryAfter: nil))
+            let delay = d.machine.nextWake! - sentAt
+            let ceiling = min(Duration.seconds(1) * (1 << min(failure - 1, 20)), .seconds(300))
+            ceilings.append(ceiling)
+            #expect(delay >= .seconds(1))
+            #expect(delay <= ceiling)
+            d.fireTimer()
+            #expect(d.sent.last?.trigger == .retry)
+        }
+        #expect(d.machine.status == .error)  // never got values
+        d.respond(.updated(etag: nil))
+        #expect(d.machine.status == .ready)
+        #expect(d.machine.failures == 0)
+    }
+
+    @Test func backoffCeilingDoublesToFiveMinutes() {
+        let b = Backoff(initial: .seconds(1), maximum: .seconds(300))
+        #expect(b.ceiling(failures: 1) == .seconds(1))
+        #expect(b.ceiling(failures: 2) == .seconds(2))
+        #expect(b.ceiling(failures: 9) == .seconds(256))
+        #expect(b.ceiling(failures: 10) == .seconds(300))
+        #expect(b.ceiling(failures: 10_000) == .seconds(300))
+        #expect(b.delay(failures: 5, unit: 0) == .seconds(1))
+        #expect(b.delay(failures: 5, unit: 0.999_999) <= .seconds(16))
+    }
+
+    @Test func retryAfterBlocksEveryTrigger() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        d.respond(.updated(etag: nil))
+        d.fireTimer()
+        let t429 = d.now
+        d.respond(.rateLimited(retryAfter: .seconds(120)))
+        let sentAfter429 = d.sent.count
+        // Wakes before the instant (status re-evaluation) send nothing.
+        while let wake = d.machine.nextWake, wake < t429 + .seconds(120) {
+            d.fireTimer()
+            #expect(d.sent.count == sentAfter429)
+        }
+        #expect(d.machine.nextWake! >= t429 + .seconds(120))
+        d.now = t429 + .seconds(119)
+        #expect(d.feed(.refresh).wait == .none)
+        #expect(d.feed(.refreshIfStale).wait == .none)
+        d.feed(.timer)
+        let sentBefore = d.sent.count
+        d.feed(.identify(fingerprint: "other"))
+        #expect(d.sent.count == sentBefore)  // owed, not sent
+        #expect(d.machine.status == .reconciling)
+        d.now = t429 + .seconds(120)
+        d.feed(.timer)
+        #expect(d.sent.count == sentBefore + 1)
+        #expect(d.sent.last?.trigger == .identify)
+        #expect(d.sent.last?.fingerprint == "other")
+    }
+
+    @Test func status400KeepsServingWithError() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        d.respond(.updated(etag: "\"e\""))
+        d.fireTimer()
+        d.respond(.badRequest)
+        #expect(d.machine.status == .error)
+        #expect(d.machine.hasValues)
+        #expect(d.events.last == .error(code: .invalidContext, message: "the control plane rejected the context (400)"))
+        #expect(d.machine.nextWake != nil)  // keeps polling at the normal cadence
+        d.fireTimer()
+        d.respond(.notModified)
+        #expect(d.machine.status == .ready)
+        #expect(d.events.last == .ready)
+    }
+
+    @Test func status401WithNothingToServeIsFatalAndStopsBackgroundRefresh() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        d.respond(.unauthorized(status: 401))
+        #expect(d.machine.status == .fatal)
+        #expect(d.machine.nextWake == nil)
+        #expect(!d.machine.canBecomeReady)
+        if case .error(let code, _)? = d.events.last { #expect(code == .providerFatal) } else { Issue.record("no error event") }
+        // A context change resumes.
+        d.feed(.identify(fingerprint: "fp2"))
+        #expect(d.sent.count == 2)
+        d.respond(.updated(etag: nil))
+        #expect(d.machine.status == .ready)
+    }
+
+    @Test func status403WhileServingIsErrorAndStopsPolling() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        d.respond(.updated(etag: nil))
+        d.fireTimer()
+        d.respond(.unauthorized(status: 403))
+        #expect(d.machine.status == .error)
+        #expect(d.machine.nextWake == nil)
+    }
+
+    @Test func staleAfterThreePollIntervalsOfFailures() {
+        var d = MachineDriver { $0.staleAfter = .seconds(90) }
+        d.feed(.start(fingerprint: "fp"))
+        d.respond(.updated(etag: nil))
+        let confirmed = d.now
+        var sawStale = false
+        for _ in 0..<30 {
+            d.fireTimer()
+            if d.machine.inFlight != nil { d.respond(.transient(.timedOut, retryAfter: nil)) }
+            if d.machine.status == .stale {
+                sawStale = true
+                #expect(d.now - confirmed >= .seconds(90))
+                break
+            }
+            #expect(d.machine.status == .ready)
+        }
+        #expect(sawStale)
+        #expect(d.events.contains(.stale))
+        d.fireTimer()
+        d.respond(.updated(etag: nil))
+        #expect(d.machine.status == .ready)
+        #expect(d.events.last == .ready)
+    }
+
+    @Test func identifySupersedesOlderIdentify() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "A"))
+        d.respond(.updated(etag: nil))
+        d.feed(.identify(fingerprint: "B"))
+        let b = d.inFlightID
+        d.feed(.identify(fingerprint: "C"))
+        #expect(d.effects.contains(.cancel(requestID: b)))
+        #expect(d.effects.contains(.supersede(below: 2)))
+        // The late answer for B is ignored.
+        d.feed(.response(requestID: b, .updated(etag: nil)))
+        #expect(!d.effects.contains(.apply(requestID: b)))
+        d.respond(.updated(etag: nil))
+        #expect(d.events.filter { $0 == .contextChanged }.count == 1)
+        #expect(d.events.filter { $0 == .reconciling }.count == 2)
+        #expect(d.effects.contains(.identifyResolved(generation: 2, true)))
+        #expect(d.machine.status == .ready)
+    }
+
+    @Test func failedIdentifyReportsErrorAndKeepsOldValues() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "A"))
+        d.respond(.updated(etag: nil))
+        d.feed(.identify(fingerprint: "B"))
+        #expect(d.machine.status == .reconciling)
+        d.respond(.transient(.network, retryAfter: nil))
+        #expect(d.machine.status == .error)
+        #expect(d.machine.valuesFingerprint == "A")
+        #expect(d.effects.contains(.identifyResolved(generation: 1, false)))
+        // The background retry for B succeeds later: contextChanged then.
+        d.fireTimer()
+        d.respond(.updated(etag: nil))
+        #expect(d.events.last == .contextChanged)
+        #expect(d.machine.isConfirmedForCurrentContext)
+    }
+
+    @Test func refreshIfStaleOnlyWhenOld() {
+        var d = MachineDriver { $0.refreshIfStaleThreshold = .seconds(15) }
+        d.feed(.start(fingerprint: "fp"))
+        d.respond(.updated(etag: nil))
+        d.now += .seconds(10)
+        #expect(d.feed(.refreshIfStale).wait == .none)
+        d.now += .seconds(6)
+        #expect(d.feed(.refreshIfStale).wait == .request(2))
+    }
+
+    @Test func explicitRefreshRespectsBackoff() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        d.respond(.transient(.status(500), retryAfter: nil))
+        #expect(d.feed(.refresh).wait == .none)
+        d.now = d.machine.nextWake!
+        #expect(d.feed(.refresh).wait == .request(2))
+    }
+
+    @Test func closeStopsEverything() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        d.feed(.close)
+        #expect(d.effects.contains(.cancel(requestID: 1)))
+        #expect(d.machine.nextWake == nil)
+        #expect(d.feed(.refresh).wait == .none)
+        let count = d.effects.count
+        d.feed(.close)
+        #expect(d.effects.count == count)
+    }
+
+    @Test func invalidInitialContextIsAnErrorWithoutRequests() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: nil))
+        #expect(d.sent.isEmpty)
+        #expect(d.machine.status == .error)
+        if case .error(let code, _)? = d.events.first { #expect(code == .invalidContext) } else { Issue.record("no event") }
+    }
+
+    @Test func keyChangeLiftsTheAuthStopAndForgetsTheETag() {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        d.respond(.updated(etag: "\"e\""))
+        d.fireTimer()
+        d.respond(.unauthorized(status: 401))
+        #expect(d.machine.status == .error)
+        #expect(d.machine.nextWake == nil)
+        d.feed(.keyChanged)
+        #expect(d.sent.last?.ifNoneMatch == nil)
+        d.respond(.updated(etag: nil))
+        #expect(d.machine.status == .ready)
+        #expect(d.machine.nextWake != nil)
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import HalyardTesting
+import Testing
+@testable import Halyard
+
+/// URLSessionTransport's error mapping against the loopback server, install ids, and fitting.
+@Suite(.serialized) struct SyncTransportTests {
+    static func request(_ server: ControlPlaneServer, timeout: Duration = .seconds(2), limit: Int = 1 << 20) -> TransportRequest {
+        TransportRequest(
+            url: server.baseURL.appendingPathComponent("ofrep/v1/evaluate/flags"),
+            headers: ["Content-Type": "application/json"],
+            body: Data(#"{"context":{"targetingKey":"","kind":"user"}}"#.utf8),
+            timeout: timeout, maxResponseBytes: limit)
+    }
+
+    @Test func errorMapping() async throws {
+        let server = try ControlPlaneServer(flags: ["default": [["key": "a", "value": 1]]])
+        defer { server.stop() }
+        let transport = URLSessionTransport()
+
+        let ok = try await transport.send(Self.request(server))
+        #expect(ok.status == 200)
+        #expect(ok.header("etag") != nil)
+
+        try await server.script([["action": "delay", "seconds": 1.5]])
+        await #expect(throws: TransportError.timedOut) { try await transport.send(Self.request(server, timeout: .milliseconds(700))) }
+
+        try await server.script([["action": "oversize", "bytes": 50_000]])
+        await #expect(throws: TransportError.responseTooLarge(limit: 10_000)) {
+            try await transport.send(Self.request(server, limit: 10_000))
+        }
+        try await server.script([["action": "oversize", "bytes": 50_000, "declareLength": false]])
+        await #expect(throws: TransportError.responseTooLarge(limit: 10_000)) {
+            try await transport.send(Self.request(server, limit: 10_000))
+        }
+
+        try await server.script([["action": "status", "status": 503, "headers": ["Retry-After": "7"], "body": "busy"]])
+        let busy = try await transport.send(Self.request(server))
+        #expect(busy.status == 503)
+        #expect(busy.header("Retry-After") == "7")
+        #expect(String(decoding: busy.body, as: UTF8.self) == "busy")
+
+        try await server.script([["action": "delay", "seconds": 1]])
+        let task = Task { try await transport.send(Self.request(server)) }
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        await #expect(throws: TransportError.cancelled) { try await task.value }
+
+        let refused = TransportRequest(url: URL(string: "http://127.0.0.1:1/x")!, timeout: .seconds(2))
+        await #expect(throws: TransportError.self) { try await transport.send(refused) }
+    }
+
+    @Test func gzipInflationRespectsTheLimit() throws {
+        let big = Data(repeating: 0x61, count: 100_000)
+        let packed = HTTPBodyGzip.deflate(big)
+        #expect(packed.count < 1_000)
+        #expect(HTTPBodyGzip.inflate(packed, limit: 200_000) == big)
+        #expect(HTTPBodyGzip.inflate(packed, limit: 50_000) == nil)
+        #expect(HTTPBodyGzip.inflate(Data("not gzip".utf8), limit: 0) == nil)
+    }
+
+    @Test func fileInstallIDIsPersisted() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("halyard-\(UUID().uuidString)/install-id")
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        let first = InstallIDStorage.file(url).resolve()
+        let second = InstallIDStorage.file(url).resolve()
+        #expect(first == second)
+        #expect(first.count == 36)
+        #expect(InstallIDStorage.memory.resolve() != InstallIDStorage.memory.resolve())
+        #expect(InstallIDStorage.fixed("x").resolve() == "x")
+    }
+
+    @Test func oversizedContextsAreTrimmedAndTheTrimIsCountedAndLoggedOnce() async throws {
+        let plane = InMemoryControlPlane(values: ["a": 1])
+        let lines = Locked<[String]>([])
+        var options = plane.makeOptions()
+        options.contextSizeLimit = 200
+        options.logHandler = { _, message in lines.withLock { $0.append(message) } }
+        options.initialContext = EvaluationContext(
+            targetingKey: "u1", attributes: ["big": .string(String(repeating: "x", count: 300)), "small": "s"])
+        let client = try FlagClient(options: options)
+        defer { client.close() }
+        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(client.stats.sync.droppedAttributes == ["big"])
+        #expect(plane.contextUpdates.last == ["targetingKey": "u1", "kind": "user", "small": "s"])
+        #expect(await client.identify(EvaluationContext(targetingKey: "u2", attributes: ["big": .string(String(repeating: "y", count: 300))])))
+        #expect(client.stats.sync.contextTrims == 2)
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(lines.value.filter { $0.contains("trimmed") }.count == 1)
+    }
+}
