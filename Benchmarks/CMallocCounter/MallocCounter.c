@@ -10,11 +10,14 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 typedef void *(*malloc_fn)(size_t);
 typedef void *(*calloc_fn)(size_t, size_t);
@@ -33,8 +36,7 @@ static malloc_fn real_valloc;
 static free_fn real_free;
 
 static uint64_t total_count;                   // relaxed atomic
-static __thread uint64_t thread_count;         // initial-exec TLS in the executable: no malloc
-static __thread int resolving;
+static __thread int resolving;                 // initial-exec TLS in the executable: no malloc
 
 // Bump buffer for allocations made by dlsym while the real functions are being resolved.
 static _Alignas(64) unsigned char bootstrap_buffer[64 * 1024];
@@ -75,12 +77,9 @@ __attribute__((constructor)) static void halyard_malloc_counter_init(void) { res
 
 static inline void count_one(void) {
     __atomic_fetch_add(&total_count, 1, __ATOMIC_RELAXED);
-    thread_count += 1;
 }
 
 uint64_t halyard_malloc_count(void) { return __atomic_load_n(&total_count, __ATOMIC_RELAXED); }
-uint64_t halyard_thread_malloc_count(void) { return thread_count; }
-int halyard_malloc_counter_active(void) { return halyard_malloc_count() > 0; }
 
 __attribute__((visibility("default"))) void *malloc(size_t size) {
     if (resolving) return bootstrap_alloc(size, 16);
@@ -170,10 +169,7 @@ int halyard_make_current_thread_realtime(int priority) {
     return pthread_setschedparam(pthread_self(), SCHED_FIFO, &param);
 }
 
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
+// Called only by the publisher thread, one pass at a time, so `registered` needs no atomics.
 int halyard_bench_membarrier(void) {
     static int registered;
     if (!registered) {

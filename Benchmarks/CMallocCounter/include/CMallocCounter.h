@@ -16,12 +16,6 @@
 /// joined or quiescent.
 uint64_t halyard_malloc_count(void);
 
-/// Allocation calls made by the calling thread since it started.
-uint64_t halyard_thread_malloc_count(void);
-
-/// 1 when the interposed malloc has actually seen calls (the interposition is live), else 0.
-int halyard_malloc_counter_active(void);
-
 /// CLOCK_MONOTONIC in nanoseconds.
 static inline uint64_t halyard_now_ns(void) {
     struct timespec ts;
