@@ -63,7 +63,7 @@ package final class ExposureRecorder: Sendable {
     private let transport: any FlagTransport
     private let url: URL
     private let meta: ExposureMeta
-    private let headers: [String: String]
+    private let headers: @Sendable () -> [String: String]
     private let log: (@Sendable (String) -> Void)?
     private let origin: Duration
     private let wallOrigin: Int64
@@ -84,6 +84,22 @@ package final class ExposureRecorder: Sendable {
 
     private enum DrainMode { case automatic, explicit, final }
 
+    /// Creates a recorder with fixed upload headers (see the designated initializer).
+    package convenience init(
+        options: ExposureOptions,
+        clock: any HalyardClock,
+        transport: any FlagTransport,
+        endpoint: URL,
+        meta: ExposureMeta,
+        headers: [String: String],
+        log: (@Sendable (String) -> Void)? = nil,
+        startsTicker: Bool = true
+    ) {
+        self.init(
+            options: options, clock: clock, transport: transport, endpoint: endpoint, meta: meta,
+            headerProvider: { headers }, log: log, startsTicker: startsTicker)
+    }
+
     /// Creates a recorder.
     ///
     /// - Parameters:
@@ -92,8 +108,9 @@ package final class ExposureRecorder: Sendable {
     ///   - transport: uploads go through it.
     ///   - endpoint: the control plane's base URL; uploads go to `endpoint` + `options.path`.
     ///   - meta: the `meta` object of every upload.
-    ///   - headers: extra header fields for every upload (`Authorization`, `User-Agent`, …);
-    ///     `Content-Type`, `Content-Encoding` and `Idempotency-Key` are set by the recorder.
+    ///   - headerProvider: extra header fields for every upload (`Authorization`, `User-Agent`, …),
+    ///     read at each upload so a key rotation reaches the uploader; `Content-Type`,
+    ///     `Content-Encoding` and `Idempotency-Key` are set by the recorder.
     ///   - log: called (never under a lock) with a warning when a batch is rejected or cannot be
     ///     compressed. Never passed the key or header values.
     ///   - startsTicker: whether to run the once-a-second ticker (tests pass `false` and drive
@@ -104,7 +121,7 @@ package final class ExposureRecorder: Sendable {
         transport: any FlagTransport,
         endpoint: URL,
         meta: ExposureMeta,
-        headers: [String: String] = [:],
+        headerProvider: @escaping @Sendable () -> [String: String] = { [:] },
         log: (@Sendable (String) -> Void)? = nil,
         startsTicker: Bool = true
     ) {
@@ -116,7 +133,7 @@ package final class ExposureRecorder: Sendable {
         self.transport = transport
         url = ExposureRecorder.uploadURL(base: endpoint, path: o.path)
         self.meta = meta
-        self.headers = headers
+        self.headers = headerProvider
         self.log = log
         origin = clock.monotonicNow
         wallOrigin = Int64(clock.wallNow.timeIntervalSince1970.rounded(.down))
@@ -309,7 +326,7 @@ package final class ExposureRecorder: Sendable {
     private func upload(_ batch: ExposureBatch) async -> ExposureUploadOutcome {
         let json = ExposureEncoder.encode(meta: meta, events: batch.events)
         let gzipped = compressor.withLock { $0.compress(json) }
-        var fields = headers
+        var fields = headers()
         fields["Content-Type"] = "application/json"
         fields["Idempotency-Key"] = batch.idempotencyKey
         let body: Data
