@@ -49,7 +49,10 @@ package final class ExposureCoarseClock: @unchecked Sendable {
 /// and performs what it decides (uploads, timers) outside the lock.
 ///
 /// Lifecycle: a ticker task (when `startsTicker`) advances ``coarseNow()`` every second and
-/// starts the periodic flush and retries; ``close()`` stops it and flushes once more, detached.
+/// starts the periodic flush and retries. It starts with the first recorded exposure, not at
+/// creation, so a client that records nothing keeps no timer waking every second (an idle
+/// app's battery) and nothing happens on its clock. ``close()`` stops it and flushes once
+/// more, detached.
 package final class ExposureRecorder: Sendable {
     /// `false` when automatic recording is disabled by the options; reads skip everything.
     /// (``recordExposure(key:variant:reason:contextFingerprint:)`` still records explicit calls.)
@@ -78,6 +81,8 @@ package final class ExposureRecorder: Sendable {
     }
 
     private struct Tasks {
+        var startsTicker = false
+        var closed = false
         var ticker: Task<Void, Never>?
         var final: Task<ExposureFlushResult, Never>?
     }
@@ -140,7 +145,7 @@ package final class ExposureRecorder: Sendable {
         var rng = SystemRandomNumberGenerator()
         let prefix = String(format: "%016llx%016llx", rng.next() as UInt64, rng.next() as UInt64)
         state = Locked(ExposureState(options: o, idempotencyKeyPrefix: prefix))
-        if startsTicker { startTicker() }
+        tasks.withLock { $0.startsTicker = startsTicker }
     }
 
     deinit {
@@ -196,6 +201,7 @@ package final class ExposureRecorder: Sendable {
         if result.startDrain {
             Task { await self.drain(.automatic) }
         }
+        startTickerIfNeeded()
         return result.windowEnd
     }
 
@@ -226,6 +232,15 @@ package final class ExposureRecorder: Sendable {
         if start { Task { await self.drain(.automatic) } }
     }
 
+    private func startTickerIfNeeded() {
+        let start = tasks.withLock { t -> Bool in
+            guard t.startsTicker, !t.closed, t.ticker == nil else { return false }
+            t.startsTicker = false  // once
+            return true
+        }
+        if start { startTicker() }
+    }
+
     private func startTicker() {
         let period = options.flushInterval > .zero ? min(.seconds(1), options.flushInterval) : .seconds(1)
         let clock = self.clock
@@ -236,7 +251,12 @@ package final class ExposureRecorder: Sendable {
                 self.tick()
             }
         }
-        tasks.withLock { $0.ticker = task }
+        let cancelNow = tasks.withLock { t -> Bool in
+            if t.closed { return true }
+            t.ticker = task
+            return false
+        }
+        if cancelNow { task.cancel() }
     }
 
     /// Stops the ticker, stops recording, and flushes what is pending once more on a detached
@@ -249,6 +269,7 @@ package final class ExposureRecorder: Sendable {
         let ticker = tasks.withLock { t -> Task<Void, Never>? in
             let old = t.ticker
             t.ticker = nil
+            t.closed = true
             t.final = final
             return old
         }
