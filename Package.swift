@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "Halyard", targets: ["Halyard"]),
         .library(name: "HalyardTesting", targets: ["HalyardTesting"]),
         .executable(name: "halyard-bench", targets: ["HalyardBenchmarks"]),
+        .executable(name: "halyard-bench-context", targets: ["ContextBenchmarks"]),
     ],
     targets: [
         .target(name: "CHalyardAtomics"),
@@ -31,6 +32,12 @@ let package = Package(
             name: "HalyardBenchmarks",
             dependencies: ["Halyard", "CMallocCounter"],
             path: "Benchmarks/HalyardBenchmarks",
+            swiftSettings: [.unsafeFlags(["-Ounchecked"])]
+        ),
+        .executableTarget(
+            name: "ContextBenchmarks",
+            dependencies: ["Halyard"],
+            path: "Benchmarks/ContextBenchmarks",
             swiftSettings: [.unsafeFlags(["-Ounchecked"])]
         ),
         .testTarget(name: "HalyardTests", dependencies: ["Halyard", "HalyardTesting", "CHalyardAtomics"]),
