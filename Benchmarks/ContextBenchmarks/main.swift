@@ -85,7 +85,7 @@ func compare(_ group: String, bytes: Int? = nil, _ designs: [(String, () -> Void
     print("\n## \(group)")
     for (i, design) in designs.enumerated() {
         let ratio = medians[i] / medians[0]
-        var line = "  \(design.0.padding(toLength: 34, withPad: " ", startingAt: 0)) \(format(medians[i]))"
+        var line = "  \(design.0.padding(toLength: 42, withPad: " ", startingAt: 0)) \(format(medians[i]))"
         if let bytes {
             line += String(format: "  %7.2f ns/B  %8.1f MB/s", medians[i] / Double(bytes), Double(bytes) / medians[i] * 1e3)
         }
