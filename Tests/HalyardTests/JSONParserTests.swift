@@ -216,6 +216,24 @@ import Testing
         #expect(a == b && b == c)
     }
 
+    /// The string scanner skips plain bytes eight at a time: put each kind of special byte at
+    /// every position around the word boundaries and check the result byte by byte.
+    @Test func specialBytesAtEveryPositionOfTheWordScan() throws {
+        for length in 0..<20 {
+            let plain = String(repeating: "a", count: length)
+            #expect(try JSONValue(parsing: "\"\(plain)\"") == .string(plain))
+            #expect(try JSONValue(parsing: "[\"\(plain)\\n\(plain)\"]") == .array([.string(plain + "\n" + plain)]))
+            #expect(try JSONValue(parsing: "\"\(plain)é\(plain)\"") == .string(plain + "é" + plain))
+            #expect(try JSONValue(parsing: "\"\(plain)\u{7F}~ \(plain)\"") == .string(plain + "\u{7F}~ " + plain))
+            #expect(error("\"\(plain)\u{1F}\(plain)\"") == JSONParseError(.controlCharacterInString, offset: 1 + length))
+            #expect(error("\"\(plain)\u{0}\"") == JSONParseError(.controlCharacterInString, offset: 1 + length))
+            #expect(error(bytes: [0x22] + Array(plain.utf8) + [0xFF, 0x22]) == JSONParseError(.invalidUTF8, offset: 1 + length))
+            #expect(error("\"\(plain)") == JSONParseError(.unexpectedEndOfInput, offset: 1 + length))
+            // Bytes just above and below the special values stay plain.
+            #expect(try JSONValue(parsing: "\"\(plain)!#[]\(plain)\"") == .string(plain + "!#[]" + plain))
+        }
+    }
+
     /// Pathological inputs finish quickly (linear time): long escape strings, many members,
     /// deep nesting at the limit.
     @Test func pathologicalInputsAreFast() throws {
