@@ -193,6 +193,24 @@ import Testing
             == JSONParseError(.nestingTooDeep(limit: JSONParsingLimits.maxSupportedDepth), offset: JSONParsingLimits.maxSupportedDepth))
     }
 
+    /// The deepest document the parser accepts (`maxSupportedDepth`, 128 levels) fits in a
+    /// 512 KiB thread stack (Apple platforms' secondary-thread default) even in a debug build,
+    /// so the recursive parser is safe on secondary threads. (512 levels did not fit in 1 MiB in
+    /// a debug build: that is why the ceiling is 128.)
+    @Test func maxSupportedDepthFitsInASmallStack() async throws {
+        let depth = JSONParsingLimits.maxSupportedDepth
+        let text = String(repeating: "[{\"a\":", count: depth / 2) + "1" + String(repeating: "}]", count: depth / 2)
+        let limits = JSONParsingLimits(maxInputBytes: 1 << 20, maxDepth: depth, maxObjectMembers: 10)
+        let parsed = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let thread = Thread {
+                continuation.resume(returning: (try? JSONValue(parsing: text, limits: limits)) != nil)
+            }
+            thread.stackSize = 512 << 10
+            thread.start()
+        }
+        #expect(parsed)
+    }
+
     @Test func presets() {
         #expect(JSONParsingLimits.context.maxInputBytes == 65_536)
         #expect(JSONParsingLimits.context.maxDepth == 32)

@@ -28,8 +28,9 @@ public struct JSONParsingLimits: Sendable, Hashable {
     /// ``maxInputBytes`` only).
     public var maxObjectMembers: Int
 
-    /// The hard ceiling applied to ``maxDepth`` whatever the caller asks for.
-    public static let maxSupportedDepth = 512
+    /// The hard ceiling applied to ``maxDepth`` whatever the caller asks for (128). The parser is
+    /// recursive; 128 levels fit in a 512 KiB thread stack even in a debug build.
+    public static let maxSupportedDepth = 128
 
     /// Creates limits.
     /// - Parameters:
