@@ -113,6 +113,9 @@ import Testing
         #expect(error("NaN") == JSONParseError(.nonFiniteLiteral, offset: 0))
         #expect(error("[Infinity]") == JSONParseError(.nonFiniteLiteral, offset: 1))
         #expect(error("[1, -Infinity]") == JSONParseError(.nonFiniteLiteral, offset: 4))
+        // Only NaN/Inf... are reported as non-finite literals; other capitals are just unexpected.
+        #expect(error("Null") == JSONParseError(.unexpectedCharacter(UInt8(ascii: "N")), offset: 0))
+        #expect(error("[-I]") == JSONParseError(.invalidNumber, offset: 1))
         #expect(error("1e400") == JSONParseError(.numberOutOfRange, offset: 0))
         #expect(error("[-1e99999999999999999999]") == JSONParseError(.numberOutOfRange, offset: 1))
     }

@@ -279,11 +279,20 @@ struct StrictJSONParser {
             return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             return try parseNumber()
-        case UInt8(ascii: "N"), UInt8(ascii: "I"):
+        case UInt8(ascii: "N") where hasPrefix("NaN", at: pos),
+             UInt8(ascii: "I") where hasPrefix("Inf", at: pos):
             throw fail(.nonFiniteLiteral, at: pos)
         case let b:
             throw fail(.unexpectedCharacter(b), at: pos)
         }
+    }
+
+    /// Whether the input at `offset` starts with `prefix`.
+    func hasPrefix(_ prefix: StaticString, at offset: Int) -> Bool {
+        let n = prefix.utf8CodeUnitCount
+        guard offset + n <= count else { return false }
+        for i in 0..<n where base[offset + i] != prefix.utf8Start[i] { return false }
+        return true
     }
 
     mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
@@ -575,7 +584,7 @@ struct StrictJSONParser {
         if negative {
             i += 1
             guard i < count else { throw fail(.unexpectedEndOfInput, at: i) }
-            if base[i] == UInt8(ascii: "I") { throw fail(.nonFiniteLiteral, at: start) }
+            if hasPrefix("Inf", at: i) { throw fail(.nonFiniteLiteral, at: start) }
             guard isDigit(i) else { throw fail(.invalidNumber, at: start) }
         }
         // Integer part.
