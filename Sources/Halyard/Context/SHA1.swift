@@ -168,32 +168,31 @@ public struct SHA1: Sendable {
                 }
                 var a = a0, b = b0, c = c0, d = d0, e = e0
                 // The message schedule lives in a 16-word ring: W[t] = rotl1(W[t-3]^W[t-8]^W[t-14]^W[t-16]).
-                var t = 0
-                while t < 80 {
-                    let wt: UInt32
-                    if t < 16 {
-                        wt = w[t]
-                    } else {
-                        wt = (w[(t &+ 13) & 15] ^ w[(t &+ 8) & 15] ^ w[(t &+ 2) & 15] ^ w[t & 15]).rotl(1)
-                        w[t & 15] = wt
-                    }
-                    let f: UInt32
-                    if t < 20 {
-                        f = ((b & c) | (~b & d)) &+ 0x5A82_7999
-                    } else if t < 40 {
-                        f = (b ^ c ^ d) &+ 0x6ED9_EBA1
-                    } else if t < 60 {
-                        f = ((b & c) | (d & (b | c))) &+ 0x8F1B_BCDC
-                    } else {
-                        f = (b ^ c ^ d) &+ 0xCA62_C1D6
-                    }
-                    let temp = a.rotl(5) &+ f &+ e &+ wt
-                    e = d
-                    d = c
-                    c = b.rotl(30)
-                    b = a
-                    a = temp
-                    t &+= 1
+                // One loop per round function, so no step branches on t.
+                @inline(__always) func schedule(_ t: Int) -> UInt32 {
+                    let v = (w[(t &+ 13) & 15] ^ w[(t &+ 8) & 15] ^ w[(t &+ 2) & 15] ^ w[t & 15]).rotl(1)
+                    w[t & 15] = v
+                    return v
+                }
+                for t in 0..<16 {
+                    let temp = a.rotl(5) &+ ((b & c) | (~b & d)) &+ e &+ 0x5A82_7999 &+ w[t]
+                    e = d; d = c; c = b.rotl(30); b = a; a = temp
+                }
+                for t in 16..<20 {
+                    let temp = a.rotl(5) &+ ((b & c) | (~b & d)) &+ e &+ 0x5A82_7999 &+ schedule(t)
+                    e = d; d = c; c = b.rotl(30); b = a; a = temp
+                }
+                for t in 20..<40 {
+                    let temp = a.rotl(5) &+ (b ^ c ^ d) &+ e &+ 0x6ED9_EBA1 &+ schedule(t)
+                    e = d; d = c; c = b.rotl(30); b = a; a = temp
+                }
+                for t in 40..<60 {
+                    let temp = a.rotl(5) &+ ((b & c) | (d & (b | c))) &+ e &+ 0x8F1B_BCDC &+ schedule(t)
+                    e = d; d = c; c = b.rotl(30); b = a; a = temp
+                }
+                for t in 60..<80 {
+                    let temp = a.rotl(5) &+ (b ^ c ^ d) &+ e &+ 0xCA62_C1D6 &+ schedule(t)
+                    e = d; d = c; c = b.rotl(30); b = a; a = temp
                 }
                 a0 &+= a
                 b0 &+= b
