@@ -164,6 +164,20 @@ enum RandomJSON {
         #expect(JSONValue.string("").canonicalJSON == #""""#)
     }
 
+    /// The writer skips plain bytes eight at a time: put each byte that needs escaping at every
+    /// position around the word boundaries.
+    @Test func escapesAtEveryPositionOfTheWordScan() {
+        let specials: [(String, String)] = [("\"", "\\\""), ("\\", "\\\\"), ("\n", "\\n"), ("\u{1}", "\\u0001"),
+                                            ("\u{1F}", "\\u001f"), ("é", "é"), ("\u{7F}", "\u{7F}"), (" ", " ")]
+        for length in 0..<20 {
+            let plain = String(repeating: "x", count: length)
+            for (raw, escaped) in specials {
+                let value = JSONValue.string(plain + raw + plain + raw)
+                #expect(value.canonicalJSON == "\"" + plain + escaped + plain + escaped + "\"", "\(length) \(escaped)")
+            }
+        }
+    }
+
     @Test func compactFormKeepsDoubleness() throws {
         #expect(JSONValue.double(1).jsonString == "1.0")
         #expect(JSONValue.double(-0.0).jsonString == "-0.0")

@@ -185,7 +185,21 @@ struct JSONWriter {
     mutating func appendEscaped(_ u: UnsafeBufferPointer<UInt8>) {
         var runStart = 0
         var i = 0
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
         while i < u.count {
+            // Skip eight bytes at a time while they hold no '"', no '\\' and no control byte.
+            if let base = u.baseAddress {
+                while i &+ 8 <= u.count {
+                    let w = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
+                    let q = w ^ (ones &* 0x22)
+                    let bs = w ^ (ones &* 0x5C)
+                    let special = ((q &- ones) & ~q) | ((bs &- ones) & ~bs) | ((w &- ones &* 0x20) & ~w)
+                    if special & highs != 0 { break }
+                    i &+= 8
+                }
+                if i >= u.count { break }
+            }
             let b = u[i]
             if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
                 i &+= 1
