@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "Halyard", targets: ["Halyard"]),
         .library(name: "HalyardTesting", targets: ["HalyardTesting"]),
         .executable(name: "halyard-bench", targets: ["HalyardBenchmarks"]),
+        .executable(name: "halyard-bench-context", targets: ["ContextBenchmarks"]),
         .executable(name: "halyard-bench-exposures", targets: ["ExposureBenchmarks"]),
     ],
     targets: [
@@ -32,6 +33,12 @@ let package = Package(
             name: "HalyardBenchmarks",
             dependencies: ["Halyard", "CMallocCounter"],
             path: "Benchmarks/HalyardBenchmarks",
+            swiftSettings: [.unsafeFlags(["-Ounchecked"])]
+        ),
+        .executableTarget(
+            name: "ContextBenchmarks",
+            dependencies: ["Halyard"],
+            path: "Benchmarks/ContextBenchmarks",
             swiftSettings: [.unsafeFlags(["-Ounchecked"])]
         ),
         .executableTarget(

@@ -9,7 +9,7 @@ import PackageDescription
 // A path dependency's identity is the last component of its directory (for example
 // "halyard" or "wt-ctx"), so compute it instead of hard-coding it.
 let rootIdentity = URL(fileURLWithPath: Context.packageDirectory)
-    .deletingLastPathComponent().lastPathComponent
+    .deletingLastPathComponent().lastPathComponent.lowercased()
 let halyard = Target.Dependency.product(name: "Halyard", package: rootIdentity)
 
 let package = Package(

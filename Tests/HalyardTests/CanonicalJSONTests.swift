@@ -164,6 +164,20 @@ enum RandomJSON {
         #expect(JSONValue.string("").canonicalJSON == #""""#)
     }
 
+    /// The writer skips plain bytes eight at a time: put each byte that needs escaping at every
+    /// position around the word boundaries.
+    @Test func escapesAtEveryPositionOfTheWordScan() {
+        let specials: [(String, String)] = [("\"", "\\\""), ("\\", "\\\\"), ("\n", "\\n"), ("\u{1}", "\\u0001"),
+                                            ("\u{1F}", "\\u001f"), ("é", "é"), ("\u{7F}", "\u{7F}"), (" ", " ")]
+        for length in 0..<20 {
+            let plain = String(repeating: "x", count: length)
+            for (raw, escaped) in specials {
+                let value = JSONValue.string(plain + raw + plain + raw)
+                #expect(value.canonicalJSON == "\"" + plain + escaped + plain + escaped + "\"", "\(length) \(escaped)")
+            }
+        }
+    }
+
     @Test func compactFormKeepsDoubleness() throws {
         #expect(JSONValue.double(1).jsonString == "1.0")
         #expect(JSONValue.double(-0.0).jsonString == "-0.0")
@@ -202,6 +216,66 @@ enum RandomJSON {
             #expect(reparsed.canonicalJSON == canon, "case \(i): \(canon)")
             // The canonical text is also valid for Foundation's parser.
             #expect((try? JSONSerialization.jsonObject(with: Data(canon.utf8), options: [.fragmentsAllowed])) != nil)
+        }
+    }
+
+    /// Differential against an ECMAScript engine (Node's `JSON.stringify`, which is what RFC 8785
+    /// specifies for numbers and strings): random doubles (raw bit patterns) and random strings.
+    /// Skipped, with the reason printed, when `node` is not installed.
+    @Test func differentialAgainstNodeJSONStringify() throws {
+        guard let node = ["/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs"].first(where: {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }) else {
+            print("ECMAScript differential test skipped: node not found")
+            return
+        }
+        var g = SeededGenerator(seed: 0xEC3A)
+        var values: [JSONValue] = []
+        var lines: [String] = []
+        for i in 0..<4_000 {
+            if i % 4 == 3 {
+                let s = RandomJSON.string(&g)
+                values.append(.string(s))
+                lines.append("s " + SHA1.hex(Array(s.utf8)))
+            } else {
+                var d = RandomJSON.double(&g)
+                if i % 4 == 2 { d = Double(bitPattern: g.next()) }
+                if !d.isFinite { d = 1 }
+                values.append(.double(d))
+                lines.append("n " + String(d.bitPattern, radix: 16))
+            }
+        }
+        let script = """
+            const lines = require('fs').readFileSync(0, 'utf8').split('\\n').filter(l => l.length);
+            const out = lines.map(l => {
+              const [k, h] = l.split(' ');
+              if (k === 'n') { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt('0x' + h)); return JSON.stringify(b.readDoubleBE(0)); }
+              return JSON.stringify(Buffer.from(h, 'hex').toString('utf8'));
+            });
+            process.stdout.write(out.join('\\n') + '\\n');
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: node)
+        process.arguments = ["-e", script]
+        let stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        try process.run()
+        let handle = stdin.fileHandleForWriting
+        let data = Data((lines.joined(separator: "\n") + "\n").utf8)
+        let writer = Thread {
+            handle.write(data)
+            try? handle.close()
+        }
+        writer.start()
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let expected = String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        try #require(expected.count >= values.count)
+        for (value, js) in zip(values, expected) {
+            #expect(value.canonicalJSON == js, "\(value)")
         }
     }
 

@@ -91,6 +91,10 @@ import Testing
             let r = ExposureRecorder(options: ExposureOptions(), clock: clock, transport: ScriptedExposureTransport(),
                                      endpoint: URL(string: "http://127.0.0.1:9")!,
                                      meta: ExposureMeta(sdk: "s", version: "1", appId: "a", installId: "i"))
+            // Lazy: no timer until something is recorded.
+            try? await Task.sleep(for: .milliseconds(20))
+            #expect(clock.sleeperCount == 0)
+            r.recordExposure(key: "k", variant: nil, reason: .split, contextFingerprint: "f")
             #expect(await eventually { clock.sleeperCount == 1 })
             _ = r.coarseNow()
         }

@@ -28,3 +28,58 @@ import Testing
         Self.checkContextInvariants(Array(text.utf8))
     }
 }
+
+/// Found by FuzzJSON (artifact crash-83cc7cfa…): JSONSerialization drops a U+FEFF at the start of
+/// a string, so the differential check failed. The strict parser must keep it (it is an ordinary
+/// character inside a string), in values and in names, and the serializers must write it back.
+@Suite struct ByteOrderMarkInsideStringsTests {
+    @Test func leadingFEFFInStringsIsKept() throws {
+        let bytes: [UInt8] = [0x7B, 0x22, 0xEF, 0xBB, 0xBF, 0x6B, 0x22, 0x3A, 0x22, 0xEF, 0xBB, 0xBF, 0x30, 0x22, 0x7D]
+        let value = try JSONValue(parsing: Data(bytes))
+        #expect(value == .object(["\u{FEFF}k": .string("\u{FEFF}0")]))
+        #expect(value.canonicalJSON == "{\"\u{FEFF}k\":\"\u{FEFF}0\"}")
+        #expect(Array(value.canonicalJSON.utf8) == bytes)
+        #expect(try JSONValue(parsing: value.jsonString) == value)
+    }
+
+    @Test func fullArtifactRoundTrips() throws {
+        let text = "{\"tagretingKey\":\"u\",\"name\":\"\u{FEFF}0e9\\u20ac\\ud83d\\ude00\",\"ctl\":\"\\/00b\\f\\n\\r\\tr\\t\\\"\\\\\\/\"}"
+        let value = try JSONValue(parsing: text)
+        guard case .object(let members) = value else { Issue.record("not an object"); return }
+        #expect(members["name"] == .string("\u{FEFF}0e9€😀"))
+        #expect(members["ctl"] == .string("/00b\u{C}\n\r\tr\t\"\\/"))
+        #expect(try JSONValue(parsing: value.canonicalJSON).canonicalJSON == value.canonicalJSON)
+        FuzzRegressionTests.checkContextInvariants(Array(text.utf8))
+    }
+}
+
+/// Hand-made neighbours of the fuzz findings: Swift's canonical-equivalence string equality
+/// decides what is a duplicate and which member is `targetingKey` (see docs/context.md).
+@Suite struct CanonicalEquivalenceTests {
+    @Test func equivalentNamesAreDuplicates() {
+        #expect(throws: JSONParseError(.duplicateMemberName("e\u{301}"), offset: 8)) {
+            try JSONValue(parsing: "{\"\u{E9}\":1,\"e\u{301}\":2}")
+        }
+    }
+
+    @Test func kelvinSignTargetingKeyIsStable() throws {
+        let c = try EvaluationContext(json: "{\"targeting\u{212A}ey\":\"u1\",\"a\":1}")
+        #expect(c.targetingKey == "u1")
+        let f = try c.fitted()
+        #expect(f.canonicalJSON == #"{"a":1,"kind":"user","targetingKey":"u1"}"#)
+        #expect(try EvaluationContext(json: f.canonicalJSON).fitted().fingerprint == f.fingerprint)
+    }
+}
+
+/// Found by FuzzJSON (artifact crash-6f7ede63…): `{"fb3":3,"\u{FEFF}1":49,"1":4}`. The names
+/// `"\u{FEFF}1"` and `"1"` are different (Foundation merges them after stripping U+FEFF, which
+/// broke the differential's member count). The strict parser must keep three members.
+@Suite struct ByteOrderMarkNameCollisionTests {
+    @Test func namesDifferingByFEFFAreDistinct() throws {
+        let bytes: [UInt8] = Array(#"{"fb3":3,""#.utf8) + [0xEF, 0xBB, 0xBF] + Array(#"1":49,"1":4}"#.utf8)
+        let value = try JSONValue(parsing: Data(bytes))
+        #expect(value == .object(["fb3": 3, "\u{FEFF}1": 49, "1": 4]))
+        #expect(value.canonicalJSON == "{\"1\":4,\"fb3\":3,\"\u{FEFF}1\":49}")
+        FuzzRegressionTests.checkContextInvariants(bytes)
+    }
+}

@@ -113,6 +113,9 @@ import Testing
         #expect(error("NaN") == JSONParseError(.nonFiniteLiteral, offset: 0))
         #expect(error("[Infinity]") == JSONParseError(.nonFiniteLiteral, offset: 1))
         #expect(error("[1, -Infinity]") == JSONParseError(.nonFiniteLiteral, offset: 4))
+        // Only NaN/Inf... are reported as non-finite literals; other capitals are just unexpected.
+        #expect(error("Null") == JSONParseError(.unexpectedCharacter(UInt8(ascii: "N")), offset: 0))
+        #expect(error("[-I]") == JSONParseError(.invalidNumber, offset: 1))
         #expect(error("1e400") == JSONParseError(.numberOutOfRange, offset: 0))
         #expect(error("[-1e99999999999999999999]") == JSONParseError(.numberOutOfRange, offset: 1))
     }
@@ -193,6 +196,24 @@ import Testing
             == JSONParseError(.nestingTooDeep(limit: JSONParsingLimits.maxSupportedDepth), offset: JSONParsingLimits.maxSupportedDepth))
     }
 
+    /// The deepest document the parser accepts (`maxSupportedDepth`, 128 levels) fits in a
+    /// 512 KiB thread stack (Apple platforms' secondary-thread default) even in a debug build,
+    /// so the recursive parser is safe on secondary threads. (512 levels did not fit in 1 MiB in
+    /// a debug build: that is why the ceiling is 128.)
+    @Test func maxSupportedDepthFitsInASmallStack() async throws {
+        let depth = JSONParsingLimits.maxSupportedDepth
+        let text = String(repeating: "[{\"a\":", count: depth / 2) + "1" + String(repeating: "}]", count: depth / 2)
+        let limits = JSONParsingLimits(maxInputBytes: 1 << 20, maxDepth: depth, maxObjectMembers: 10)
+        let parsed = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let thread = Thread {
+                continuation.resume(returning: (try? JSONValue(parsing: text, limits: limits)) != nil)
+            }
+            thread.stackSize = 512 << 10
+            thread.start()
+        }
+        #expect(parsed)
+    }
+
     @Test func presets() {
         #expect(JSONParsingLimits.context.maxInputBytes == 65_536)
         #expect(JSONParsingLimits.context.maxDepth == 32)
@@ -214,6 +235,24 @@ import Testing
         let b = try JSONValue(parsing: Data(text.utf8))
         let c = try Array(text.utf8).withUnsafeBytes { try JSONValue(parsing: $0) }
         #expect(a == b && b == c)
+    }
+
+    /// The string scanner skips plain bytes eight at a time: put each kind of special byte at
+    /// every position around the word boundaries and check the result byte by byte.
+    @Test func specialBytesAtEveryPositionOfTheWordScan() throws {
+        for length in 0..<20 {
+            let plain = String(repeating: "a", count: length)
+            #expect(try JSONValue(parsing: "\"\(plain)\"") == .string(plain))
+            #expect(try JSONValue(parsing: "[\"\(plain)\\n\(plain)\"]") == .array([.string(plain + "\n" + plain)]))
+            #expect(try JSONValue(parsing: "\"\(plain)é\(plain)\"") == .string(plain + "é" + plain))
+            #expect(try JSONValue(parsing: "\"\(plain)\u{7F}~ \(plain)\"") == .string(plain + "\u{7F}~ " + plain))
+            #expect(error("\"\(plain)\u{1F}\(plain)\"") == JSONParseError(.controlCharacterInString, offset: 1 + length))
+            #expect(error("\"\(plain)\u{0}\"") == JSONParseError(.controlCharacterInString, offset: 1 + length))
+            #expect(error(bytes: [0x22] + Array(plain.utf8) + [0xFF, 0x22]) == JSONParseError(.invalidUTF8, offset: 1 + length))
+            #expect(error("\"\(plain)") == JSONParseError(.unexpectedEndOfInput, offset: 1 + length))
+            // Bytes just above and below the special values stay plain.
+            #expect(try JSONValue(parsing: "\"\(plain)!#[]\(plain)\"") == .string(plain + "!#[]" + plain))
+        }
     }
 
     /// Pathological inputs finish quickly (linear time): long escape strings, many members,

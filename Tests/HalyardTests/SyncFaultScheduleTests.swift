@@ -58,6 +58,9 @@ import Testing
         options.installIDStorage = .fixed("install-schedule")
         options.pollInterval = .zero
         options.requestTimeout = .milliseconds(500)
+        // These tests script and count control-plane requests exactly; exposure uploads
+        // would take scripted faults and appear in the log (ClientExposureTests covers them).
+        options.exposures.enabled = false
         options.maxResponseBytes = 64 * 1024
         let client = try FlagClient(options: options)
         defer { client.close() }

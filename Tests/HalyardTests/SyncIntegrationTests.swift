@@ -52,6 +52,9 @@ import Testing
         options.pollInterval = .zero
         options.requestTimeout = .seconds(2)
         options.initialContext = context
+        // These tests script and count control-plane requests exactly; exposure uploads
+        // would take scripted faults and appear in the log (ClientExposureTests covers them).
+        options.exposures.enabled = false
         configure(&options)
         let client = try FlagClient(options: options)
         return Harness(server: server, clock: clock, transport: transport, client: client)

@@ -7,6 +7,8 @@ import CHalyardAtomics
 /// calls ``recordExposure(key:variant:reason:contextFingerprint:)`` once and stores the deadline
 /// it returns.
 package protocol ExposureSink: AnyObject, Sendable {
+    /// Whether successful reads record exposures automatically.
+    var recordsReads: Bool { get }
     /// The word holding the coarse current time in whole seconds (read with one relaxed load).
     var coarseClockWord: UnsafePointer<hal_atomic_word> { get }
     /// Records (or de-duplicates, or samples out) one exposure. Returns the coarse second until

@@ -20,7 +20,9 @@ extension FlagClient {
         try options.validate()
         let store = SnapshotStore()
         let sync = SyncController(options: options, store: store)
-        self.init(mode: .online, exposureSink: nil, store: store, sync: sync)
+        let recorder = Self.makeExposureRecorder(options: options, sync: sync)
+        self.init(mode: .online, exposureSink: recorder, store: store, sync: sync)
+        sync.addCloseHook { recorder.close() }
         sync.start(readCounters: readCounters)
     }
 
@@ -110,6 +112,7 @@ extension FlagClient {
             flagNotFound: readCounters.value(.flagNotFound),
             typeMismatch: readCounters.value(.typeMismatch),
             servedError: readCounters.value(.servedError))
+        stats.exposures = exposureRecorder?.counters ?? ExposureCounters()
         return stats
     }
 

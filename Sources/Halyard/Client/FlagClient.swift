@@ -60,7 +60,9 @@ public final class FlagClient: Sendable {
         self.mode = mode
         self.store = store
         self.exposureSink = exposureSink
-        exposureClock = exposureSink?.coarseClockWord
+        // Automatic recording off: reads skip the exposure path entirely; explicit
+        // `recordExposure(_:)` still reaches the sink.
+        exposureClock = exposureSink?.recordsReads == true ? exposureSink?.coarseClockWord : nil
         self.sync = sync
     }
 

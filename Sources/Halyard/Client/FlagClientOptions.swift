@@ -70,6 +70,9 @@ public struct FlagClientOptions: Sendable {
     public var transport: (any FlagTransport)? = nil
     /// The clock for polling, backoff, `Retry-After` and staleness; *default* ``SystemClock``.
     public var clock: any HalyardClock = SystemClock()
+    /// Exposure recording and upload (SPEC §7): `enabled`, `sampleRate`, `dedupWindow`,
+    /// `capacity`, `batchSize`, `flushInterval`, `path`; see ``ExposureOptions``.
+    public var exposures = ExposureOptions()
 
     /// Creates options with every other setting at its default.
     public init(baseURL: URL, key: String) {

@@ -69,7 +69,13 @@ public struct EvaluationContext: Sendable, Hashable {
     /// finite numbers. Reports the first problem found (attribute problems in name order).
     public func validate() throws(ContextError) {
         guard Self.isValidKind(kind) else { throw .invalidKind(kind) }
-        if attributes.isEmpty { return }
+        // Fast path: one pass in storage order; sort only to report the first problem by name.
+        var ok = true
+        for (name, value) in attributes where name == "targetingKey" || name == "kind" || !value.isFinite {
+            ok = false
+            break
+        }
+        if ok { return }
         for name in JSONWriter.sortedNames(attributes.keys) {
             if Self.reservedNames.contains(name) { throw .reservedAttributeName(name) }
             if !attributes[name]!.isFinite { throw .nonFiniteNumber(attribute: name) }

@@ -63,20 +63,32 @@ extension EvaluationContext {
     public func fitted(limit: Int = EvaluationContext.defaultFittingLimit) throws(ContextError) -> FittedContext {
         try validate()
 
+        // Every member's canonical "name":value text goes into one shared buffer, once.
         struct Member {
             let name: String
-            let text: [UInt8]  // canonical "name":value
+            let nameStart: Int  // range of the raw UTF-8 name in `names`, for sorting
+            let nameEnd: Int
+            let start: Int
+            let end: Int
             let utf16Length: Int
             let droppable: Bool
         }
         var members: [Member] = []
         members.reserveCapacity(attributes.count + 2)
+        var writer = JSONWriter(canonical: true, capacity: 512)
+        var names: [UInt8] = []
+        names.reserveCapacity(256)
         func add(_ name: String, _ value: JSONValue, droppable: Bool) {
-            var w = JSONWriter(canonical: true, capacity: 64)
-            w.writeString(name)
-            w.bytes.append(UInt8(ascii: ":"))
-            w.write(value)
-            members.append(Member(name: name, text: w.bytes, utf16Length: utf16Count(w.bytes), droppable: droppable))
+            let nameStart = names.count
+            names.append(contentsOf: name.utf8)
+            let start = writer.bytes.count
+            writer.writeString(name)
+            writer.bytes.append(UInt8(ascii: ":"))
+            writer.write(value)
+            let end = writer.bytes.count
+            let length = writer.bytes.withUnsafeBufferPointer { utf16Count(UnsafeBufferPointer(rebasing: $0[start..<end])) }
+            members.append(Member(name: name, nameStart: nameStart, nameEnd: names.count, start: start, end: end,
+                                  utf16Length: length, droppable: droppable))
         }
         add("targetingKey", .string(targetingKey), droppable: false)
         add("kind", .string(kind), droppable: false)
@@ -88,33 +100,43 @@ extension EvaluationContext {
         var total = 2 + members.count - 1
         for m in members { total += m.utf16Length }
 
-        var dropped: [String] = []
-        var droppedSet: Set<String> = []
-        if total > limit {
-            let candidates = members.filter(\.droppable).sorted { a, b in
-                a.utf16Length != b.utf16Length ? a.utf16Length > b.utf16Length : utf16Precedes(a.name, b.name)
+        // Sorting compares raw UTF-8 names in place: no String traffic.
+        func sortedIndices(_ indices: [Int], bySizeFirst: Bool) -> [Int] {
+            names.withUnsafeBufferPointer { all in
+                indices.sorted { i, j in
+                    let a = members[i], b = members[j]
+                    if bySizeFirst && a.utf16Length != b.utf16Length { return a.utf16Length > b.utf16Length }
+                    return utf16Precedes(UnsafeBufferPointer(rebasing: all[a.nameStart..<a.nameEnd]),
+                                         UnsafeBufferPointer(rebasing: all[b.nameStart..<b.nameEnd]))
+                }
             }
+        }
+        var dropped: [String] = []
+        var keep = [Bool](repeating: true, count: members.count)
+        if total > limit {
+            let candidates = sortedIndices(members.indices.filter { members[$0].droppable }, bySizeFirst: true)
             for c in candidates where total > limit {
-                total -= c.utf16Length + 1  // the member and one comma
-                dropped.append(c.name)
-                droppedSet.insert(c.name)
+                total -= members[c].utf16Length + 1  // the member and one comma
+                dropped.append(members[c].name)
+                keep[c] = false
             }
             if total > limit { throw .requiredMembersExceedLimit(length: total, limit: limit) }
         }
 
-        let kept = members.filter { !droppedSet.contains($0.name) }
-            .sorted { utf16Precedes($0.name, $1.name) }
+        let order = sortedIndices(members.indices.filter { keep[$0] }, bySizeFirst: false)
         var out: [UInt8] = []
-        out.reserveCapacity(kept.reduce(2) { $0 + $1.text.count + 1 })
+        out.reserveCapacity(writer.bytes.count + members.count + 2)
         out.append(UInt8(ascii: "{"))
-        for (i, m) in kept.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: m.text)
+        writer.bytes.withUnsafeBufferPointer { all in
+            for (n, i) in order.enumerated() {
+                if n > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: all[members[i].start..<members[i].end]))
+            }
         }
         out.append(UInt8(ascii: "}"))
 
         var keptAttributes = attributes
-        for name in privateAttributes { keptAttributes.removeValue(forKey: name) }
+        for name in privateAttributes where keptAttributes[name] != nil { keptAttributes.removeValue(forKey: name) }
         for name in dropped { keptAttributes.removeValue(forKey: name) }
 
         return FittedContext(
@@ -130,7 +152,7 @@ extension EvaluationContext {
 
 /// The number of UTF-16 code units of well-formed UTF-8 text: one per scalar, two for scalars
 /// of four UTF-8 bytes.
-func utf16Count(_ utf8: [UInt8]) -> Int {
+func utf16Count(_ utf8: UnsafeBufferPointer<UInt8>) -> Int {
     var n = 0
     for b in utf8 {
         if b & 0xC0 != 0x80 { n += 1 }  // a scalar starts here

@@ -28,15 +28,51 @@ public struct SHA1: Sendable {
     public static let digestByteCount = 20
 
     /// Creates a hasher in its initial state.
-    public init() {
-        pending.reserveCapacity(64)
-    }
+    public init() {}
 
-    /// The 20-byte digest of `bytes`.
+    /// The 20-byte digest of `bytes`. Contiguous collections are hashed straight from their
+    /// storage with no intermediate buffer.
     public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+        if let digest = bytes.withContiguousStorageIfAvailable({ oneShot(UnsafeRawBufferPointer($0)) }) {
+            return digest
+        }
         var h = SHA1()
         h.update(bytes)
         return h.finalize()
+    }
+
+    /// Hashes a whole message: full blocks from the caller's memory, the padded tail from a
+    /// stack buffer.
+    private static func oneShot(_ raw: UnsafeRawBufferPointer) -> [UInt8] {
+        var h = SHA1()
+        let full = raw.count / 64 * 64
+        if full > 0 { h.compress(blocks: UnsafeRawBufferPointer(rebasing: raw[0..<full])) }
+        let rest = raw.count - full
+        let paddedLength = rest < 56 ? 64 : 128
+        let bitLength = UInt64(raw.count) &* 8
+        withUnsafeTemporaryAllocation(byteCount: 128, alignment: 8) { tail in
+            for i in 0..<rest { tail[i] = raw[full + i] }
+            tail[rest] = 0x80
+            for i in (rest + 1)..<(paddedLength - 8) { tail[i] = 0 }
+            for i in 0..<8 { tail[paddedLength - 8 + i] = UInt8(truncatingIfNeeded: bitLength >> UInt64(56 - 8 * i)) }
+            h.compress(blocks: UnsafeRawBufferPointer(rebasing: tail[0..<paddedLength]))
+        }
+        return h.digest()
+    }
+
+    /// The current chaining value as 20 big-endian bytes.
+    private func digest() -> [UInt8] {
+        let (w0, w1, w2, w3, w4) = (h0, h1, h2, h3, h4)
+        return [UInt8](unsafeUninitializedCapacity: 20) { buffer, count in
+            func put(_ word: UInt32, _ i: Int) {
+                buffer[i] = UInt8(truncatingIfNeeded: word >> 24)
+                buffer[i + 1] = UInt8(truncatingIfNeeded: word >> 16)
+                buffer[i + 2] = UInt8(truncatingIfNeeded: word >> 8)
+                buffer[i + 3] = UInt8(truncatingIfNeeded: word)
+            }
+            put(w0, 0); put(w1, 4); put(w2, 8); put(w3, 12); put(w4, 16)
+            count = 20
+        }
     }
 
     /// The digest of `bytes` as 40 lowercase hexadecimal characters.
@@ -51,12 +87,12 @@ public struct SHA1: Sendable {
 
     /// Lowercase hexadecimal form of arbitrary bytes.
     public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.underestimatedCount * 2)
+        @inline(__always) func digit(_ v: UInt8) -> UInt8 { v < 10 ? v &+ 48 : v &+ 87 }
         for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0F)])
+            out.append(digit(b >> 4))
+            out.append(digit(b & 0x0F))
         }
         return String(decoding: out, as: UTF8.self)
     }
@@ -91,7 +127,8 @@ public struct SHA1: Sendable {
             pending.append(contentsOf: raw[0..<take])
             offset = take
             if pending.count == 64 {
-                pending.withUnsafeBytes { compress(blocks: $0) }
+                let block = pending
+                block.withUnsafeBytes { compress(blocks: $0) }
                 pending.removeAll(keepingCapacity: true)
             }
         }
@@ -116,63 +153,53 @@ public struct SHA1: Sendable {
         }
         tail.withUnsafeBytes { compress(blocks: $0) }
         pending.removeAll()
-        var out: [UInt8] = []
-        out.reserveCapacity(20)
-        for word in [h0, h1, h2, h3, h4] {
-            out.append(UInt8(truncatingIfNeeded: word >> 24))
-            out.append(UInt8(truncatingIfNeeded: word >> 16))
-            out.append(UInt8(truncatingIfNeeded: word >> 8))
-            out.append(UInt8(truncatingIfNeeded: word))
-        }
-        return out
+        return digest()
     }
 
     /// Processes whole 64-byte blocks (`blocks.count` is a multiple of 64).
     private mutating func compress(blocks: UnsafeRawBufferPointer) {
         var a0 = h0, b0 = h1, c0 = h2, d0 = h3, e0 = h4
-        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { w in
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { buffer in
+            let w = buffer.baseAddress!
             var blockStart = 0
             while blockStart < blocks.count {
                 for t in 0..<16 {
-                    w[t] = UInt32(bigEndian: blocks.loadUnaligned(fromByteOffset: blockStart + t * 4, as: UInt32.self))
+                    w[t] = UInt32(bigEndian: blocks.loadUnaligned(fromByteOffset: blockStart &+ t &* 4, as: UInt32.self))
                 }
                 var a = a0, b = b0, c = c0, d = d0, e = e0
+                // The message schedule lives in a 16-word ring: W[t] = rotl1(W[t-3]^W[t-8]^W[t-14]^W[t-16]).
+                // One loop per round function, so no step branches on t.
                 @inline(__always) func schedule(_ t: Int) -> UInt32 {
-                    let x = w[(t &+ 13) & 15] ^ w[(t &+ 8) & 15] ^ w[(t &+ 2) & 15] ^ w[t & 15]
-                    let v = x.rotl(1)
+                    let v = (w[(t &+ 13) & 15] ^ w[(t &+ 8) & 15] ^ w[(t &+ 2) & 15] ^ w[t & 15]).rotl(1)
                     w[t & 15] = v
                     return v
                 }
-                for t in 0..<80 {
-                    let wt = t < 16 ? w[t] : schedule(t)
-                    let f: UInt32
-                    let k: UInt32
-                    if t < 20 {
-                        f = (b & c) | (~b & d)
-                        k = 0x5A82_7999
-                    } else if t < 40 {
-                        f = b ^ c ^ d
-                        k = 0x6ED9_EBA1
-                    } else if t < 60 {
-                        f = (b & c) | (b & d) | (c & d)
-                        k = 0x8F1B_BCDC
-                    } else {
-                        f = b ^ c ^ d
-                        k = 0xCA62_C1D6
-                    }
-                    let temp = a.rotl(5) &+ f &+ e &+ k &+ wt
-                    e = d
-                    d = c
-                    c = b.rotl(30)
-                    b = a
-                    a = temp
+                for t in 0..<16 {
+                    let temp = a.rotl(5) &+ ((b & c) | (~b & d)) &+ e &+ 0x5A82_7999 &+ w[t]
+                    e = d; d = c; c = b.rotl(30); b = a; a = temp
+                }
+                for t in 16..<20 {
+                    let temp = a.rotl(5) &+ ((b & c) | (~b & d)) &+ e &+ 0x5A82_7999 &+ schedule(t)
+                    e = d; d = c; c = b.rotl(30); b = a; a = temp
+                }
+                for t in 20..<40 {
+                    let temp = a.rotl(5) &+ (b ^ c ^ d) &+ e &+ 0x6ED9_EBA1 &+ schedule(t)
+                    e = d; d = c; c = b.rotl(30); b = a; a = temp
+                }
+                for t in 40..<60 {
+                    let temp = a.rotl(5) &+ ((b & c) | (d & (b | c))) &+ e &+ 0x8F1B_BCDC &+ schedule(t)
+                    e = d; d = c; c = b.rotl(30); b = a; a = temp
+                }
+                for t in 60..<80 {
+                    let temp = a.rotl(5) &+ (b ^ c ^ d) &+ e &+ 0xCA62_C1D6 &+ schedule(t)
+                    e = d; d = c; c = b.rotl(30); b = a; a = temp
                 }
                 a0 &+= a
                 b0 &+= b
                 c0 &+= c
                 d0 &+= d
                 e0 &+= e
-                blockStart += 64
+                blockStart &+= 64
             }
         }
         h0 = a0; h1 = b0; h2 = c0; h3 = d0; h4 = e0

@@ -49,7 +49,10 @@ package final class ExposureCoarseClock: @unchecked Sendable {
 /// and performs what it decides (uploads, timers) outside the lock.
 ///
 /// Lifecycle: a ticker task (when `startsTicker`) advances ``coarseNow()`` every second and
-/// starts the periodic flush and retries; ``close()`` stops it and flushes once more, detached.
+/// starts the periodic flush and retries. It starts with the first recorded exposure, not at
+/// creation, so a client that records nothing keeps no timer waking every second (an idle
+/// app's battery) and nothing happens on its clock. ``close()`` stops it and flushes once
+/// more, detached.
 package final class ExposureRecorder: Sendable {
     /// `false` when automatic recording is disabled by the options; reads skip everything.
     /// (``recordExposure(key:variant:reason:contextFingerprint:)`` still records explicit calls.)
@@ -63,7 +66,7 @@ package final class ExposureRecorder: Sendable {
     private let transport: any FlagTransport
     private let url: URL
     private let meta: ExposureMeta
-    private let headers: [String: String]
+    private let headers: @Sendable () -> [String: String]
     private let log: (@Sendable (String) -> Void)?
     private let origin: Duration
     private let wallOrigin: Int64
@@ -78,11 +81,29 @@ package final class ExposureRecorder: Sendable {
     }
 
     private struct Tasks {
+        var startsTicker = false
+        var closed = false
         var ticker: Task<Void, Never>?
         var final: Task<ExposureFlushResult, Never>?
     }
 
     private enum DrainMode { case automatic, explicit, final }
+
+    /// Creates a recorder with fixed upload headers (see the designated initializer).
+    package convenience init(
+        options: ExposureOptions,
+        clock: any HalyardClock,
+        transport: any FlagTransport,
+        endpoint: URL,
+        meta: ExposureMeta,
+        headers: [String: String],
+        log: (@Sendable (String) -> Void)? = nil,
+        startsTicker: Bool = true
+    ) {
+        self.init(
+            options: options, clock: clock, transport: transport, endpoint: endpoint, meta: meta,
+            headerProvider: { headers }, log: log, startsTicker: startsTicker)
+    }
 
     /// Creates a recorder.
     ///
@@ -92,8 +113,9 @@ package final class ExposureRecorder: Sendable {
     ///   - transport: uploads go through it.
     ///   - endpoint: the control plane's base URL; uploads go to `endpoint` + `options.path`.
     ///   - meta: the `meta` object of every upload.
-    ///   - headers: extra header fields for every upload (`Authorization`, `User-Agent`, …);
-    ///     `Content-Type`, `Content-Encoding` and `Idempotency-Key` are set by the recorder.
+    ///   - headerProvider: extra header fields for every upload (`Authorization`, `User-Agent`, …),
+    ///     read at each upload so a key rotation reaches the uploader; `Content-Type`,
+    ///     `Content-Encoding` and `Idempotency-Key` are set by the recorder.
     ///   - log: called (never under a lock) with a warning when a batch is rejected or cannot be
     ///     compressed. Never passed the key or header values.
     ///   - startsTicker: whether to run the once-a-second ticker (tests pass `false` and drive
@@ -104,7 +126,7 @@ package final class ExposureRecorder: Sendable {
         transport: any FlagTransport,
         endpoint: URL,
         meta: ExposureMeta,
-        headers: [String: String] = [:],
+        headerProvider: @escaping @Sendable () -> [String: String] = { [:] },
         log: (@Sendable (String) -> Void)? = nil,
         startsTicker: Bool = true
     ) {
@@ -116,14 +138,14 @@ package final class ExposureRecorder: Sendable {
         self.transport = transport
         url = ExposureRecorder.uploadURL(base: endpoint, path: o.path)
         self.meta = meta
-        self.headers = headers
+        self.headers = headerProvider
         self.log = log
         origin = clock.monotonicNow
         wallOrigin = Int64(clock.wallNow.timeIntervalSince1970.rounded(.down))
         var rng = SystemRandomNumberGenerator()
         let prefix = String(format: "%016llx%016llx", rng.next() as UInt64, rng.next() as UInt64)
         state = Locked(ExposureState(options: o, idempotencyKeyPrefix: prefix))
-        if startsTicker { startTicker() }
+        tasks.withLock { $0.startsTicker = startsTicker }
     }
 
     deinit {
@@ -179,6 +201,7 @@ package final class ExposureRecorder: Sendable {
         if result.startDrain {
             Task { await self.drain(.automatic) }
         }
+        startTickerIfNeeded()
         return result.windowEnd
     }
 
@@ -209,6 +232,15 @@ package final class ExposureRecorder: Sendable {
         if start { Task { await self.drain(.automatic) } }
     }
 
+    private func startTickerIfNeeded() {
+        let start = tasks.withLock { t -> Bool in
+            guard t.startsTicker, !t.closed, t.ticker == nil else { return false }
+            t.startsTicker = false  // once
+            return true
+        }
+        if start { startTicker() }
+    }
+
     private func startTicker() {
         let period = options.flushInterval > .zero ? min(.seconds(1), options.flushInterval) : .seconds(1)
         let clock = self.clock
@@ -219,7 +251,12 @@ package final class ExposureRecorder: Sendable {
                 self.tick()
             }
         }
-        tasks.withLock { $0.ticker = task }
+        let cancelNow = tasks.withLock { t -> Bool in
+            if t.closed { return true }
+            t.ticker = task
+            return false
+        }
+        if cancelNow { task.cancel() }
     }
 
     /// Stops the ticker, stops recording, and flushes what is pending once more on a detached
@@ -232,6 +269,7 @@ package final class ExposureRecorder: Sendable {
         let ticker = tasks.withLock { t -> Task<Void, Never>? in
             let old = t.ticker
             t.ticker = nil
+            t.closed = true
             t.final = final
             return old
         }
@@ -309,7 +347,7 @@ package final class ExposureRecorder: Sendable {
     private func upload(_ batch: ExposureBatch) async -> ExposureUploadOutcome {
         let json = ExposureEncoder.encode(meta: meta, events: batch.events)
         let gzipped = compressor.withLock { $0.compress(json) }
-        var fields = headers
+        var fields = headers()
         fields["Content-Type"] = "application/json"
         fields["Idempotency-Key"] = batch.idempotencyKey
         let body: Data

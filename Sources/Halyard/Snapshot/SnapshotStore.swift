@@ -68,7 +68,7 @@ package final class SnapshotStore: @unchecked Sendable {
     }
 
     /// A strong reference to the current snapshot (slow path: one retain).
-    package var current_: Snapshot? { withCurrent { $0 } }
+    package var currentSnapshot: Snapshot? { withCurrent { $0 } }
 
     /// Publishes `snapshot` as the current one with a single atomic exchange and retires the
     /// previous one. Returns the new generation.

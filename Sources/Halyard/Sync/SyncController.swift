@@ -56,7 +56,12 @@ package final class SyncController: Sendable {
             },
             publish: { publication in
                 guard case .values(let flags, let fingerprint, let confirmedAt) = publication else { return }
-                store.publish(Snapshot(flags: flags, source: .network, confirmedAt: confirmedAt, contextFingerprint: fingerprint))
+                let snapshot = Snapshot(
+                    flags: flags, source: .network, confirmedAt: confirmedAt, contextFingerprint: fingerprint)
+                // Flags whose variant did not change keep their exposure slots: a refresh does
+                // not re-expose within the window.
+                if let previous = store.currentSnapshot { snapshot.inheritExposureSlots(from: previous) }
+                store.publish(snapshot)
             })
     }
 

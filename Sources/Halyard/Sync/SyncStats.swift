@@ -64,6 +64,9 @@ public struct FlagClientStats: Sendable, Hashable {
     public var reads = ReadStats()
     /// Control-plane sync counters.
     public var sync: SyncStats
+    /// Exposure counters (all zero offline): `recorded`, `deduplicated`, `sampledOut`,
+    /// `dropped`, `sent`, `failed`.
+    public var exposures = ExposureCounters()
 
     /// Creates stats.
     public init(sync: SyncStats = SyncStats()) { self.sync = sync }

@@ -28,8 +28,9 @@ public struct JSONParsingLimits: Sendable, Hashable {
     /// ``maxInputBytes`` only).
     public var maxObjectMembers: Int
 
-    /// The hard ceiling applied to ``maxDepth`` whatever the caller asks for.
-    public static let maxSupportedDepth = 512
+    /// The hard ceiling applied to ``maxDepth`` whatever the caller asks for (128). The parser is
+    /// recursive; 128 levels fit in a 512 KiB thread stack even in a debug build.
+    public static let maxSupportedDepth = 128
 
     /// Creates limits.
     /// - Parameters:
@@ -278,11 +279,20 @@ struct StrictJSONParser {
             return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             return try parseNumber()
-        case UInt8(ascii: "N"), UInt8(ascii: "I"):
+        case UInt8(ascii: "N") where hasPrefix("NaN", at: pos),
+             UInt8(ascii: "I") where hasPrefix("Inf", at: pos):
             throw fail(.nonFiniteLiteral, at: pos)
         case let b:
             throw fail(.unexpectedCharacter(b), at: pos)
         }
+    }
+
+    /// Whether the input at `offset` starts with `prefix`.
+    func hasPrefix(_ prefix: StaticString, at offset: Int) -> Bool {
+        let n = prefix.utf8CodeUnitCount
+        guard offset + n <= count else { return false }
+        for i in 0..<n where base[offset + i] != prefix.utf8Start[i] { return false }
+        return true
     }
 
     mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
@@ -334,13 +344,14 @@ struct StrictJSONParser {
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enter()
         pos += 1  // {
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
         if pos < count && base[pos] == UInt8(ascii: "}") {
             pos += 1
             depth -= 1
-            return .object(members)
+            return .object([:])
         }
+        // Room for six members without rehashing (typical OFREP items have five).
+        var members = [String: JSONValue](minimumCapacity: 6)
         var memberCount = 0
         while true {
             skipWhitespace()
@@ -384,8 +395,19 @@ struct StrictJSONParser {
     mutating func parseString() throws(JSONParseError) -> String {
         pos += 1  // opening quote
         let start = pos
-        // Fast path: plain ASCII without escapes.
+        // Fast path: plain ASCII without escapes. Skip eight plain bytes at a time: a word is
+        // plain when it has no '"', no '\\', no byte below 0x20 and no byte at or above 0x80.
         var i = pos
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while i &+ 8 <= count {
+            let w = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
+            let q = w ^ (ones &* 0x22)
+            let bs = w ^ (ones &* 0x5C)
+            let special = ((q &- ones) & ~q) | ((bs &- ones) & ~bs) | ((w &- ones &* 0x20) & ~w) | w
+            if special & highs != 0 { break }
+            i &+= 8
+        }
         while i < count {
             let b = base[i]
             if b == UInt8(ascii: "\"") {
@@ -562,7 +584,7 @@ struct StrictJSONParser {
         if negative {
             i += 1
             guard i < count else { throw fail(.unexpectedEndOfInput, at: i) }
-            if base[i] == UInt8(ascii: "I") { throw fail(.nonFiniteLiteral, at: start) }
+            if hasPrefix("Inf", at: i) { throw fail(.nonFiniteLiteral, at: start) }
             guard isDigit(i) else { throw fail(.invalidNumber, at: start) }
         }
         // Integer part.

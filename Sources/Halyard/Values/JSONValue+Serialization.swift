@@ -54,6 +54,11 @@ extension JSONValue {
 /// order only between U+E000–U+FFFF (lead bytes EE/EF) and supplementary scalars (lead bytes
 /// F0–F4, surrogate pairs in UTF-16, which sort before U+E000).
 func utf16Precedes(_ a: String, _ b: String) -> Bool {
+    if let r = a.utf8.withContiguousStorageIfAvailable({ ua in
+        b.utf8.withContiguousStorageIfAvailable { ub in utf16Precedes(ua, ub) }
+    }), let r {
+        return r
+    }
     var a = a
     var b = b
     return a.withUTF8 { ua in
@@ -64,6 +69,19 @@ func utf16Precedes(_ a: String, _ b: String) -> Bool {
 func utf16Precedes(_ ua: UnsafeBufferPointer<UInt8>, _ ub: UnsafeBufferPointer<UInt8>) -> Bool {
     let n = min(ua.count, ub.count)
     var i = 0
+    // Skip the common prefix eight bytes at a time (names often share long prefixes).
+    if n >= 8, let pa = ua.baseAddress, let pb = ub.baseAddress {
+        let ra = UnsafeRawPointer(pa), rb = UnsafeRawPointer(pb)
+        while i &+ 8 <= n {
+            let x = ra.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let y = rb.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            if x != y {
+                i &+= (UInt64(littleEndian: x) ^ UInt64(littleEndian: y)).trailingZeroBitCount / 8
+                break
+            }
+            i &+= 8
+        }
+    }
     while i < n {
         let x = ua[i]
         let y = ub[i]
@@ -153,43 +171,62 @@ struct JSONWriter {
         }
     }
 
-    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
     mutating func writeString(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
-        var s = s
-        s.withUTF8 { u in
-            var runStart = 0
-            var i = 0
-            while i < u.count {
-                let b = u[i]
-                if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
-                    i += 1
-                    continue
-                }
-                if runStart < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: u[runStart..<i])) }
-                bytes.append(UInt8(ascii: "\\"))
-                switch b {
-                case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\""))
-                case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\"))
-                case 0x08: bytes.append(UInt8(ascii: "b"))
-                case 0x09: bytes.append(UInt8(ascii: "t"))
-                case 0x0A: bytes.append(UInt8(ascii: "n"))
-                case 0x0C: bytes.append(UInt8(ascii: "f"))
-                case 0x0D: bytes.append(UInt8(ascii: "r"))
-                default:
-                    bytes.append(UInt8(ascii: "u"))
-                    bytes.append(UInt8(ascii: "0"))
-                    bytes.append(UInt8(ascii: "0"))
-                    bytes.append(JSONWriter.hexDigits[Int(b >> 4)])
-                    bytes.append(JSONWriter.hexDigits[Int(b & 0xF)])
-                }
-                i += 1
-                runStart = i
-            }
-            if runStart < u.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: u[runStart..<u.count])) }
+        let done: Void? = s.utf8.withContiguousStorageIfAvailable { appendEscaped($0) }
+        if done == nil {
+            var s = s
+            s.withUTF8 { appendEscaped($0) }
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends string content with RFC 8785 escaping; runs of plain bytes are copied at once.
+    mutating func appendEscaped(_ u: UnsafeBufferPointer<UInt8>) {
+        var runStart = 0
+        var i = 0
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while i < u.count {
+            // Skip eight bytes at a time while they hold no '"', no '\\' and no control byte.
+            if let base = u.baseAddress {
+                while i &+ 8 <= u.count {
+                    let w = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
+                    let q = w ^ (ones &* 0x22)
+                    let bs = w ^ (ones &* 0x5C)
+                    let special = ((q &- ones) & ~q) | ((bs &- ones) & ~bs) | ((w &- ones &* 0x20) & ~w)
+                    if special & highs != 0 { break }
+                    i &+= 8
+                }
+                if i >= u.count { break }
+            }
+            let b = u[i]
+            if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
+                i &+= 1
+                continue
+            }
+            if runStart < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: u[runStart..<i])) }
+            bytes.append(UInt8(ascii: "\\"))
+            switch b {
+            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\"))
+            case 0x08: bytes.append(UInt8(ascii: "b"))
+            case 0x09: bytes.append(UInt8(ascii: "t"))
+            case 0x0A: bytes.append(UInt8(ascii: "n"))
+            case 0x0C: bytes.append(UInt8(ascii: "f"))
+            case 0x0D: bytes.append(UInt8(ascii: "r"))
+            default:
+                @inline(__always) func hex(_ v: UInt8) -> UInt8 { v < 10 ? v &+ 48 : v &+ 87 }
+                bytes.append(UInt8(ascii: "u"))
+                bytes.append(UInt8(ascii: "0"))
+                bytes.append(UInt8(ascii: "0"))
+                bytes.append(hex(b >> 4))
+                bytes.append(hex(b & 0xF))
+            }
+            i &+= 1
+            runStart = i
+        }
+        if runStart < u.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: u[runStart..<u.count])) }
     }
 
     mutating func writeDouble(_ d: Double) {
@@ -229,76 +266,74 @@ enum ECMAScriptNumber {
     }
 
     static func append(_ d: Double, to out: inout [UInt8]) {
-        // Digits d1...dk and exponent n such that the value is 0.d1...dk × 10^n.
-        var digits: [UInt8] = []
-        digits.reserveCapacity(20)
-        var pointPosition: Int? = nil
-        var exponent = 0
-        var negative = false
-        var sawDigit = false
-        var leadingZeros = 0
+        // Shortest round-trip digits d1...dk and exponent n such that |d| = 0.d1...dk × 10^n,
+        // read from Swift's description ("1.5", "0.001", "1e-07", "1.0000000000000001e+23").
         var text = d.description
         text.withUTF8 { u in
-            var i = 0
-            if i < u.count && u[i] == UInt8(ascii: "-") { negative = true; i += 1 }
-            while i < u.count {
-                let b = u[i]
-                if b == UInt8(ascii: ".") {
-                    pointPosition = digits.count + leadingZeros
-                } else if b == UInt8(ascii: "e") || b == UInt8(ascii: "E") {
-                    i += 1
-                    var expNegative = false
-                    if i < u.count && (u[i] == UInt8(ascii: "-") || u[i] == UInt8(ascii: "+")) {
-                        expNegative = u[i] == UInt8(ascii: "-")
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digits in
+                var k = 0
+                var negative = false
+                var pointPosition = -1
+                var leadingZeros = 0
+                var exponent = 0
+                var i = 0
+                if i < u.count && u[i] == UInt8(ascii: "-") { negative = true; i += 1 }
+                while i < u.count {
+                    let b = u[i]
+                    if b == UInt8(ascii: ".") {
+                        pointPosition = k + leadingZeros
+                    } else if b == UInt8(ascii: "e") || b == UInt8(ascii: "E") {
                         i += 1
-                    }
-                    var e = 0
-                    while i < u.count { e = e * 10 + Int(u[i] &- UInt8(ascii: "0")); i += 1 }
-                    exponent = expNegative ? -e : e
-                    break
-                } else {
-                    if b == UInt8(ascii: "0") && !sawDigit {
+                        var expNegative = false
+                        if i < u.count && (u[i] == UInt8(ascii: "-") || u[i] == UInt8(ascii: "+")) {
+                            expNegative = u[i] == UInt8(ascii: "-")
+                            i += 1
+                        }
+                        var e = 0
+                        while i < u.count { e = e * 10 + Int(u[i] &- UInt8(ascii: "0")); i += 1 }
+                        exponent = expNegative ? -e : e
+                        break
+                    } else if b == UInt8(ascii: "0") && k == 0 {
                         leadingZeros += 1
-                    } else {
-                        sawDigit = true
-                        digits.append(b)
+                    } else if k < 32 {
+                        digits[k] = b
+                        k += 1
                     }
+                    i += 1
                 }
-                i += 1
+                let integerDigits = pointPosition >= 0 ? pointPosition : k + leadingZeros
+                var n = integerDigits - leadingZeros + exponent
+                while k > 0 && digits[k - 1] == UInt8(ascii: "0") { k -= 1 }
+                if k == 0 { out.append(UInt8(ascii: "0")); return }
+                let ds = UnsafeBufferPointer(start: digits.baseAddress!, count: k)
+                if negative { out.append(UInt8(ascii: "-")) }
+                if k <= n && n <= 21 {
+                    out.append(contentsOf: ds)
+                    for _ in 0..<(n - k) { out.append(UInt8(ascii: "0")) }
+                } else if 0 < n && n <= 21 {
+                    out.append(contentsOf: ds[0..<n])
+                    out.append(UInt8(ascii: "."))
+                    out.append(contentsOf: ds[n...])
+                } else if -6 < n && n <= 0 {
+                    out.append(UInt8(ascii: "0"))
+                    out.append(UInt8(ascii: "."))
+                    for _ in 0..<(-n) { out.append(UInt8(ascii: "0")) }
+                    out.append(contentsOf: ds)
+                } else {
+                    out.append(ds[0])
+                    if k > 1 {
+                        out.append(UInt8(ascii: "."))
+                        out.append(contentsOf: ds[1...])
+                    }
+                    out.append(UInt8(ascii: "e"))
+                    n -= 1
+                    out.append(n < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+                    let e = n.magnitude
+                    if e >= 100 { out.append(UInt8(ascii: "0") &+ UInt8(e / 100)) }
+                    if e >= 10 { out.append(UInt8(ascii: "0") &+ UInt8(e / 10 % 10)) }
+                    out.append(UInt8(ascii: "0") &+ UInt8(e % 10))
+                }
             }
-        }
-        let integerDigits = (pointPosition ?? (digits.count + leadingZeros))
-        // value = 0.[leadingZeros zeros][digits] × 10^(integerDigits) × 10^exponent
-        var n = integerDigits - leadingZeros + exponent
-        while let last = digits.last, last == UInt8(ascii: "0") { digits.removeLast() }
-        if digits.isEmpty { out.append(UInt8(ascii: "0")); return }
-        let k = digits.count
-        if negative { out.append(UInt8(ascii: "-")) }
-        if k <= n && n <= 21 {
-            out.append(contentsOf: digits)
-            for _ in 0..<(n - k) { out.append(UInt8(ascii: "0")) }
-        } else if 0 < n && n <= 21 {
-            out.append(contentsOf: digits[0..<n])
-            out.append(UInt8(ascii: "."))
-            out.append(contentsOf: digits[n...])
-        } else if -6 < n && n <= 0 {
-            out.append(UInt8(ascii: "0"))
-            out.append(UInt8(ascii: "."))
-            for _ in 0..<(-n) { out.append(UInt8(ascii: "0")) }
-            out.append(contentsOf: digits)
-        } else {
-            out.append(digits[0])
-            if k > 1 {
-                out.append(UInt8(ascii: "."))
-                out.append(contentsOf: digits[1...])
-            }
-            out.append(UInt8(ascii: "e"))
-            n -= 1
-            out.append(n < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
-            var e = n.magnitude
-            var tmp: [UInt8] = []
-            repeat { tmp.append(UInt8(ascii: "0") &+ UInt8(e % 10)); e /= 10 } while e > 0
-            out.append(contentsOf: tmp.reversed())
         }
     }
 }

@@ -1,0 +1,55 @@
+import Foundation
+
+extension FlagClient {
+    /// The client's exposure recorder (nil offline).
+    package var exposureRecorder: ExposureRecorder? { exposureSink as? ExposureRecorder }
+
+    static func makeExposureRecorder(options: FlagClientOptions, sync: SyncController) -> ExposureRecorder {
+        var log: (@Sendable (String) -> Void)? = nil
+        if let handler = options.logHandler {
+            log = { message in handler(.warning, message) }
+        }
+        let installID = sync.installID
+        let headers: @Sendable () -> [String: String] = { [weak sync] in sync?.identityHeaders ?? [:] }
+        return ExposureRecorder(
+            options: options.exposures,
+            clock: options.clock,
+            transport: sync.transport,
+            endpoint: options.baseURL,
+            meta: ExposureMeta(
+                sdk: SyncController.sdk.name, version: SyncController.sdk.version, appId: options.appID ?? "",
+                installId: installID),
+            headerProvider: headers,
+            log: log)
+    }
+
+    /// Records that the user saw flag `key` now ("exposure" semantics for flags read earlier or
+    /// elsewhere). Uses the variant and reason currently served for `key` and goes through the
+    /// same de-duplication and sampling as automatic exposures. Records nothing when the flag is
+    /// not served, was served with an error, offline, or after `close()`.
+    ///
+    /// ```swift
+    /// flags.recordExposure("checkout.new")   // the new checkout button is on screen now
+    /// ```
+    public func recordExposure(_ key: String) {
+        guard let sink = exposureSink else { return }
+        let candidate = store.withCurrent { snapshot -> (String?, EvaluationReason, String)? in
+            guard let snapshot, let index = snapshot.index(of: key), snapshot.entries[index].kind != .error else {
+                return nil
+            }
+            let detail = snapshot.details[index]
+            return (detail.variant, detail.reason, snapshot.contextFingerprint)
+        }
+        guard let (variant, reason, fingerprint) = candidate else { return }
+        _ = sink.recordExposure(key: key, variant: variant, reason: reason, contextFingerprint: fingerprint)
+    }
+
+    /// Uploads pending exposures now and reports what happened. Honours a backoff or
+    /// `Retry-After` in force (reported in ``ExposureFlushResult/retryAfter`` rather than
+    /// waited for). Offline clients have nothing to flush.
+    @discardableResult
+    public func flushExposures() async -> ExposureFlushResult {
+        guard let recorder = exposureRecorder else { return ExposureFlushResult() }
+        return await recorder.flush()
+    }
+}

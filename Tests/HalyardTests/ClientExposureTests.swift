@@ -1,0 +1,171 @@
+import Foundation
+import HalyardTesting
+import Testing
+
+@testable import Halyard
+
+/// Exposures recorded by real reads on an online client (SPEC §7, issue 5 part 1), through the
+/// in-memory control plane.
+@Suite struct ClientExposureTests {
+    static func client(
+        _ plane: InMemoryControlPlane, clock: ManualClock = ManualClock(),
+        _ configure: (inout FlagClientOptions) -> Void = { _ in }
+    ) async throws -> FlagClient {
+        var options = plane.makeOptions()
+        options.clock = clock
+        options.initialContext = EvaluationContext(targetingKey: "user-1")
+        options.exposures.flushInterval = .zero
+        configure(&options)
+        let client = try FlagClient(options: options)
+        #expect(await client.ready(timeout: .seconds(5)))
+        return client
+    }
+
+    static func keys(_ plane: InMemoryControlPlane) -> [String] {
+        plane.receivedExposures.compactMap { event -> String? in
+            if case .object(let members) = event, case .string(let key)? = members["key"] { return key }
+            return nil
+        }.sorted()
+    }
+
+    @Test func successfulReadsRecordOncePerWindowAndFailedReadsNothing() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true), "n": .int(3), "s": .string("x")])
+        let client = try await Self.client(plane)
+        for _ in 0..<1000 {
+            _ = client.bool("a", default: false)
+            _ = client.int("n", default: 0)
+        }
+        _ = client.bool("missing", default: false)  // FLAG_NOT_FOUND: nothing
+        _ = client.bool("s", default: false)  // TYPE_MISMATCH: nothing
+        _ = client.intDetail("s", default: 0)
+        let result = await client.flushExposures()
+        #expect(result.sentEvents == 2)
+        #expect(Self.keys(plane) == ["a", "n"])
+        let stats = client.stats.exposures
+        #expect(stats.sent == 2)
+        #expect(stats.recorded == stats.sent + stats.deduplicated + stats.sampledOut + stats.dropped + stats.pending)
+        // The fingerprint sent is the fitted context's.
+        let fingerprint = try EvaluationContext(targetingKey: "user-1").fitted().fingerprint
+        if case .object(let event)? = plane.receivedExposures.first {
+            #expect(event["contextFingerprint"] == .string(fingerprint))
+            #expect(event["kind"] == .string("exposure"))
+        } else {
+            Issue.record("no exposure event")
+        }
+        client.close()
+    }
+
+    @Test func handleReadsRecordAndShareDedupWithKeyedReads() async throws {
+        let plane = InMemoryControlPlane(values: ["h": .bool(true), "d": .double(1.5)])
+        let client = try await Self.client(plane)
+        let h = client.handle("h", default: false)
+        let d = client.handle("d", default: 0.0)
+        for _ in 0..<1000 {
+            _ = h.value
+            _ = d.value
+            _ = client.bool("h", default: false)
+        }
+        await client.flushExposures()
+        #expect(Self.keys(plane) == ["d", "h"])
+        client.close()
+    }
+
+    @Test func newWindowRecordsAgain() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let clock = ManualClock()
+        let client = try await Self.client(plane, clock: clock) { $0.exposures.dedupWindow = .seconds(300) }
+        let h = client.handle("a", default: false)
+        _ = client.bool("a", default: false)
+        _ = h.value
+        clock.advance(by: .seconds(200))
+        client.exposureRecorder?.tick()
+        _ = client.bool("a", default: false)
+        _ = h.value
+        await client.flushExposures()
+        #expect(Self.keys(plane) == ["a"])
+        clock.advance(by: .seconds(200))  // 400 s: a new window
+        client.exposureRecorder?.tick()
+        _ = client.bool("a", default: false)
+        _ = h.value
+        await client.flushExposures()
+        #expect(Self.keys(plane) == ["a", "a"])
+        client.close()
+    }
+
+    @Test func variantChangeRecordsAgainWithinTheWindow() async throws {
+        let plane = InMemoryControlPlane()
+        plane.setFlag(ServedFlag(key: "v", value: .string("blue"), variant: "blue", reason: .split))
+        let client = try await Self.client(plane)
+        let h = client.handle("v", default: JSONValue.null)
+        _ = client.string("v", default: "")
+        _ = h.value
+        plane.setFlag(ServedFlag(key: "v", value: .string("green"), variant: "green", reason: .split))
+        await client.refresh()
+        #expect(client.string("v", default: "") == "green")
+        _ = h.value
+        await client.flushExposures()
+        let variants = plane.receivedExposures.compactMap { event -> String? in
+            if case .object(let m) = event, case .string(let v)? = m["variant"] { return v }
+            return nil
+        }
+        #expect(variants.sorted() == ["blue", "green"])
+        client.close()
+    }
+
+    @Test func refreshWithUnchangedVariantKeepsTheFastPathSlot() async throws {
+        let plane = InMemoryControlPlane()
+        plane.setFlag(ServedFlag(key: "v", value: .bool(true), variant: "on", reason: .split))
+        plane.setFlag(ServedFlag(key: "w", value: .int(1), variant: "one", reason: .split))
+        let client = try await Self.client(plane)
+        _ = client.bool("v", default: false)
+        _ = client.int("w", default: 0)
+        plane.setFlag(ServedFlag(key: "w", value: .int(2), variant: "two", reason: .split))
+        await client.refresh()
+        #expect(client.int("w", default: 0) == 2)
+        _ = client.bool("v", default: false)  // same variant in the new snapshot: slot inherited
+        let counters = client.stats.exposures
+        #expect(counters.recorded == 3)  // v/on, w/one, w/two
+        #expect(counters.deduplicated == 0)  // the v read after the swap never reached the recorder
+        client.close()
+    }
+
+    @Test func disabledRecordingSkipsReadsButNotExplicitRecords() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true), "b": .bool(false)])
+        let client = try await Self.client(plane) { $0.exposures.enabled = false }
+        _ = client.bool("a", default: false)
+        _ = client.handle("a", default: false).value
+        client.recordExposure("b")
+        client.recordExposure("missing")
+        await client.flushExposures()
+        #expect(Self.keys(plane) == ["b"])
+        client.close()
+    }
+
+    @Test func readsAfterCloseRecordNothing() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let client = try await Self.client(plane)
+        client.close()
+        #expect(client.bool("a", default: false) == true)  // last values keep answering
+        client.recordExposure("a")
+        _ = await client.exposureRecorder?.waitUntilClosed()
+        #expect(plane.receivedExposures.isEmpty)
+        #expect(client.stats.exposures.recorded == 0)
+    }
+
+    @Test func closeFlushesPendingExposures() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let client = try await Self.client(plane)
+        _ = client.bool("a", default: false)
+        client.close()  // does not block; the final flush runs detached
+        _ = await client.exposureRecorder?.waitUntilClosed()
+        #expect(Self.keys(plane) == ["a"])
+    }
+
+    @Test func offlineClientsRecordNothing() async throws {
+        let flags = try FlagClient(offlineValues: ["a": .bool(true)])
+        _ = flags.bool("a", default: false)
+        flags.recordExposure("a")
+        #expect(await flags.flushExposures().sentEvents == 0)
+        #expect(flags.stats.exposures.recorded == 0)
+    }
+}
