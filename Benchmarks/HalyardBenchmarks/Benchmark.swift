@@ -97,7 +97,7 @@ final class Bench {
         calibrate()
         let single = measureSingleThread()
         var multi: [BenchReport.Multi] = []
-        var realtimeError: Int32 = 0
+        var realtimeError: Int32?
         var target: BenchReport.Target?
         if !options.skipMulti {
             (multi, realtimeError) = measureMultiThread()
@@ -401,14 +401,17 @@ final class Bench {
     func makeReport(
         checksums: [BenchReport.Checksum], allocations: [BenchReport.Allocation],
         publishCosts: [BenchReport.PublishCost], single: [BenchReport.Single],
-        multi: [BenchReport.Multi], target: BenchReport.Target?, realtimeError: Int32
+        multi: [BenchReport.Multi], target: BenchReport.Target?, realtimeError: Int32?
     ) -> BenchReport {
         let realtime = realtimeError == 0
-        let note =
-            (realtime
-                ? "publisher on a SCHED_FIFO pthread, woken at absolute CLOCK_MONOTONIC deadlines"
-                : "SCHED_FIFO refused (errno \(realtimeError)); publisher at normal priority")
-            + "; for unsync.dict and unsync.array the publisher only wakes up (nothing can be swapped without synchronization)"
+        let note: String
+        switch realtimeError {
+        case nil: note = "no multi-thread passes in this run"
+        case 0?: note = "publisher on a SCHED_FIFO pthread, woken at absolute CLOCK_MONOTONIC deadlines"
+        case let code?: note = "SCHED_FIFO refused (errno \(code)); publisher at normal priority"
+        }
+        let baselineNote =
+            "; for unsync.dict and unsync.array the publisher only wakes up (nothing can be swapped without synchronization)"
             + (options.baselinePublisherSpinMicroseconds > 0
                 ? " and then spins \(options.baselinePublisherSpinMicroseconds) us (control experiment)" : "")
             + (options.baselinePublisherMembarrier
@@ -425,7 +428,7 @@ final class Bench {
                 targetRounds: options.targetRounds,
                 seed: String(options.seed), filters: options.filters),
             halyardImplementation: halyardImplementation,
-            publisher: .init(realtime: realtime, note: note),
+            publisher: .init(realtime: realtime, note: note + (realtimeError == nil ? "" : baselineNote)),
             designs: runners.map {
                 .init(
                     id: $0.info.id, title: $0.info.title, kind: $0.info.kind.rawValue,

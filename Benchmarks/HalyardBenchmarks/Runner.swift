@@ -190,7 +190,6 @@ struct PassResult {
     var lateWakeups: Int
     var maxLatenessNs: UInt64
     var realtimeError: Int32
-    var elapsedNs: UInt64
     var publishDurations: Histogram
 }
 
@@ -242,7 +241,6 @@ func runPass(
         lateWakeups: publisherSlot.lateWakeups,
         maxLatenessNs: publisherSlot.maxLatenessNs,
         realtimeError: publisherSlot.realtimeError,
-        elapsedNs: elapsed,
         publishDurations: publisherSlot.publishDurations
     )
 }
