@@ -382,8 +382,16 @@ final class Bench {
         let hP = h.map { $0.histogram.quantileNs(0.999) ?? .nan }
         let dP = d.map { $0.histogram.quantileNs(0.999) ?? .nan }
         let eP = e.map { $0.histogram.quantileNs(0.999) ?? .nan }
+        // How many cores' worth of work the dictionary's readers got in each round: its reads/s
+        // times its best single-thread cost. On a shared machine this tells the rounds where the
+        // harness had the machine (about `cores`) from those where other programs took a share.
+        let dictNs = calibratedNs[dict.info.id] ?? .nan
+        let cores = Double(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let dictCores = d.map { $0.readsPerSecond * dictNs / 1e9 }
         return BenchReport.Target(
             threads: threads, rounds: options.targetRounds, durationSeconds: options.duration,
+            dictCoresUsed: dictCores,
+            quietRounds: dictCores.indices.filter { dictCores[$0] >= 0.7 * cores },
             throughputRatios: zip(h, d).map { $0.readsPerSecond / $1.readsPerSecond },
             p999Ratios: zip(hP, dP).map { $0 / $1 },
             halyardReadsPerSecond: h.map(\.readsPerSecond), dictReadsPerSecond: d.map(\.readsPerSecond),

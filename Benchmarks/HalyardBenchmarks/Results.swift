@@ -115,6 +115,11 @@ struct BenchReport: Codable {
         var threads: Int
         var rounds: Int
         var durationSeconds: Double
+        /// Per round: unsync.dict's reads/s times its single-thread ns per read, i.e. how many
+        /// cores' worth of reading the harness got while other programs shared the machine.
+        var dictCoresUsed: [Double]
+        /// Rounds (0-based) in which that was at least 70 % of the machine's cores.
+        var quietRounds: [Int]
         /// Per round: halyard.bool reads/s divided by unsync.dict reads/s.
         var throughputRatios: [Double]
         /// Per round: halyard.bool p99.9 divided by unsync.dict p99.9.
