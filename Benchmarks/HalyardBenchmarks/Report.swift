@@ -1,289 +1,315 @@
 #if os(Linux)
-import Foundation
+    import Foundation
 
-// MARK: - Verdicts
+    // MARK: - Verdicts
 
-func computeVerdicts(_ r: BenchReport) -> [BenchReport.Verdict] {
-    var out: [BenchReport.Verdict] = []
-    func verdict(_ ok: Bool?, _ target: String, _ measured: String) {
-        out.append(.init(result: ok.map { $0 ? "pass" : "fail" } ?? "skip", target: target, measured: measured))
-    }
-    func single(_ id: String) -> BenchReport.Single? { r.singleThread.first { $0.design == id } }
-
-    if let s = single("halyard.bool") {
-        let stretch = s.ratio <= 0.5 ? "stretch 0.5x met" : "stretch 0.5x not met"
-        verdict(
-            s.ratio <= 1.0, "keyed Bool read, 1 thread <= 1.0x unsync [String: Bool]",
-            "\(fmt(s.ratio))x (IQR \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))), \(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns; \(stretch)")
-    } else {
-        verdict(nil, "keyed Bool read, 1 thread <= 1.0x unsync [String: Bool]", "not run")
-    }
-    if let s = single("halyard.handle") {
-        verdict(
-            s.ratio <= 1.5, "handle read, 1 thread <= 1.5x unsync [Bool] by index",
-            "\(fmt(s.ratio))x (IQR \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))), \(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns")
-    } else {
-        verdict(nil, "handle read, 1 thread <= 1.5x unsync [Bool] by index", "not run")
-    }
-
-    let targetName = "64 readers + publisher"
-    if let t = r.target {
-        // On a shared machine, judge on the rounds where the harness had the machine, when
-        // there are enough of them; otherwise on all rounds, flagged.
-        let quiet = t.quietRounds.count >= 3
-        let use = quiet ? t.quietRounds : Array(0..<t.rounds)
-        let basis =
-            quiet
-            ? "median of the \(use.count) quiet rounds (dictionary got >= 70 % of the cores) of \(t.rounds)"
-            : "median of all \(t.rounds) rounds (fewer than 3 quiet rounds: machine busy, verdict unreliable)"
-        let tr = median(use.map { t.throughputRatios[$0] })
-        verdict(
-            tr >= 0.9, "\(targetName): halyard.bool throughput >= 0.9x unsync.dict",
-            "\(fmt(tr))x, \(basis); all rounds [\(t.throughputRatios.map(fmt).joined(separator: ", "))]")
-        let pr = median(use.map { t.p999Ratios[$0] })
-        verdict(
-            pr <= 1.5, "\(targetName): halyard.bool p99.9 <= 1.5x unsync.dict",
-            "\(fmt(pr))x, \(basis); all rounds [\(t.p999Ratios.map(fmt).joined(separator: ", "))]; "
-                + "pooled \(fmt(t.halyardP999PooledNs)) vs \(fmt(t.dictP999PooledNs)) ns = \(fmt(t.halyardP999PooledNs / t.dictP999PooledNs))x")
-        let pubs = t.halyardPublishesPerSecond.min() ?? 0
-        verdict(
-            pubs >= 990 * Double(r.options.publishRate) / 1000,
-            "\(targetName): publisher >= \(990 * r.options.publishRate / 1000) publishes/s",
-            "lowest round \(fmt(pubs))/s, \(t.halyardLateWakeups) wake-ups > 1 period late; "
-                + "publish p50/p99 \(fmt(t.halyardPublishP50Microseconds))/\(fmt(t.halyardPublishP99Microseconds)) us"
-                + (r.publisher.realtime ? "" : ", WITHOUT SCHED_FIFO"))
-    } else {
-        for t in ["throughput >= 0.9x", "p99.9 <= 1.5x", "publisher >= 990/s"] {
-            verdict(nil, "\(targetName): halyard.bool \(t)", "not run (--skip-multi, --target-rounds 0 or a filter)")
+    func computeVerdicts(_ r: BenchReport) -> [BenchReport.Verdict] {
+        var out: [BenchReport.Verdict] = []
+        func verdict(_ ok: Bool?, _ target: String, _ measured: String) {
+            out.append(.init(result: ok.map { $0 ? "pass" : "fail" } ?? "skip", target: target, measured: measured))
         }
+        func single(_ id: String) -> BenchReport.Single? { r.singleThread.first { $0.design == id } }
+
+        if let s = single("halyard.bool") {
+            let stretch = s.ratio <= 0.5 ? "stretch 0.5x met" : "stretch 0.5x not met"
+            verdict(
+                s.ratio <= 1.0, "keyed Bool read, 1 thread <= 1.0x unsync [String: Bool]",
+                "\(fmt(s.ratio))x (IQR \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))), \(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns; \(stretch)"
+            )
+        } else {
+            verdict(nil, "keyed Bool read, 1 thread <= 1.0x unsync [String: Bool]", "not run")
+        }
+        if let s = single("halyard.handle") {
+            verdict(
+                s.ratio <= 1.5, "handle read, 1 thread <= 1.5x unsync [Bool] by index",
+                "\(fmt(s.ratio))x (IQR \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))), \(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns"
+            )
+        } else {
+            verdict(nil, "handle read, 1 thread <= 1.5x unsync [Bool] by index", "not run")
+        }
+
+        let targetName = "64 readers + publisher"
+        if let t = r.target {
+            // On a shared machine, judge on the rounds where the harness had the machine, when
+            // there are enough of them; otherwise on all rounds, flagged.
+            let quiet = t.quietRounds.count >= 3
+            let use = quiet ? t.quietRounds : Array(0..<t.rounds)
+            let basis =
+                quiet
+                ? "median of the \(use.count) quiet rounds (dictionary got >= 70 % of the cores) of \(t.rounds)"
+                : "median of all \(t.rounds) rounds (fewer than 3 quiet rounds: machine busy, verdict unreliable)"
+            let tr = median(use.map { t.throughputRatios[$0] })
+            verdict(
+                tr >= 0.9, "\(targetName): halyard.bool throughput >= 0.9x unsync.dict",
+                "\(fmt(tr))x, \(basis); all rounds [\(t.throughputRatios.map(fmt).joined(separator: ", "))]")
+            let pr = median(use.map { t.p999Ratios[$0] })
+            verdict(
+                pr <= 1.5, "\(targetName): halyard.bool p99.9 <= 1.5x unsync.dict",
+                "\(fmt(pr))x, \(basis); all rounds [\(t.p999Ratios.map(fmt).joined(separator: ", "))]; "
+                    + "pooled \(fmt(t.halyardP999PooledNs)) vs \(fmt(t.dictP999PooledNs)) ns = \(fmt(t.halyardP999PooledNs / t.dictP999PooledNs))x"
+            )
+            let pubs = t.halyardPublishesPerSecond.min() ?? 0
+            verdict(
+                pubs >= 990 * Double(r.options.publishRate) / 1000,
+                "\(targetName): publisher >= \(990 * r.options.publishRate / 1000) publishes/s",
+                "lowest round \(fmt(pubs))/s, \(t.halyardLateWakeups) wake-ups > 1 period late; "
+                    + "publish p50/p99 \(fmt(t.halyardPublishP50Microseconds))/\(fmt(t.halyardPublishP99Microseconds)) us"
+                    + (r.publisher.realtime ? "" : ", WITHOUT SCHED_FIFO"))
+        } else {
+            for t in ["throughput >= 0.9x", "p99.9 <= 1.5x", "publisher >= 990/s"] {
+                verdict(
+                    nil, "\(targetName): halyard.bool \(t)", "not run (--skip-multi, --target-rounds 0 or a filter)")
+            }
+        }
+
+        func allocationVerdict(_ ids: [String], _ target: String) {
+            let rows = r.allocations.filter { ids.contains($0.probe) }
+            guard !rows.isEmpty else { return verdict(nil, target, "not run") }
+            let text = rows.map { "\($0.probe) \(fmt($0.allocationsPerRead))" }.joined(separator: ", ")
+            verdict(rows.allSatisfy { $0.allocationsPerRead == 0 }, target, text)
+        }
+        allocationVerdict(
+            [
+                "halyard.bool", "halyard.handle", "halyard.int", "halyard.double", "halyard.intHandle",
+                "halyard.doubleHandle",
+            ],
+            "zero allocations per Bool/Int/Double keyed and handle read")
+        allocationVerdict(
+            ["halyard.detail", "halyard.intDetail", "halyard.doubleDetail"],
+            "zero allocations per Bool/Int/Double detail read")
+        let bad = r.checksums.filter { !$0.ok }.map(\.design)
+        verdict(
+            bad.isEmpty, "every design returns the same values for the same sequence (checksum)",
+            bad.isEmpty ? "\(r.checksums.count) designs agree" : "differs: \(bad.joined(separator: ", "))")
+        return out
     }
 
-    func allocationVerdict(_ ids: [String], _ target: String) {
-        let rows = r.allocations.filter { ids.contains($0.probe) }
-        guard !rows.isEmpty else { return verdict(nil, target, "not run") }
-        let text = rows.map { "\($0.probe) \(fmt($0.allocationsPerRead))" }.joined(separator: ", ")
-        verdict(rows.allSatisfy { $0.allocationsPerRead == 0 }, target, text)
+    // MARK: - Text table
+
+    private func pad(_ s: String, _ n: Int, right: Bool = false) -> String {
+        if s.count >= n { return s }
+        let fill = String(repeating: " ", count: n - s.count)
+        return right ? fill + s : s + fill
     }
-    allocationVerdict(
-        ["halyard.bool", "halyard.handle", "halyard.int", "halyard.double", "halyard.intHandle", "halyard.doubleHandle"],
-        "zero allocations per Bool/Int/Double keyed and handle read")
-    allocationVerdict(
-        ["halyard.detail", "halyard.intDetail", "halyard.doubleDetail"],
-        "zero allocations per Bool/Int/Double detail read")
-    let bad = r.checksums.filter { !$0.ok }.map(\.design)
-    verdict(
-        bad.isEmpty, "every design returns the same values for the same sequence (checksum)",
-        bad.isEmpty ? "\(r.checksums.count) designs agree" : "differs: \(bad.joined(separator: ", "))")
-    return out
-}
 
-// MARK: - Text table
-
-private func pad(_ s: String, _ n: Int, right: Bool = false) -> String {
-    if s.count >= n { return s }
-    let fill = String(repeating: " ", count: n - s.count)
-    return right ? fill + s : s + fill
-}
-
-func renderTable(_ r: BenchReport) -> String {
-    var lines: [String] = []
-    lines.append("halyard-bench \(r.date)  \(r.machine.cpuModel), \(r.machine.cores) cores, \(r.machine.kernel)")
-    lines.append("Halyard: \(r.halyardImplementation)")
-    lines.append(
-        "options: threads \(r.options.threads), \(r.options.durationSeconds) s passes x \(r.options.rounds) rounds, "
-            + "\(r.options.singleRounds) paired single-thread rounds, publisher \(r.options.publishRate)/s")
-    lines.append("publisher: \(r.publisher.note)")
-    lines.append("")
-    lines.append("Single thread (median of paired A/B passes; ratio = design / its lower bound, IQR of the ratios)")
-    lines.append(
-        pad("design", 20) + pad("ns/read", 10, right: true) + "  " + pad("bound", 13) + pad("bound ns", 9, right: true)
-            + pad("ratio", 9, right: true) + "  IQR")
-    for s in r.singleThread {
+    func renderTable(_ r: BenchReport) -> String {
+        var lines: [String] = []
+        lines.append("halyard-bench \(r.date)  \(r.machine.cpuModel), \(r.machine.cores) cores, \(r.machine.kernel)")
+        lines.append("Halyard: \(r.halyardImplementation)")
         lines.append(
-            pad(s.design, 20) + pad(fmt(s.nsPerRead), 10, right: true) + "  " + pad(s.bound, 13)
-                + pad(fmt(s.boundNsPerRead), 9, right: true) + pad(fmt(s.ratio) + "x", 9, right: true)
-                + "  \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))")
-    }
-    lines.append("")
-    lines.append("Allocations per read (malloc-family calls around 100,000 reads on one thread)")
-    for a in r.allocations {
-        lines.append(pad(a.probe, 22) + pad(fmt(a.allocationsPerRead), 8, right: true))
-    }
-    lines.append("")
-    lines.append("Publish cost, one thread, no readers (median / p99 of single publishes; allocations per publish)")
-    for c in r.publishCosts {
+            "options: threads \(r.options.threads), \(r.options.durationSeconds) s passes x \(r.options.rounds) rounds, "
+                + "\(r.options.singleRounds) paired single-thread rounds, publisher \(r.options.publishRate)/s")
+        lines.append("publisher: \(r.publisher.note)")
+        lines.append("")
+        lines.append("Single thread (median of paired A/B passes; ratio = design / its lower bound, IQR of the ratios)")
         lines.append(
-            pad(c.design, 22) + pad("\(fmt(c.p50Microseconds)) / \(fmt(c.p99Microseconds)) us", 22, right: true)
-                + pad(fmt(c.allocationsPerPublish) + " allocs", 14, right: true))
-    }
-    let cells = Array(Set(r.multiThread.map { "\($0.threads)|\($0.publisher)" }))
-    for t in r.options.threads {
-        for publisher in [false, true] where cells.contains("\(t)|\(publisher)") {
+            pad("design", 20) + pad("ns/read", 10, right: true) + "  " + pad("bound", 13)
+                + pad("bound ns", 9, right: true)
+                + pad("ratio", 9, right: true) + "  IQR")
+        for s in r.singleThread {
+            lines.append(
+                pad(s.design, 20) + pad(fmt(s.nsPerRead), 10, right: true) + "  " + pad(s.bound, 13)
+                    + pad(fmt(s.boundNsPerRead), 9, right: true) + pad(fmt(s.ratio) + "x", 9, right: true)
+                    + "  \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))")
+        }
+        lines.append("")
+        lines.append("Allocations per read (malloc-family calls around 100,000 reads on one thread)")
+        for a in r.allocations {
+            lines.append(pad(a.probe, 22) + pad(fmt(a.allocationsPerRead), 8, right: true))
+        }
+        lines.append("")
+        lines.append("Publish cost, one thread, no readers (median / p99 of single publishes; allocations per publish)")
+        for c in r.publishCosts {
+            lines.append(
+                pad(c.design, 22) + pad("\(fmt(c.p50Microseconds)) / \(fmt(c.p99Microseconds)) us", 22, right: true)
+                    + pad(fmt(c.allocationsPerPublish) + " allocs", 14, right: true))
+        }
+        let cells = Array(Set(r.multiThread.map { "\($0.threads)|\($0.publisher)" }))
+        for t in r.options.threads {
+            for publisher in [false, true] where cells.contains("\(t)|\(publisher)") {
+                lines.append("")
+                lines.append(
+                    "\(t) reader thread\(t == 1 ? "" : "s"), publisher \(publisher ? "ON (\(r.options.publishRate)/s)" : "off")"
+                        + "   (p-values: per read, from timed batches)")
+                lines.append(
+                    pad("design", 20) + pad("Mreads/s", 10, right: true) + pad("vs dict", 9, right: true)
+                        + pad("p50 ns", 9, right: true)
+                        + pad("p99 ns", 9, right: true) + pad("p99.9 ns", 10, right: true)
+                        + pad("batch", 6, right: true)
+                        + (publisher
+                            ? pad("publishes/s", 13, right: true) + pad("publish p50/p99 us", 20, right: true) : ""))
+                for m in r.multiThread where m.threads == t && m.publisher == publisher {
+                    var line =
+                        pad(m.design, 20) + pad(fmt(m.readsPerSecond / 1e6), 10, right: true)
+                        + pad(fmt(m.throughputRatioToDict) + "x", 9, right: true)
+                        + pad(fmt(m.p50Ns), 9, right: true) + pad(fmt(m.p99Ns), 9, right: true)
+                        + pad(fmt(m.p999Ns), 10, right: true) + pad(String(m.batch), 6, right: true)
+                    if let p = m.publishesPerSecond {
+                        line += pad(fmt(p), 13, right: true)
+                        if m.publisherSwaps, let p50 = m.publishP50Microseconds, let p99 = m.publishP99Microseconds {
+                            line += pad("\(fmt(p50)) / \(fmt(p99))", 20, right: true)
+                        } else {
+                            line += "  (wake-ups only, no swap)"
+                        }
+                    }
+                    lines.append(line)
+                }
+            }
+        }
+        if let t = r.target {
             lines.append("")
             lines.append(
-                "\(t) reader thread\(t == 1 ? "" : "s"), publisher \(publisher ? "ON (\(r.options.publishRate)/s)" : "off")"
-                    + "   (p-values: per read, from timed batches)")
+                "Target cell: \(t.threads) readers + publisher, \(t.rounds) paired rounds of \(t.durationSeconds) s (halyard.bool / unsync.dict)"
+            )
             lines.append(
-                pad("design", 20) + pad("Mreads/s", 10, right: true) + pad("vs dict", 9, right: true)
-                    + pad("p50 ns", 9, right: true)
-                    + pad("p99 ns", 9, right: true) + pad("p99.9 ns", 10, right: true) + pad("batch", 6, right: true)
-                    + (publisher ? pad("publishes/s", 13, right: true) + pad("publish p50/p99 us", 20, right: true) : ""))
-            for m in r.multiThread where m.threads == t && m.publisher == publisher {
-                var line =
-                    pad(m.design, 20) + pad(fmt(m.readsPerSecond / 1e6), 10, right: true)
-                    + pad(fmt(m.throughputRatioToDict) + "x", 9, right: true)
-                    + pad(fmt(m.p50Ns), 9, right: true) + pad(fmt(m.p99Ns), 9, right: true)
-                    + pad(fmt(m.p999Ns), 10, right: true) + pad(String(m.batch), 6, right: true)
-                if let p = m.publishesPerSecond {
-                    line += pad(fmt(p), 13, right: true)
-                    if m.publisherSwaps, let p50 = m.publishP50Microseconds, let p99 = m.publishP99Microseconds {
-                        line += pad("\(fmt(p50)) / \(fmt(p99))", 20, right: true)
-                    } else {
-                        line += "  (wake-ups only, no swap)"
-                    }
-                }
-                lines.append(line)
+                pad("round", 7) + pad("halyard Mr/s", 14, right: true) + pad("dict Mr/s", 11, right: true)
+                    + pad("ratio", 8, right: true) + pad("halyard p99.9", 15, right: true)
+                    + pad("dict p99.9", 12, right: true)
+                    + pad("ratio", 8, right: true) + pad("publishes/s", 13, right: true)
+                    + pad("control Mr/s", 14, right: true) + pad("control p99.9", 15, right: true)
+                    + pad("dict cores", 12, right: true))
+            for i in 0..<t.rounds {
+                lines.append(
+                    pad(String(i + 1), 7) + pad(fmt(t.halyardReadsPerSecond[i] / 1e6), 14, right: true)
+                        + pad(fmt(t.dictReadsPerSecond[i] / 1e6), 11, right: true)
+                        + pad(fmt(t.throughputRatios[i]), 8, right: true)
+                        + pad(fmt(t.halyardP999Ns[i]), 15, right: true) + pad(fmt(t.dictP999Ns[i]), 12, right: true)
+                        + pad(fmt(t.p999Ratios[i]), 8, right: true)
+                        + pad(fmt(t.halyardPublishesPerSecond[i]), 13, right: true)
+                        + pad(fmt(t.elsewhereReadsPerSecond[i] / 1e6), 14, right: true)
+                        + pad(fmt(t.elsewhereP999Ns[i]), 15, right: true)
+                        + pad(fmt(t.dictCoresUsed[i]) + (t.quietRounds.contains(i) ? " quiet" : ""), 12, right: true))
             }
         }
-    }
-    if let t = r.target {
-        lines.append("")
-        lines.append(
-            "Target cell: \(t.threads) readers + publisher, \(t.rounds) paired rounds of \(t.durationSeconds) s (halyard.bool / unsync.dict)")
-        lines.append(pad("round", 7) + pad("halyard Mr/s", 14, right: true) + pad("dict Mr/s", 11, right: true)
-            + pad("ratio", 8, right: true) + pad("halyard p99.9", 15, right: true) + pad("dict p99.9", 12, right: true)
-            + pad("ratio", 8, right: true) + pad("publishes/s", 13, right: true)
-            + pad("control Mr/s", 14, right: true) + pad("control p99.9", 15, right: true)
-            + pad("dict cores", 12, right: true))
-        for i in 0..<t.rounds {
+        if r.target != nil {
             lines.append(
-                pad(String(i + 1), 7) + pad(fmt(t.halyardReadsPerSecond[i] / 1e6), 14, right: true)
-                    + pad(fmt(t.dictReadsPerSecond[i] / 1e6), 11, right: true) + pad(fmt(t.throughputRatios[i]), 8, right: true)
-                    + pad(fmt(t.halyardP999Ns[i]), 15, right: true) + pad(fmt(t.dictP999Ns[i]), 12, right: true)
-                    + pad(fmt(t.p999Ratios[i]), 8, right: true) + pad(fmt(t.halyardPublishesPerSecond[i]), 13, right: true)
-                    + pad(fmt(t.elsewhereReadsPerSecond[i] / 1e6), 14, right: true)
-                    + pad(fmt(t.elsewhereP999Ns[i]), 15, right: true)
-                    + pad(fmt(t.dictCoresUsed[i]) + (t.quietRounds.contains(i) ? " quiet" : ""), 12, right: true))
+                "control: halyard.bool reading one client while the publisher publishes into another client (process-wide side effects only)"
+            )
         }
+        lines.append("")
+        lines.append("Verdicts")
+        for v in r.verdicts {
+            lines.append(
+                "\(v.result.uppercased().padding(toLength: 5, withPad: " ", startingAt: 0)) \(v.target): \(v.measured)")
+        }
+        lines.append(String(format: "run took %.0f s", r.elapsedSeconds))
+        return lines.joined(separator: "\n")
     }
-    if r.target != nil {
-        lines.append(
-            "control: halyard.bool reading one client while the publisher publishes into another client (process-wide side effects only)")
-    }
-    lines.append("")
-    lines.append("Verdicts")
-    for v in r.verdicts {
-        lines.append("\(v.result.uppercased().padding(toLength: 5, withPad: " ", startingAt: 0)) \(v.target): \(v.measured)")
-    }
-    lines.append(String(format: "run took %.0f s", r.elapsedSeconds))
-    return lines.joined(separator: "\n")
-}
 
-// MARK: - SVG chart
+    // MARK: - SVG chart
 
-private let palette = [
-    "#d62728", "#ff7f0e", "#e6b800", "#222222", "#7f7f7f", "#1f77b4", "#2ca02c", "#17becf", "#9467bd", "#8c564b",
-    "#e377c2",
-]
+    private let palette = [
+        "#d62728", "#ff7f0e", "#e6b800", "#222222", "#7f7f7f", "#1f77b4", "#2ca02c", "#17becf", "#9467bd", "#8c564b",
+        "#e377c2",
+    ]
 
-func renderSVG(_ r: BenchReport) -> String {
-    let width = 1080.0, height = 600.0
-    let panelW = 430.0, panelH = 380.0, top = 60.0
-    let lefts = [80.0, 600.0]
-    let threads = r.options.threads.sorted()
-    let designs = r.designs.map(\.id)
-    var svg: [String] = []
-    svg.append(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
-            + "viewBox=\"0 0 \(Int(width)) \(Int(height))\" font-family=\"sans-serif\" font-size=\"12\">")
-    svg.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>")
-    svg.append(
-        "<text x=\"\(width / 2)\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">halyard-bench \(escape(r.date)): "
-            + "\(escape(r.machine.cpuModel)), \(r.machine.cores) cores. Solid: with publisher (\(r.options.publishRate)/s); dashed: without</text>")
-    guard !r.multiThread.isEmpty, let tMin = threads.first, let tMax = threads.last else {
-        svg.append("<text x=\"40\" y=\"100\">no multi-thread results in this run</text></svg>")
+    func renderSVG(_ r: BenchReport) -> String {
+        let width = 1080.0, height = 600.0
+        let panelW = 430.0, panelH = 380.0, top = 60.0
+        let lefts = [80.0, 600.0]
+        let threads = r.options.threads.sorted()
+        let designs = r.designs.map(\.id)
+        var svg: [String] = []
+        svg.append(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
+                + "viewBox=\"0 0 \(Int(width)) \(Int(height))\" font-family=\"sans-serif\" font-size=\"12\">")
+        svg.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>")
+        svg.append(
+            "<text x=\"\(width / 2)\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">halyard-bench \(escape(r.date)): "
+                + "\(escape(r.machine.cpuModel)), \(r.machine.cores) cores. Solid: with publisher (\(r.options.publishRate)/s); dashed: without</text>"
+        )
+        guard !r.multiThread.isEmpty, let tMin = threads.first, let tMax = threads.last else {
+            svg.append("<text x=\"40\" y=\"100\">no multi-thread results in this run</text></svg>")
+            return svg.joined(separator: "\n")
+        }
+        let panels: [(String, String, (BenchReport.Multi) -> Double)] = [
+            ("p99.9 latency per read (ns, log scale; lower is better)", "ns", { $0.p999Ns }),
+            ("aggregate throughput (reads/s, log scale; higher is better)", "reads/s", { $0.readsPerSecond }),
+        ]
+        for (p, (title, _, metric)) in panels.enumerated() {
+            let left = lefts[p]
+            let values = r.multiThread.map(metric).filter { $0.isFinite && $0 > 0 }
+            guard let vMin = values.min(), let vMax = values.max() else { continue }
+            let lo = floor(log10(vMin)), hi = max(ceil(log10(vMax)), lo + 1)
+            func x(_ t: Int) -> Double {
+                tMax == tMin
+                    ? left + panelW / 2
+                    : left + panelW * (log2(Double(t)) - log2(Double(tMin))) / (log2(Double(tMax)) - log2(Double(tMin)))
+            }
+            func y(_ v: Double) -> Double { top + panelH * (1 - (log10(v) - lo) / (hi - lo)) }
+            svg.append(
+                "<text x=\"\(left + panelW / 2)\" y=\"\(top - 12)\" text-anchor=\"middle\" font-size=\"13\">\(escape(title))</text>"
+            )
+            svg.append(
+                "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(panelW)\" height=\"\(panelH)\" fill=\"none\" stroke=\"#444\"/>"
+            )
+            var e = lo
+            while e <= hi {
+                let yy = y(pow(10, e))
+                svg.append("<line x1=\"\(left)\" y1=\"\(yy)\" x2=\"\(left + panelW)\" y2=\"\(yy)\" stroke=\"#ddd\"/>")
+                svg.append("<text x=\"\(left - 6)\" y=\"\(yy + 4)\" text-anchor=\"end\">\(tickLabel(e))</text>")
+                e += 1
+            }
+            for t in threads {
+                let xx = x(t)
+                svg.append("<line x1=\"\(xx)\" y1=\"\(top)\" x2=\"\(xx)\" y2=\"\(top + panelH)\" stroke=\"#eee\"/>")
+                svg.append("<text x=\"\(xx)\" y=\"\(top + panelH + 16)\" text-anchor=\"middle\">\(t)</text>")
+            }
+            svg.append(
+                "<text x=\"\(left + panelW / 2)\" y=\"\(top + panelH + 34)\" text-anchor=\"middle\">reader threads</text>"
+            )
+            for (i, id) in designs.enumerated() {
+                let color = palette[i % palette.count]
+                for publisher in [false, true] {
+                    let pts = r.multiThread.filter { $0.design == id && $0.publisher == publisher }
+                        .sorted { $0.threads < $1.threads }
+                        .compactMap { m -> String? in
+                            let v = metric(m)
+                            return v.isFinite && v > 0 ? String(format: "%.1f,%.1f", x(m.threads), y(v)) : nil
+                        }
+                    guard !pts.isEmpty else { continue }
+                    let dash = publisher ? "" : " stroke-dasharray=\"5,4\""
+                    let isHalyard = id.hasPrefix("halyard.")
+                    let w = (publisher ? 2.2 : 1.2) * (isHalyard ? 1.6 : 1)
+                    svg.append(
+                        "<polyline points=\"\(pts.joined(separator: " "))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"\(w)\"\(dash)/>"
+                    )
+                    for pt in pts where publisher {
+                        let xy = pt.split(separator: ",")
+                        svg.append("<circle cx=\"\(xy[0])\" cy=\"\(xy[1])\" r=\"2.5\" fill=\"\(color)\"/>")
+                    }
+                }
+            }
+        }
+        // Legend: one entry per design, in rows of four under the panels.
+        let legendTop = top + panelH + 56
+        for (i, id) in designs.enumerated() {
+            let col = i % 4, row = i / 4
+            let lx = 80.0 + Double(col) * 250, ly = legendTop + Double(row) * 20
+            svg.append(
+                "<line x1=\"\(lx)\" y1=\"\(ly - 4)\" x2=\"\(lx + 24)\" y2=\"\(ly - 4)\" stroke=\"\(palette[i % palette.count])\" stroke-width=\"3\"/>"
+            )
+            svg.append("<text x=\"\(lx + 30)\" y=\"\(ly)\">\(escape(id))</text>")
+        }
+        svg.append("</svg>")
         return svg.joined(separator: "\n")
     }
-    let panels: [(String, String, (BenchReport.Multi) -> Double)] = [
-        ("p99.9 latency per read (ns, log scale; lower is better)", "ns", { $0.p999Ns }),
-        ("aggregate throughput (reads/s, log scale; higher is better)", "reads/s", { $0.readsPerSecond }),
-    ]
-    for (p, (title, _, metric)) in panels.enumerated() {
-        let left = lefts[p]
-        let values = r.multiThread.map(metric).filter { $0.isFinite && $0 > 0 }
-        guard let vMin = values.min(), let vMax = values.max() else { continue }
-        let lo = floor(log10(vMin)), hi = max(ceil(log10(vMax)), lo + 1)
-        func x(_ t: Int) -> Double {
-            tMax == tMin ? left + panelW / 2
-                : left + panelW * (log2(Double(t)) - log2(Double(tMin))) / (log2(Double(tMax)) - log2(Double(tMin)))
-        }
-        func y(_ v: Double) -> Double { top + panelH * (1 - (log10(v) - lo) / (hi - lo)) }
-        svg.append("<text x=\"\(left + panelW / 2)\" y=\"\(top - 12)\" text-anchor=\"middle\" font-size=\"13\">\(escape(title))</text>")
-        svg.append(
-            "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(panelW)\" height=\"\(panelH)\" fill=\"none\" stroke=\"#444\"/>")
-        var e = lo
-        while e <= hi {
-            let yy = y(pow(10, e))
-            svg.append("<line x1=\"\(left)\" y1=\"\(yy)\" x2=\"\(left + panelW)\" y2=\"\(yy)\" stroke=\"#ddd\"/>")
-            svg.append("<text x=\"\(left - 6)\" y=\"\(yy + 4)\" text-anchor=\"end\">\(tickLabel(e))</text>")
-            e += 1
-        }
-        for t in threads {
-            let xx = x(t)
-            svg.append("<line x1=\"\(xx)\" y1=\"\(top)\" x2=\"\(xx)\" y2=\"\(top + panelH)\" stroke=\"#eee\"/>")
-            svg.append("<text x=\"\(xx)\" y=\"\(top + panelH + 16)\" text-anchor=\"middle\">\(t)</text>")
-        }
-        svg.append("<text x=\"\(left + panelW / 2)\" y=\"\(top + panelH + 34)\" text-anchor=\"middle\">reader threads</text>")
-        for (i, id) in designs.enumerated() {
-            let color = palette[i % palette.count]
-            for publisher in [false, true] {
-                let pts = r.multiThread.filter { $0.design == id && $0.publisher == publisher }
-                    .sorted { $0.threads < $1.threads }
-                    .compactMap { m -> String? in
-                        let v = metric(m)
-                        return v.isFinite && v > 0 ? String(format: "%.1f,%.1f", x(m.threads), y(v)) : nil
-                    }
-                guard !pts.isEmpty else { continue }
-                let dash = publisher ? "" : " stroke-dasharray=\"5,4\""
-                let isHalyard = id.hasPrefix("halyard.")
-                let w = (publisher ? 2.2 : 1.2) * (isHalyard ? 1.6 : 1)
-                svg.append(
-                    "<polyline points=\"\(pts.joined(separator: " "))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"\(w)\"\(dash)/>")
-                for pt in pts where publisher {
-                    let xy = pt.split(separator: ",")
-                    svg.append("<circle cx=\"\(xy[0])\" cy=\"\(xy[1])\" r=\"2.5\" fill=\"\(color)\"/>")
-                }
-            }
-        }
-    }
-    // Legend: one entry per design, in rows of four under the panels.
-    let legendTop = top + panelH + 56
-    for (i, id) in designs.enumerated() {
-        let col = i % 4, row = i / 4
-        let lx = 80.0 + Double(col) * 250, ly = legendTop + Double(row) * 20
-        svg.append(
-            "<line x1=\"\(lx)\" y1=\"\(ly - 4)\" x2=\"\(lx + 24)\" y2=\"\(ly - 4)\" stroke=\"\(palette[i % palette.count])\" stroke-width=\"3\"/>")
-        svg.append("<text x=\"\(lx + 30)\" y=\"\(ly)\">\(escape(id))</text>")
-    }
-    svg.append("</svg>")
-    return svg.joined(separator: "\n")
-}
 
-private func tickLabel(_ exponent: Double) -> String {
-    let e = Int(exponent)
-    switch e {
-    case 0: return "1"
-    case 1: return "10"
-    case 2: return "100"
-    case 3: return "1k"
-    case 6: return "1M"
-    case 9: return "1G"
-    default: return "1e\(e)"
+    private func tickLabel(_ exponent: Double) -> String {
+        let e = Int(exponent)
+        switch e {
+        case 0: return "1"
+        case 1: return "10"
+        case 2: return "100"
+        case 3: return "1k"
+        case 6: return "1M"
+        case 9: return "1G"
+        default: return "1e\(e)"
+        }
     }
-}
 
-private func escape(_ s: String) -> String {
-    s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-        .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-}
+    private func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
 #endif

@@ -44,7 +44,9 @@ struct Workload: Sendable {
         let set1 = set0.enumerated().map { i, v in i % 3 == 0 ? !v : v }
         self.keys = keys
         self.values = [set0, set1]
-        self.sequence = (0..<Self.sequenceLength).map { _ in Int32(truncatingIfNeeded: rng.next() % UInt64(Self.keyCount)) }
+        self.sequence = (0..<Self.sequenceLength).map { _ in
+            Int32(truncatingIfNeeded: rng.next() % UInt64(Self.keyCount))
+        }
     }
 
     func dictionary(_ set: Int) -> [String: Bool] {
