@@ -138,7 +138,9 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
     }
 
     private func receiveExposures(_ request: TransportRequest) -> TransportResponse {
-        let gzipped = request.headers.contains { $0.key.lowercased() == "content-encoding" && $0.value.lowercased() == "gzip" }
+        let gzipped = request.headers.contains {
+            $0.key.lowercased() == "content-encoding" && $0.value.lowercased() == "gzip"
+        }
         guard let raw = gzipped ? OFREPWire.gunzip(request.body) : request.body,
             case .object(let document)? = OFREPWire.parse(raw), case .array(let events)? = document["events"]
         else {

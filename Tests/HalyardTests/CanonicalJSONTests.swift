@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 /// A small deterministic PRNG (SplitMix64) so random tests are reproducible.
@@ -39,7 +40,10 @@ enum RandomJSON {
                 let d = Double(bitPattern: g.next())
                 if d.isFinite { return d }
             }
-        case 3: return [0.0, -0.0, 1e21, 1e-7, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 9_007_199_254_740_992, 0.1]
+        case 3:
+            return [
+                0.0, -0.0, 1e21, 1e-7, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 9_007_199_254_740_992, 0.1,
+            ]
             .randomElement(using: &g)!
         default: return Double(Int64.random(in: .min ... .max, using: &g))
         }
@@ -51,8 +55,11 @@ enum RandomJSON {
         case 0: return .null
         case 1: return .bool(Bool.random(using: &g))
         case 2:
-            return .int([Int64.random(in: -1000...1000, using: &g), Int64.random(in: .min ... .max, using: &g),
-                         .max, .min, 1 << 53, (1 << 53) + 1][Int.random(in: 0..<6, using: &g)])
+            return .int(
+                [
+                    Int64.random(in: -1000...1000, using: &g), Int64.random(in: .min ... .max, using: &g),
+                    .max, .min, 1 << 53, (1 << 53) + 1,
+                ][Int.random(in: 0..<6, using: &g)])
         case 3: return .double(double(&g))
         case 4: return .string(string(&g))
         case 5: return .array((0..<Int.random(in: 0...4, using: &g)).map { _ in value(&g, depth: depth + 1) })
@@ -72,24 +79,25 @@ enum RandomJSON {
     /// RFC 8785 §3.2.2 example (input data as given there, output as expected).
     @Test func rfc8785MainExample() throws {
         let input = #"""
-        {
-          "numbers": [333333333.33333329, 1E30, 4.50,
-                      2e-3, 0.000000000000000000000000001],
-          "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
-          "literals": [null, true, false]
-        }
-        """#
-        let expected = #"{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"#
+            {
+              "numbers": [333333333.33333329, 1E30, 4.50,
+                          2e-3, 0.000000000000000000000000001],
+              "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+              "literals": [null, true, false]
+            }
+            """#
+        let expected =
+            #"{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"#
         #expect(try canonical(input) == expected)
     }
 
     /// RFC 8785 §3.2.3 sorting example: names sorted by UTF-16 code units.
     @Test func rfc8785SortingExample() throws {
         let input = #"""
-        {"\u20ac":"Euro Sign","\r":"Carriage Return","\ufb33":"Hebrew Letter Dalet With Dagesh",
-         "1":"One","\ud83d\ude00":"Emoji: Grinning Face","\u0080":"Control",
-         "\u00f6":"Latin Small Letter O With Diaeresis"}
-        """#
+            {"\u20ac":"Euro Sign","\r":"Carriage Return","\ufb33":"Hebrew Letter Dalet With Dagesh",
+             "1":"One","\ud83d\ude00":"Emoji: Grinning Face","\u0080":"Control",
+             "\u00f6":"Latin Small Letter O With Diaeresis"}
+            """#
         let out = try canonical(input)
         let names = ["\r", "1", "\u{80}", "ö", "€", "😀", "\u{FB33}"]
         var position = out.startIndex
@@ -102,23 +110,24 @@ enum RandomJSON {
     }
 
     /// RFC 8785 Appendix B: IEEE 754 bit patterns and their ECMAScript serialization.
-    @Test(arguments: [
-        (0x0000_0000_0000_0000, "0"), (0x8000_0000_0000_0000, "0"),
-        (0x0000_0000_0000_0001, "5e-324"), (0x8000_0000_0000_0001, "-5e-324"),
-        (0x7FEF_FFFF_FFFF_FFFF, "1.7976931348623157e+308"), (0xFFEF_FFFF_FFFF_FFFF, "-1.7976931348623157e+308"),
-        (0x4340_0000_0000_0000, "9007199254740992"), (0xC340_0000_0000_0000, "-9007199254740992"),
-        (0x4430_0000_0000_0000, "295147905179352830000"),
-        (0x44B5_2D02_C7E1_4AF5, "9.999999999999997e+22"), (0x44B5_2D02_C7E1_4AF6, "1e+23"),
-        (0x44B5_2D02_C7E1_4AF7, "1.0000000000000001e+23"),
-        (0x444B_1AE4_D6E2_EF4E, "999999999999999700000"), (0x444B_1AE4_D6E2_EF4F, "999999999999999900000"),
-        (0x444B_1AE4_D6E2_EF50, "1e+21"),
-        (0x3EB0_C6F7_A0B5_ED8C, "9.999999999999997e-7"), (0x3EB0_C6F7_A0B5_ED8D, "0.000001"),
-        (0x41B3_DE43_5555_5553, "333333333.3333332"), (0x41B3_DE43_5555_5554, "333333333.33333325"),
-        (0x41B3_DE43_5555_5555, "333333333.3333333"), (0x41B3_DE43_5555_5556, "333333333.3333334"),
-        (0x41B3_DE43_5555_5557, "333333333.33333343"),
-        (0xBECB_F647_612F_3696, "-0.0000033333333333333333"),
-        (0x4314_3FF3_C1CB_0959, "1424953923781206.2"),
-    ] as [(UInt64, String)])
+    @Test(
+        arguments: [
+            (0x0000_0000_0000_0000, "0"), (0x8000_0000_0000_0000, "0"),
+            (0x0000_0000_0000_0001, "5e-324"), (0x8000_0000_0000_0001, "-5e-324"),
+            (0x7FEF_FFFF_FFFF_FFFF, "1.7976931348623157e+308"), (0xFFEF_FFFF_FFFF_FFFF, "-1.7976931348623157e+308"),
+            (0x4340_0000_0000_0000, "9007199254740992"), (0xC340_0000_0000_0000, "-9007199254740992"),
+            (0x4430_0000_0000_0000, "295147905179352830000"),
+            (0x44B5_2D02_C7E1_4AF5, "9.999999999999997e+22"), (0x44B5_2D02_C7E1_4AF6, "1e+23"),
+            (0x44B5_2D02_C7E1_4AF7, "1.0000000000000001e+23"),
+            (0x444B_1AE4_D6E2_EF4E, "999999999999999700000"), (0x444B_1AE4_D6E2_EF4F, "999999999999999900000"),
+            (0x444B_1AE4_D6E2_EF50, "1e+21"),
+            (0x3EB0_C6F7_A0B5_ED8C, "9.999999999999997e-7"), (0x3EB0_C6F7_A0B5_ED8D, "0.000001"),
+            (0x41B3_DE43_5555_5553, "333333333.3333332"), (0x41B3_DE43_5555_5554, "333333333.33333325"),
+            (0x41B3_DE43_5555_5555, "333333333.3333333"), (0x41B3_DE43_5555_5556, "333333333.3333334"),
+            (0x41B3_DE43_5555_5557, "333333333.33333343"),
+            (0xBECB_F647_612F_3696, "-0.0000033333333333333333"),
+            (0x4314_3FF3_C1CB_0959, "1424953923781206.2"),
+        ] as [(UInt64, String)])
     func rfc8785NumberTable(bits: UInt64, expected: String) throws {
         let value = JSONValue.double(Double(bitPattern: bits))
         #expect(value.canonicalJSON == expected)
@@ -167,8 +176,10 @@ enum RandomJSON {
     /// The writer skips plain bytes eight at a time: put each byte that needs escaping at every
     /// position around the word boundaries.
     @Test func escapesAtEveryPositionOfTheWordScan() {
-        let specials: [(String, String)] = [("\"", "\\\""), ("\\", "\\\\"), ("\n", "\\n"), ("\u{1}", "\\u0001"),
-                                            ("\u{1F}", "\\u001f"), ("é", "é"), ("\u{7F}", "\u{7F}"), (" ", " ")]
+        let specials: [(String, String)] = [
+            ("\"", "\\\""), ("\\", "\\\\"), ("\n", "\\n"), ("\u{1}", "\\u0001"),
+            ("\u{1F}", "\\u001f"), ("é", "é"), ("\u{7F}", "\u{7F}"), (" ", " "),
+        ]
         for length in 0..<20 {
             let plain = String(repeating: "x", count: length)
             for (raw, escaped) in specials {
@@ -223,9 +234,11 @@ enum RandomJSON {
     /// specifies for numbers and strings): random doubles (raw bit patterns) and random strings.
     /// Skipped, with the reason printed, when `node` is not installed.
     @Test func differentialAgainstNodeJSONStringify() throws {
-        guard let node = ["/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs"].first(where: {
-            FileManager.default.isExecutableFile(atPath: $0)
-        }) else {
+        guard
+            let node = ["/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
             print("ECMAScript differential test skipped: node not found")
             return
         }
@@ -272,7 +285,8 @@ enum RandomJSON {
         let output = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
-        let expected = String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let expected = String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            .map(String.init)
         try #require(expected.count >= values.count)
         for (value, js) in zip(values, expected) {
             #expect(value.canonicalJSON == js, "\(value)")

@@ -1,6 +1,7 @@
 import Foundation
 import HalyardTesting
 import Testing
+
 @testable import Halyard
 
 /// OpenFeature semantics of the online client, end to end through the in-memory control plane:
@@ -21,7 +22,8 @@ import Testing
 
     @Test func reasonsVariantsAndMetadataPassThrough() async throws {
         let plane = InMemoryControlPlane()
-        plane.setFlag(ServedFlag(key: "t", value: true, variant: "on", reason: .targetingMatch, metadata: ["team": .string("x")]))
+        plane.setFlag(
+            ServedFlag(key: "t", value: true, variant: "on", reason: .targetingMatch, metadata: ["team": .string("x")]))
         plane.setFlag(ServedFlag(key: "s", value: "b", variant: "B", reason: .split))
         plane.setFlag(ServedFlag(key: "custom", value: 1, reason: EvaluationReason(rawValue: "EXPERIMENT")))
         plane.setFlag(ServedFlag(key: "off", value: nil, reason: .disabled))
@@ -41,7 +43,8 @@ import Testing
     @Test func errorCodes() async throws {
         let plane = InMemoryControlPlane(values: ["n": 1, "d": 1.5])
         for code in [FlagErrorCode.flagNotFound, .parseError, .targetingKeyMissing, .invalidContext, .general] {
-            plane.setFlag(ServedFlag(key: "e-\(code.rawValue)", value: nil, reason: .error, errorCode: code, errorMessage: "m"))
+            plane.setFlag(
+                ServedFlag(key: "e-\(code.rawValue)", value: nil, reason: .error, errorCode: code, errorMessage: "m"))
         }
         plane.holdInitialization()
         let client = try Self.client(plane)
@@ -72,7 +75,9 @@ import Testing
         await client.refresh()  // 304: nothing to report
         #expect(await recorder.wait { $0.contains(.ready) })
         try await Task.sleep(for: .milliseconds(20))
-        #expect(recorder.all == [.ready, .configurationChanged(["a"])] || recorder.all == [.configurationChanged(["a"]), .ready])
+        #expect(
+            recorder.all == [.ready, .configurationChanged(["a"])]
+                || recorder.all == [.configurationChanged(["a"]), .ready])
     }
 
     @Test func failedStartIsErrorThenReadyAfterBackoff() async throws {
@@ -88,7 +93,10 @@ import Testing
         await clock.advanceWhenArmed(by: .seconds(2))  // the retry fires
         #expect(await waitUntil { client.status == .ready })
         #expect(await recorder.wait { $0.contains(.ready) })
-        #expect(recorder.all.filter { $0 == .ready || $0.isError } == [.error(code: .general, message: "the control plane answered 503"), .ready])
+        #expect(
+            recorder.all.filter { $0 == .ready || $0.isError } == [
+                .error(code: .general, message: "the control plane answered 503"), .ready,
+            ])
     }
 
     @Test func failedRefreshesBecomeStaleAfterThreePollIntervals() async throws {
@@ -293,7 +301,9 @@ import Testing
         await client.refresh()
         #expect(client.status == .fatal)
         await #expect(throws: FlagClientError.blankKey) { try await client.setKey(" ") }
-        await #expect(throws: FlagClientError.serverKeyInClientRole(prefix: "srv-")) { try await client.setKey("srv-1") }
+        await #expect(throws: FlagClientError.serverKeyInClientRole(prefix: "srv-")) {
+            try await client.setKey("srv-1")
+        }
         #expect(plane.requests.count == 1)
         try await client.setKey("cli-rotated")
         #expect(client.status == .ready)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 @Suite struct EvaluationContextTests {
@@ -102,12 +103,15 @@ import Testing
         }
         #expect(validationError(EvaluationContext(targetingKey: "u", kind: "org")) == nil)
         #expect(validationError(EvaluationContext(targetingKey: "u", kind: "Bad")) == .invalidKind("Bad"))
-        #expect(validationError(EvaluationContext(targetingKey: "u", attributes: ["kind": "x"]))
-            == .reservedAttributeName("kind"))
-        #expect(validationError(EvaluationContext(targetingKey: "u", attributes: ["targetingKey": "x"]))
-            == .reservedAttributeName("targetingKey"))
-        #expect(validationError(EvaluationContext(targetingKey: "u", attributes: ["x": [.double(.nan)]]))
-            == .nonFiniteNumber(attribute: "x"))
+        #expect(
+            validationError(EvaluationContext(targetingKey: "u", attributes: ["kind": "x"]))
+                == .reservedAttributeName("kind"))
+        #expect(
+            validationError(EvaluationContext(targetingKey: "u", attributes: ["targetingKey": "x"]))
+                == .reservedAttributeName("targetingKey"))
+        #expect(
+            validationError(EvaluationContext(targetingKey: "u", attributes: ["x": [.double(.nan)]]))
+                == .nonFiniteNumber(attribute: "x"))
         // fitted() validates first.
         #expect(throws: ContextError.invalidKind("Bad")) {
             try EvaluationContext(targetingKey: "u", kind: "Bad").fitted()
@@ -127,7 +131,8 @@ import Testing
 
     @Test func errorDescriptions() {
         #expect(ContextError.invalidKind("A").description.contains("a-z 0-9 - _"))
-        #expect(contextError(#"{"a":1,"a":2}"#)!.description
-            == #"invalid context: invalid JSON at byte 7: duplicate member name "a""#)
+        #expect(
+            contextError(#"{"a":1,"a":2}"#)!.description
+                == #"invalid context: invalid JSON at byte 7: duplicate member name "a""#)
     }
 }

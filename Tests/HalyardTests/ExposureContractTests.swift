@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 /// The contract with the read path and the client: the local "exposed until" slot, one upload at
@@ -13,9 +14,10 @@ import Testing
         var slowPathCalls = 0
         mutating func read(_ recorder: ExposureRecorder, key: String, variant: String?) {
             guard recorder.isEnabled else { return }
-            if recorder.coarseNow() < exposedUntil { return }   // the fast path: one relaxed load
+            if recorder.coarseNow() < exposedUntil { return }  // the fast path: one relaxed load
             slowPathCalls += 1
-            exposedUntil = recorder.recordExposure(key: key, variant: variant, reason: .targetingMatch, contextFingerprint: ExposureContractTests.fp)
+            exposedUntil = recorder.recordExposure(
+                key: key, variant: variant, reason: .targetingMatch, contextFingerprint: ExposureContractTests.fp)
         }
     }
 
@@ -24,21 +26,22 @@ import Testing
         let t = ScriptedExposureTransport()
         var o = ExposureOptions()
         o.dedupWindow = .seconds(60)
-        let r = ExposureRecorder(options: o, clock: clock, transport: t, endpoint: URL(string: "http://127.0.0.1:9")!,
-                                 meta: ExposureMeta(sdk: "s", version: "1", appId: "a", installId: "i"), startsTicker: false)
+        let r = ExposureRecorder(
+            options: o, clock: clock, transport: t, endpoint: URL(string: "http://127.0.0.1:9")!,
+            meta: ExposureMeta(sdk: "s", version: "1", appId: "a", installId: "i"), startsTicker: false)
         var entry = SimulatedEntry()
-        var sameFlagOtherEntry = SimulatedEntry()   // e.g. the same flag in the next snapshot
+        var sameFlagOtherEntry = SimulatedEntry()  // e.g. the same flag in the next snapshot
         for _ in 0..<1_000 { entry.read(r, key: "f", variant: "on") }
         #expect(entry.slowPathCalls == 1)
         sameFlagOtherEntry.read(r, key: "f", variant: "on")
         #expect(sameFlagOtherEntry.slowPathCalls == 1)
-        #expect(r.counters.recorded == 2 && r.counters.deduplicated == 1)   // survives the "swap"
+        #expect(r.counters.recorded == 2 && r.counters.deduplicated == 1)  // survives the "swap"
         clock.advance(by: .seconds(59))
         r.tick()
         for _ in 0..<100 { entry.read(r, key: "f", variant: "on") }
         #expect(entry.slowPathCalls == 1)
         clock.advance(by: .seconds(1))
-        r.tick()   // the ticker's job: move coarse time
+        r.tick()  // the ticker's job: move coarse time
         for _ in 0..<100 { entry.read(r, key: "f", variant: "on") }
         #expect(entry.slowPathCalls == 2)
         let c = r.counters
@@ -69,8 +72,9 @@ import Testing
         let t = SlowTransport()
         var o = ExposureOptions()
         o.batchSize = 10
-        let r = ExposureRecorder(options: o, clock: ManualClock(), transport: t, endpoint: URL(string: "http://127.0.0.1:9")!,
-                                 meta: ExposureMeta(sdk: "s", version: "1", appId: "a", installId: "i"), startsTicker: false)
+        let r = ExposureRecorder(
+            options: o, clock: ManualClock(), transport: t, endpoint: URL(string: "http://127.0.0.1:9")!,
+            meta: ExposureMeta(sdk: "s", version: "1", appId: "a", installId: "i"), startsTicker: false)
         for i in 0..<95 { r.recordExposure(key: "k\(i)", variant: nil, reason: .split, contextFingerprint: Self.fp) }
         await withTaskGroup(of: ExposureFlushResult.self) { group in
             for _ in 0..<8 { group.addTask { await r.flush() } }
@@ -81,16 +85,17 @@ import Testing
         #expect(await eventually { r.counters.pending == 0 })
         let s = t.state.value
         #expect(s.maxInFlight == 1)
-        #expect(s.requests >= 10)   // automatic drains may also take partial batches meanwhile
+        #expect(s.requests >= 10)  // automatic drains may also take partial batches meanwhile
         #expect(r.counters.sent == 95)
     }
 
     @Test func aDroppedRecorderStopsItsTicker() async {
         let clock = ManualClock()
         do {
-            let r = ExposureRecorder(options: ExposureOptions(), clock: clock, transport: ScriptedExposureTransport(),
-                                     endpoint: URL(string: "http://127.0.0.1:9")!,
-                                     meta: ExposureMeta(sdk: "s", version: "1", appId: "a", installId: "i"))
+            let r = ExposureRecorder(
+                options: ExposureOptions(), clock: clock, transport: ScriptedExposureTransport(),
+                endpoint: URL(string: "http://127.0.0.1:9")!,
+                meta: ExposureMeta(sdk: "s", version: "1", appId: "a", installId: "i"))
             // Lazy: no timer until something is recorded.
             try? await Task.sleep(for: .milliseconds(20))
             #expect(clock.sleeperCount == 0)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 /// The hand-written JSON body and the zlib gzip output, checked by independent decoders.
@@ -10,8 +11,10 @@ import Testing
             let variant: String? = i % 5 == 0 ? nil : "variant-\(i % 3)"
             let reason = i % 2 == 0 ? "TARGETING_MATCH" : "SPLIT"
             let fp = String(format: "%040x", i * 7_919)
-            events.append(ExposureEvent(key: "checkout.flag-\(i % 250)", variant: variant, reason: reason,
-                                        contextFingerprint: fp, creationDate: 1_800_000_000 + Int64(i)))
+            events.append(
+                ExposureEvent(
+                    key: "checkout.flag-\(i % 250)", variant: variant, reason: reason,
+                    contextFingerprint: fp, creationDate: 1_800_000_000 + Int64(i)))
         }
         return events
     }
@@ -42,7 +45,7 @@ import Testing
         let json = ExposureEncoder.encode(meta: Self.meta, events: Self.sampleEvents(1_000))
         let gz = try #require(GzipCompressor().compress(json))
         #expect(gz.count < json.count / 4)
-        #expect(gz.prefix(2) == [0x1F, 0x8B])   // a gzip member, not a zlib stream
+        #expect(gz.prefix(2) == [0x1F, 0x8B])  // a gzip member, not a zlib stream
         let file = try Self.temporaryFile(gz)
         defer { try? FileManager.default.removeItem(at: file) }
         let script = "import gzip,sys; sys.stdout.buffer.write(gzip.decompress(open(sys.argv[1],'rb').read()))"
@@ -52,8 +55,11 @@ import Testing
     }
 
     @Test func gzipToolDecompressesOurOutput() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gzip") || FileManager.default.isExecutableFile(atPath: "/bin/gzip") else {
-            return   // optional tool
+        guard
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/gzip")
+                || FileManager.default.isExecutableFile(atPath: "/bin/gzip")
+        else {
+            return  // optional tool
         }
         let json = ExposureEncoder.encode(meta: Self.meta, events: Self.sampleEvents(300))
         let gz = try #require(GzipCompressor().compress(json))
@@ -90,20 +96,30 @@ import Testing
     }
 
     @Test func bodyIsTheSpecifiedJSONExactly() {
-        let events = [ExposureEvent(key: "k", variant: nil, reason: "STATIC", contextFingerprint: "f", creationDate: 1_800_000_001, count: 1)]
+        let events = [
+            ExposureEvent(
+                key: "k", variant: nil, reason: "STATIC", contextFingerprint: "f", creationDate: 1_800_000_001, count: 1
+            )
+        ]
         let meta = ExposureMeta(sdk: "s", version: "1", appId: "a", installId: "i")
         let text = String(decoding: ExposureEncoder.encode(meta: meta, events: events), as: UTF8.self)
-        #expect(text == #"{"meta":{"sdk":"s","version":"1","appId":"a","installId":"i"},"events":[{"kind":"exposure","key":"k","variant":null,"reason":"STATIC","contextFingerprint":"f","creationDate":1800000001,"count":1}]}"#)
+        #expect(
+            text
+                == #"{"meta":{"sdk":"s","version":"1","appId":"a","installId":"i"},"events":[{"kind":"exposure","key":"k","variant":null,"reason":"STATIC","contextFingerprint":"f","creationDate":1800000001,"count":1}]}"#
+        )
         let empty = String(decoding: ExposureEncoder.encode(meta: meta, events: []), as: UTF8.self)
         #expect(empty.hasSuffix(#""events":[]}"#))
     }
 
     @Test func stringsAreEscapedPerRFC8259() throws {
         let nasty = "q\"b\\s/\n\r\t\u{8}\u{C}\u{0}\u{1F}\u{7F}é😀\u{2028}"
-        let events = [ExposureEvent(key: nasty, variant: nasty, reason: nasty, contextFingerprint: nasty, creationDate: -5, count: 1)]
+        let events = [
+            ExposureEvent(
+                key: nasty, variant: nasty, reason: nasty, contextFingerprint: nasty, creationDate: -5, count: 1)
+        ]
         let meta = ExposureMeta(sdk: nasty, version: "", appId: "a", installId: "i")
         let bytes = ExposureEncoder.encode(meta: meta, events: events)
-        #expect(!bytes.contains { $0 < 0x20 })   // no raw control characters
+        #expect(!bytes.contains { $0 < 0x20 })  // no raw control characters
         let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
         let decodedMeta = try #require(object["meta"] as? [String: Any])
         #expect(decodedMeta["sdk"] as? String == nasty)

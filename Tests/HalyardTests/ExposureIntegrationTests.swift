@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 /// End to end through the loopback Python control plane (exposure_test_server.py) with injected
@@ -10,7 +11,7 @@ import Testing
 
     static func options(_ edit: (inout ExposureOptions) -> Void = { _ in }) -> ExposureOptions {
         var o = ExposureOptions()
-        o.flushInterval = .zero   // flushes are driven explicitly
+        o.flushInterval = .zero  // flushes are driven explicitly
         o.retryBaseDelay = .milliseconds(10)
         o.retryMaxDelay = .milliseconds(100)
         o.requestTimeout = .seconds(1)
@@ -43,7 +44,9 @@ import Testing
         let clock = ManualClock()
         let rate = 0.9
         let recorder = ExposureRecorder(
-            options: Self.options { $0.sampleRate = rate; $0.capacity = 20_000 },
+            options: Self.options {
+                $0.sampleRate = rate; $0.capacity = 20_000
+            },
             clock: clock, transport: LoopbackTransport(), endpoint: server.baseURL, meta: Self.meta,
             headers: ["Authorization": "Bearer test-key"], startsTicker: false)
 
@@ -52,9 +55,9 @@ import Testing
         var faults: [[String: Any]] = burst + [[:]]
         faults += [["status": 429, "headers": ["Retry-After": "1"]], [:]]
         faults += [["reset": true], [:]]
-        faults += [["reset": true, "process": true], [:]]       // processed, answer lost: replayed
-        faults += [["status": 500, "process": true], [:]]        // processed, then 500: replayed
-        faults += [["delay": 1.3, "process": true], [:]]         // client times out; processed later
+        faults += [["reset": true, "process": true], [:]]  // processed, answer lost: replayed
+        faults += [["status": 500, "process": true], [:]]  // processed, then 500: replayed
+        faults += [["delay": 1.3, "process": true], [:]]  // client times out; processed later
         faults += [["delay": 1.3, "status": 503], ["status": 408], [:]]
         faults += Array(repeating: [:], count: 20) + burst + [["status": 429, "headers": ["Retry-After": "2"]]]
         try await server.addFaults(faults)
@@ -66,7 +69,7 @@ import Testing
             for i in 0..<10_000 {
                 let t: (fp: String, key: String, variant: String?)
                 if i % 10 == 9 {
-                    t = Self.triple(n - 5)   // a repeat inside its window: de-duplicated
+                    t = Self.triple(n - 5)  // a repeat inside its window: de-duplicated
                 } else {
                     t = Self.triple(n)
                     n += 1
@@ -75,7 +78,8 @@ import Testing
                         expected.insert(Self.name(fp: t.fp, key: t.key, variant: t.variant))
                     }
                 }
-                recorder.recordExposure(key: t.key, variant: t.variant, reason: .targetingMatch, contextFingerprint: t.fp)
+                recorder.recordExposure(
+                    key: t.key, variant: t.variant, reason: .targetingMatch, contextFingerprint: t.fp)
             }
             let rounds = await Self.drainAll(recorder, clock)
             #expect(rounds < 2_000, "chunk \(chunk) did not drain")
@@ -85,7 +89,7 @@ import Testing
         #expect(c.recorded == 100_000)
         #expect(c.deduplicated == 10_000)
         #expect(c.sampledOut == distinct - expected.count)
-        #expect(c.dropped == 0)   // the buffer always had room: nothing lost
+        #expect(c.dropped == 0)  // the buffer always had room: nothing lost
         #expect(c.pending == 0)
         #expect(c.sent == expected.count)
         #expect(c.sent + c.dropped + c.sampledOut + c.deduplicated == c.recorded)
@@ -96,17 +100,21 @@ import Testing
         var received = [String: Int]()
         for e in exposures {
             let variant = e["variant"] as? String
-            received[Self.name(fp: e["contextFingerprint"] as? String ?? "", key: e["key"] as? String ?? "", variant: variant), default: 0] += 1
+            received[
+                Self.name(
+                    fp: e["contextFingerprint"] as? String ?? "", key: e["key"] as? String ?? "", variant: variant),
+                default: 0] += 1
         }
-        #expect(exposures.count == c.sent)                 // each event counted once by the server
-        #expect(received.values.allSatisfy { $0 == 1 })    // no duplicates
-        #expect(Set(received.keys) == expected)            // exactly the predicted sample
+        #expect(exposures.count == c.sent)  // each event counted once by the server
+        #expect(received.values.allSatisfy { $0 == 1 })  // no duplicates
+        #expect(Set(received.keys) == expected)  // exactly the predicted sample
         let batchCounts = try #require(report["batchCounts"] as? [String: Int])
         #expect(batchCounts.values.reduce(0, +) == exposures.count)
         #expect(batchCounts.values.allSatisfy { $0 <= 1_000 })
-        #expect((report["replays"] as? Int ?? 0) >= 2)     // retried batches were answered, not recounted
+        #expect((report["replays"] as? Int ?? 0) >= 2)  // retried batches were answered, not recounted
         #expect((report["mismatchedReplays"] as? Int) == 0)
-        #expect((report["rejected"] as? [Any])?.isEmpty == true, "\(report["rejected"] ?? "")")   // the server validated every body
+        // The server validated every body.
+        #expect((report["rejected"] as? [Any])?.isEmpty == true, "\(report["rejected"] ?? "")")
     }
 
     @Test func outageOverflowDropsOldestAndRejectionDrops() async throws {
@@ -114,7 +122,9 @@ import Testing
         defer { server.stop() }
         let clock = ManualClock()
         let recorder = ExposureRecorder(
-            options: Self.options { $0.capacity = 2_000; $0.batchSize = 500 },
+            options: Self.options {
+                $0.capacity = 2_000; $0.batchSize = 500
+            },
             clock: clock, transport: LoopbackTransport(), endpoint: server.baseURL, meta: Self.meta,
             headers: [:], startsTicker: false)
         try await server.addFaults(Array(repeating: ["status": 503], count: 3) + [["status": 400]])
@@ -126,7 +136,7 @@ import Testing
         _ = await Self.drainAll(recorder, clock)
         let c = recorder.counters
         #expect(c.recorded == 5_000 && c.pending == 0)
-        #expect(c.rejected == 500)   // the 400 dropped one batch
+        #expect(c.rejected == 500)  // the 400 dropped one batch
         #expect(c.sent + c.dropped == 5_000)
         #expect(c.sent == 1_500)
         let report = try await server.report()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 /// A transport that answers from a script (default 202) and keeps every request.
@@ -27,8 +28,9 @@ final class ScriptedExposureTransport: FlagTransport, Sendable {
     /// The events of one upload, decoded by the independent path (zlib inflate + Foundation JSON).
     static func events(of request: TransportRequest) -> [[String: Any]] {
         guard let json = GzipDecompressor.decompress([UInt8](request.body)),
-              let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
-              let events = object["events"] as? [[String: Any]] else { return [] }
+            let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
+            let events = object["events"] as? [[String: Any]]
+        else { return [] }
         return events
     }
 }
@@ -48,9 +50,11 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
     static let meta = ExposureMeta(sdk: "halyard-swift", version: "0.1.0", appId: "app-1", installId: "inst-1")
     static let fp = String(repeating: "0f", count: 20)
 
-    static func recorder(_ transport: ScriptedExposureTransport, clock: ManualClock = ManualClock(),
-                         ticker: Bool = false, logSink: Locked<[String]>? = nil,
-                         _ edit: (inout ExposureOptions) -> Void = { _ in }) -> ExposureRecorder {
+    static func recorder(
+        _ transport: ScriptedExposureTransport, clock: ManualClock = ManualClock(),
+        ticker: Bool = false, logSink: Locked<[String]>? = nil,
+        _ edit: (inout ExposureOptions) -> Void = { _ in }
+    ) -> ExposureRecorder {
         var o = ExposureOptions()
         o.retryBaseDelay = .seconds(1)
         o.retryMaxDelay = .seconds(8)
@@ -59,8 +63,9 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         if let logSink {
             log = { @Sendable (line: String) in logSink.withLock { $0.append(line) } }
         }
-        return ExposureRecorder(options: o, clock: clock, transport: transport, endpoint: base, meta: meta,
-                                headers: ["Authorization": "Bearer secret"], log: log, startsTicker: ticker)
+        return ExposureRecorder(
+            options: o, clock: clock, transport: transport, endpoint: base, meta: meta,
+            headers: ["Authorization": "Bearer secret"], log: log, startsTicker: ticker)
     }
 
     static func identityHolds(_ c: ExposureCounters) -> Bool {
@@ -75,7 +80,7 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         #expect(r.recordExposure(key: "a", variant: "on", reason: .targetingMatch, contextFingerprint: Self.fp) == 300)
         clock.advance(by: .seconds(299))
         #expect(r.recordExposure(key: "a", variant: "on", reason: .targetingMatch, contextFingerprint: Self.fp) == 300)
-        #expect(r.coarseNow() == 299)   // the slow path refreshes the coarse clock
+        #expect(r.coarseNow() == 299)  // the slow path refreshes the coarse clock
         // A new context (another fingerprint) is a new exposure; so is a new variant.
         #expect(r.recordExposure(key: "a", variant: "on", reason: .targetingMatch, contextFingerprint: "other") == 599)
         #expect(r.recordExposure(key: "a", variant: "off", reason: .targetingMatch, contextFingerprint: Self.fp) == 599)
@@ -94,7 +99,9 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         let r = Self.recorder(t, clock: clock) { $0.path = "/v1/exposures" }
         clock.advance(by: .seconds(12))
         r.recordExposure(key: "banner", variant: nil, reason: .defaultValue, contextFingerprint: Self.fp)
-        r.recordExposure(key: "checkout", variant: "blue", reason: EvaluationReason(rawValue: "EXPERIMENT"), contextFingerprint: Self.fp)
+        r.recordExposure(
+            key: "checkout", variant: "blue", reason: EvaluationReason(rawValue: "EXPERIMENT"),
+            contextFingerprint: Self.fp)
         _ = await r.flush()
         let request = try #require(t.requests.first)
         #expect(request.method == "POST")
@@ -118,7 +125,8 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         #expect((events[0]["count"] as? NSNumber)?.intValue == 1)
         #expect(events[1]["variant"] as? String == "blue")
         #expect(events[1]["reason"] as? String == "EXPERIMENT")
-        #expect(Set(events[0].keys) == ["kind", "key", "variant", "reason", "contextFingerprint", "creationDate", "count"])
+        #expect(
+            Set(events[0].keys) == ["kind", "key", "variant", "reason", "contextFingerprint", "creationDate", "count"])
     }
 
     @Test func retriesReuseTheIdempotencyKeyAfterTheBackoff() async {
@@ -138,7 +146,7 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
             #expect(t.requests.count == 1)
         }
         clock.advance(by: .seconds(1))
-        let second = await r.flush()   // times out: second failure, backoff up to 2 s
+        let second = await r.flush()  // times out: second failure, backoff up to 2 s
         #expect(second.failedBatches == 1)
         #expect((second.retryAfter ?? .zero) <= .seconds(2))
         clock.advance(by: .seconds(2))
@@ -151,7 +159,7 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
     }
 
     @Test func honoursRetryAfterDatesOnTheInjectedWallClock() async {
-        let clock = ManualClock(wallStart: Date(timeIntervalSince1970: 1_445_412_400))   // 07:26:40 GMT
+        let clock = ManualClock(wallStart: Date(timeIntervalSince1970: 1_445_412_400))  // 07:26:40 GMT
         let t = ScriptedExposureTransport()
         let r = Self.recorder(t, clock: clock)
         t.enqueue(.status(429, ["Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"]))
@@ -207,7 +215,7 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         #expect(await eventually { r.counters.sent == 1 })
         #expect(r.coarseNow() == 5)
         r.close()
-        #expect(await eventually { clock.sleeperCount == 0 })   // the ticker stopped
+        #expect(await eventually { clock.sleeperCount == 0 })  // the ticker stopped
     }
 
     @Test func coarseClockNeverMovesBack() {
@@ -237,8 +245,8 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         let r = Self.recorder(t, clock: clock)
         t.enqueue(.status(500, [:]), .failure(.network("reset")))
         for i in 0..<3 { r.recordExposure(key: "k\(i)", variant: "v", reason: .split, contextFingerprint: Self.fp) }
-        _ = await r.flush()   // fails; backoff
-        r.close()             // the final flush ignores the backoff, fails once more
+        _ = await r.flush()  // fails; backoff
+        r.close()  // the final flush ignores the backoff, fails once more
         let final = await r.waitUntilClosed()
         #expect(final?.droppedEvents == 3)
         let c = r.counters
@@ -274,7 +282,9 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
     @Test func sixtyFourThreadsRecordingFirstExposuresLoseNothing() async {
         let threads = 64, perThread = 500
         let t = ScriptedExposureTransport()
-        let r = Self.recorder(t) { $0.capacity = threads * perThread; $0.batchSize = 1_000 }
+        let r = Self.recorder(t) {
+            $0.capacity = threads * perThread; $0.batchSize = 1_000
+        }
         // Uploads may start while the threads run (batch size reached); all must add up.
         Self.runThreads(threads) { thread in
             for i in 0..<perThread {
@@ -295,7 +305,7 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
             }
             #expect(ScriptedExposureTransport.events(of: request).count <= 1_000)
         }
-        #expect(total == threads * perThread)   // no duplicates
-        #expect(seen.count == threads * perThread)   // none lost
+        #expect(total == threads * perThread)  // no duplicates
+        #expect(seen.count == threads * perThread)  // none lost
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 /// The pure state machine: de-dup, sampling, bounded buffer, batching, retry — no threads.
@@ -15,11 +16,14 @@ import Testing
     }
 
     @discardableResult
-    static func record(_ s: inout ExposureState, key: String, variant: String? = "on", fp: String = fp,
-                       at seconds: Int = 0) -> ExposureState.RecordResult {
-        s.record(key: key, variant: variant, reason: "TARGETING_MATCH", contextFingerprint: fp,
-                 dedupKey: ExposureHash.dedupKey(fingerprint: fp, key: key, variant: variant),
-                 now: .seconds(seconds), nowSeconds: UInt32(seconds), creationDate: 1_800_000_000 + Int64(seconds))
+    static func record(
+        _ s: inout ExposureState, key: String, variant: String? = "on", fp: String = fp,
+        at seconds: Int = 0
+    ) -> ExposureState.RecordResult {
+        s.record(
+            key: key, variant: variant, reason: "TARGETING_MATCH", contextFingerprint: fp,
+            dedupKey: ExposureHash.dedupKey(fingerprint: fp, key: key, variant: variant),
+            now: .seconds(seconds), nowSeconds: UInt32(seconds), creationDate: 1_800_000_000 + Int64(seconds))
     }
 
     static func identityHolds(_ c: ExposureCounters) -> Bool {
@@ -55,7 +59,7 @@ import Testing
         #expect(Self.record(&s, key: "a", at: 5).decision == .buffered)
         let r = Self.record(&s, key: "a", at: 5)
         #expect(r.decision == .buffered)
-        #expect(r.windowEnd == 5)   // the read's slot stays expired: every read calls in
+        #expect(r.windowEnd == 5)  // the read's slot stays expired: every read calls in
     }
 
     @Test func dedupTableIsBoundedAndPrunes() {
@@ -89,7 +93,10 @@ import Testing
 
     @Test func samplingIsDeterministicAndPredictable() {
         let rate = 0.3
-        var s = ExposureState(options: Self.options { $0.sampleRate = rate; $0.capacity = 100_000 }, idempotencyKeyPrefix: "t")
+        var s = ExposureState(
+            options: Self.options {
+                $0.sampleRate = rate; $0.capacity = 100_000
+            }, idempotencyKeyPrefix: "t")
         var predicted = 0
         for i in 0..<3_000 {
             let key = "flag.\(i % 100)"
@@ -116,7 +123,7 @@ import Testing
         #expect(k("ab", "c", "v") != k("a", "bc", "v"))
         #expect(k("f", "key", nil) != k("f", "key", ""))
         #expect(k("f", "k", "v") != k("f", "kv", nil))
-        #expect(k("f", "k", "v") == k(String("xf".dropFirst()), "k", "v"))   // by value, not identity
+        #expect(k("f", "k", "v") == k(String("xf".dropFirst()), "k", "v"))  // by value, not identity
         #expect(k("f", "", "") != k("f", "", nil))
         var seen = Set<UInt64>()
         for i in 0..<200_000 {
@@ -158,7 +165,7 @@ import Testing
         var s = ExposureState(options: Self.options { $0.batchSize = 4 }, idempotencyKeyPrefix: "p")
         var starts = 0
         for i in 0..<10 where Self.record(&s, key: "k\(i)").startDrain { starts += 1 }
-        #expect(starts == 1)   // one request until the drain finishes
+        #expect(starts == 1)  // one request until the drain finishes
         var keys: [String] = []
         var sizes: [Int] = []
         while case .send(let b) = s.nextBatch(now: .zero) {
@@ -173,7 +180,10 @@ import Testing
     }
 
     @Test func batchSizeIsCappedAtOneThousand() {
-        var s = ExposureState(options: Self.options { $0.batchSize = 5_000; $0.capacity = 5_000 }, idempotencyKeyPrefix: "p")
+        var s = ExposureState(
+            options: Self.options {
+                $0.batchSize = 5_000; $0.capacity = 5_000
+            }, idempotencyKeyPrefix: "p")
         for i in 0..<2_500 { Self.record(&s, key: "k\(i)") }
         guard case .send(let b) = s.nextBatch(now: .zero) else { Issue.record("no batch"); return }
         #expect(b.events.count == 1_000)
@@ -181,22 +191,24 @@ import Testing
 
     @Test func periodicFlushIsDueAfterTheInterval() {
         var s = ExposureState(options: Self.options { $0.flushInterval = .seconds(30) }, idempotencyKeyPrefix: "p")
-        let idle = s.tick(now: .seconds(31))   // nothing pending
+        let idle = s.tick(now: .seconds(31))  // nothing pending
         Self.record(&s, key: "a", at: 31)
         let early = s.tick(now: .seconds(29))
         let due = s.tick(now: .seconds(31))
-        let again = s.tick(now: .seconds(32))   // already requested
+        let again = s.tick(now: .seconds(32))  // already requested
         #expect(!idle && !early && due && !again)
     }
 
     // MARK: Retry policy
 
     @Test func retryableFailuresRequeueAtTheFrontWithTheSameKey() {
-        for outcome in [ExposureUploadOutcome.classify(status: 500, retryAfterHeader: nil, wallNow: Date()),
-                        .classify(status: 503, retryAfterHeader: nil, wallNow: Date()),
-                        .classify(status: 408, retryAfterHeader: nil, wallNow: Date()),
-                        .classify(status: 429, retryAfterHeader: "7", wallNow: Date()),
-                        .retry(retryAfter: nil) /* a transport error */] {
+        for outcome in [
+            ExposureUploadOutcome.classify(status: 500, retryAfterHeader: nil, wallNow: Date()),
+            .classify(status: 503, retryAfterHeader: nil, wallNow: Date()),
+            .classify(status: 408, retryAfterHeader: nil, wallNow: Date()),
+            .classify(status: 429, retryAfterHeader: "7", wallNow: Date()),
+            .retry(retryAfter: nil) /* a transport error */,
+        ] {
             var s = ExposureState(options: Self.options { $0.batchSize = 3 }, idempotencyKeyPrefix: "p")
             for i in 0..<5 { Self.record(&s, key: "k\(i)") }
             guard case .send(let first) = s.nextBatch(now: .seconds(100)) else { Issue.record("no batch"); return }
@@ -238,10 +250,13 @@ import Testing
     }
 
     @Test func requeueStaysWithinCapacityDroppingTheOldest() {
-        var s = ExposureState(options: Self.options { $0.batchSize = 4; $0.capacity = 6 }, idempotencyKeyPrefix: "p")
+        var s = ExposureState(
+            options: Self.options {
+                $0.batchSize = 4; $0.capacity = 6
+            }, idempotencyKeyPrefix: "p")
         for i in 0..<4 { Self.record(&s, key: "k\(i)") }
         guard case .send(let b) = s.nextBatch(now: .zero) else { Issue.record("no batch"); return }
-        for i in 4..<8 { Self.record(&s, key: "k\(i)") }   // 4 queued while 4 in flight
+        for i in 4..<8 { Self.record(&s, key: "k\(i)") }  // 4 queued while 4 in flight
         let f = s.finish(b, outcome: .retry(retryAfter: nil), now: .zero, unit: 0)
         #expect(f.dropped == 2)
         var c = s.counters
@@ -288,7 +303,7 @@ import Testing
     // MARK: Retry-After
 
     @Test func retryAfterParsesAllThreeForms() {
-        let now = Date(timeIntervalSince1970: 1_445_412_400)   // 2015-10-21T07:26:40Z
+        let now = Date(timeIntervalSince1970: 1_445_412_400)  // 2015-10-21T07:26:40Z
         #expect(ExposureRetryAfter.parse("120", now: now) == .seconds(120))
         #expect(ExposureRetryAfter.parse(" 0 ", now: now) == .zero)
         #expect(ExposureRetryAfter.parse("Wed, 21 Oct 2015 07:28:00 GMT", now: now) == .seconds(80))
@@ -297,12 +312,15 @@ import Testing
         #expect(ExposureRetryAfter.parse("2015-10-21T07:28:00Z", now: now) == .seconds(80))
         #expect(ExposureRetryAfter.parse("2015-10-21T09:28:00+02:00", now: now) == .seconds(80))
         #expect(ExposureRetryAfter.parse("2015-10-21T07:27:59.5Z", now: now) == .milliseconds(79_500))
-        #expect(ExposureRetryAfter.parse("2015-10-21T07:00:00Z", now: now) == .zero)   // past
-        for bad in ["", "soon", "-5", "1.5", "Wed, 32 Oct 2015 07:28:00 GMT", "2015-13-01T00:00:00Z",
-                    "2015-10-21T07:28:00Zjunk", "Wed, 21 Oct 2015 07:28:00 PST", "\u{0}"] {
+        #expect(ExposureRetryAfter.parse("2015-10-21T07:00:00Z", now: now) == .zero)  // past
+        for bad in [
+            "", "soon", "-5", "1.5", "Wed, 32 Oct 2015 07:28:00 GMT", "2015-13-01T00:00:00Z",
+            "2015-10-21T07:28:00Zjunk", "Wed, 21 Oct 2015 07:28:00 PST", "\u{0}",
+        ] {
             #expect(ExposureRetryAfter.parse(bad, now: now) == nil, "\(bad)")
         }
         #expect(ExposureRetryAfter.unixSeconds(year: 1970, month: 1, day: 1, hour: 0, minute: 0, second: 0) == 0)
-        #expect(ExposureRetryAfter.unixSeconds(year: 2000, month: 3, day: 1, hour: 0, minute: 0, second: 0) == 951_868_800)
+        #expect(
+            ExposureRetryAfter.unixSeconds(year: 2000, month: 3, day: 1, hour: 0, minute: 0, second: 0) == 951_868_800)
     }
 }

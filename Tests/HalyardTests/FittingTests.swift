@@ -1,13 +1,17 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 @Suite struct FittingTests {
     @Test func canonicalWireForm() throws {
-        let c = EvaluationContext(targetingKey: "u-42", kind: "user",
-                                  attributes: ["plan": "pro", "age": 30, "score": 1.50, "tags": ["b", "a"]])
+        let c = EvaluationContext(
+            targetingKey: "u-42", kind: "user",
+            attributes: ["plan": "pro", "age": 30, "score": 1.50, "tags": ["b", "a"]])
         let f = try c.fitted()
-        #expect(f.canonicalJSON == #"{"age":30,"kind":"user","plan":"pro","score":1.5,"tags":["b","a"],"targetingKey":"u-42"}"#)
+        #expect(
+            f.canonicalJSON
+                == #"{"age":30,"kind":"user","plan":"pro","score":1.5,"tags":["b","a"],"targetingKey":"u-42"}"#)
         #expect(f.droppedAttributes.isEmpty)
         #expect(!f.wasTrimmed)
         #expect(f.limit == 4096)
@@ -28,8 +32,9 @@ import Testing
 
     @Test func privateAttributesNeverLeave() throws {
         let secret = "very-secret-value"
-        let c = EvaluationContext(targetingKey: "u1", attributes: ["email": .string(secret), "plan": "pro"],
-                                  privateAttributes: ["email", "notAnAttribute"])
+        let c = EvaluationContext(
+            targetingKey: "u1", attributes: ["email": .string(secret), "plan": "pro"],
+            privateAttributes: ["email", "notAnAttribute"])
         let f = try c.fitted()
         #expect(!f.canonicalJSON.contains(secret))
         #expect(!f.canonicalJSON.contains("email"))
@@ -39,7 +44,8 @@ import Testing
         let withoutPrivate = try EvaluationContext(targetingKey: "u1", attributes: ["plan": "pro"]).fitted()
         #expect(f.fingerprint == withoutPrivate.fingerprint)
         // And a different private value does not change it.
-        let other = EvaluationContext(targetingKey: "u1", attributes: ["email": "x", "plan": "pro"], privateAttributes: ["email"])
+        let other = EvaluationContext(
+            targetingKey: "u1", attributes: ["email": "x", "plan": "pro"], privateAttributes: ["email"])
         #expect(try other.fitted().fingerprint == f.fingerprint)
     }
 
@@ -70,17 +76,21 @@ import Testing
 
     /// Sizes: `"name":value` in canonical form, UTF-16 code units.
     @Test func dropsLargestFirstUntilItFits() throws {
-        let c = EvaluationContext(targetingKey: "u", attributes: [
-            "big": .string(String(repeating: "x", count: 100)),  // "big":"xxx..." = 108
-            "mid": .string(String(repeating: "y", count: 50)),  // 58
-            "small": .string("z"),  // 11
-        ])
+        let c = EvaluationContext(
+            targetingKey: "u",
+            attributes: [
+                "big": .string(String(repeating: "x", count: 100)),  // "big":"xxx..." = 108
+                "mid": .string(String(repeating: "y", count: 50)),  // 58
+                "small": .string("z"),  // 11
+            ])
         let full = try c.fitted(limit: 10_000)
         #expect(full.utf16Length == 2 + 18 + 13 + 108 + 58 + 11 + 4)  // braces, members, 4 commas
         // Limit just below full: dropping "big" suffices.
         let f1 = try c.fitted(limit: full.utf16Length - 1)
         #expect(f1.droppedAttributes == ["big"])
-        #expect(f1.canonicalJSON == #"{"kind":"user","mid":"\#(String(repeating: "y", count: 50))","small":"z","targetingKey":"u"}"#)
+        #expect(
+            f1.canonicalJSON
+                == #"{"kind":"user","mid":"\#(String(repeating: "y", count: 50))","small":"z","targetingKey":"u"}"#)
         #expect(f1.utf16Length == full.utf16Length - 109)
         // Tighter: big, then mid.
         let f2 = try c.fitted(limit: full.utf16Length - 110)
@@ -102,8 +112,9 @@ import Testing
 
     @Test func neverDropsTargetingKeyKindOrKey() throws {
         let long = String(repeating: "k", count: 200)
-        let c = EvaluationContext(targetingKey: long, kind: "user",
-                                  attributes: ["key": .string(long), "other": .string(long), "x": 1])
+        let c = EvaluationContext(
+            targetingKey: long, kind: "user",
+            attributes: ["key": .string(long), "other": .string(long), "x": 1])
         let base = 2 + (15 + 202) + 13 + (6 + 202) + 2  // targetingKey, kind, key, commas
         let f = try c.fitted(limit: base)
         #expect(f.droppedAttributes == ["other", "x"])
@@ -121,8 +132,12 @@ import Testing
 
     @Test func capCountsUTF16CodeUnits() throws {
         // "😀" is 4 UTF-8 bytes but 2 UTF-16 code units; "é" is 2 bytes but 1 code unit.
-        let c = EvaluationContext(targetingKey: "u", attributes: ["e": .string(String(repeating: "😀", count: 10)),
-                                                                  "f": .string(String(repeating: "é", count: 10))])
+        let c = EvaluationContext(
+            targetingKey: "u",
+            attributes: [
+                "e": .string(String(repeating: "😀", count: 10)),
+                "f": .string(String(repeating: "é", count: 10)),
+            ])
         let f = try c.fitted(limit: 10_000)
         #expect(f.utf16Length == f.canonicalJSON.utf16.count)
         #expect(f.utf16Length == 2 + 18 + 13 + (4 + 20 + 2) + (4 + 10 + 2) + 3)
@@ -142,8 +157,9 @@ import Testing
             }
             if Bool.random(using: &g) { attributes["key"] = .string("k") }
             let privateNames = Set(attributes.keys.filter { _ in Int.random(in: 0..<5, using: &g) == 0 })
-            let c = EvaluationContext(targetingKey: RandomJSON.string(&g), attributes: attributes,
-                                      privateAttributes: privateNames)
+            let c = EvaluationContext(
+                targetingKey: RandomJSON.string(&g), attributes: attributes,
+                privateAttributes: privateNames)
             let limit = Int.random(in: 20...600, using: &g)
             do throws(ContextError) {
                 let f = try c.fitted(limit: limit)

@@ -47,7 +47,9 @@ import Testing
                 if !keys.isEmpty && Bool.random(using: &random) {
                     probe = keys.randomElement(using: &random)!
                 } else {
-                    probe = String((0..<Int.random(in: 0...30, using: &random)).map { _ in alphabet.randomElement(using: &random)! })
+                    probe = String(
+                        (0..<Int.random(in: 0...30, using: &random)).map { _ in alphabet.randomElement(using: &random)!
+                        })
                 }
                 #expect(table.index(of: probe) == reference[probe], "round \(round) probe \(probe)")
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 /// Inputs found by the libFuzzer harnesses in `Fuzz/` (and hand-made neighbours of them).
@@ -43,7 +44,8 @@ import Testing
     }
 
     @Test func fullArtifactRoundTrips() throws {
-        let text = "{\"tagretingKey\":\"u\",\"name\":\"\u{FEFF}0e9\\u20ac\\ud83d\\ude00\",\"ctl\":\"\\/00b\\f\\n\\r\\tr\\t\\\"\\\\\\/\"}"
+        let text =
+            "{\"tagretingKey\":\"u\",\"name\":\"\u{FEFF}0e9\\u20ac\\ud83d\\ude00\",\"ctl\":\"\\/00b\\f\\n\\r\\tr\\t\\\"\\\\\\/\"}"
         let value = try JSONValue(parsing: text)
         guard case .object(let members) = value else { Issue.record("not an object"); return }
         #expect(members["name"] == .string("\u{FEFF}0e9€😀"))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 @Suite struct JSONParserTests {
@@ -32,8 +33,9 @@ import Testing
         #expect(try parse(" \t\r\n\"x\" \n") == .string("x"))
         #expect(try parse("[]") == .array([]))
         #expect(try parse("{}") == .object([:]))
-        #expect(try parse(#"{"a":[1,{"b":null}],"c":"d"}"#)
-            == .object(["a": .array([.int(1), .object(["b": .null])]), "c": .string("d")]))
+        #expect(
+            try parse(#"{"a":[1,{"b":null}],"c":"d"}"#)
+                == .object(["a": .array([.int(1), .object(["b": .null])]), "c": .string("d")]))
     }
 
     @Test func integerFloatDistinction() throws {
@@ -57,10 +59,12 @@ import Testing
 
     @Test func doublesAreCorrectlyRounded() throws {
         // Cases outside the exact fast path must match the standard library's conversion.
-        let literals = ["0.1", "3.141592653589793", "2.2250738585072014e-308", "5e-324",
-                        "1.7976931348623157e308", "9007199254740993.0", "0.30000000000000004",
-                        "123456789012345678901234567890e-10", "1e22", "1e23", "4.35e-15",
-                        "1e-400", "0.000000000000000000000000000001"]
+        let literals = [
+            "0.1", "3.141592653589793", "2.2250738585072014e-308", "5e-324",
+            "1.7976931348623157e308", "9007199254740993.0", "0.30000000000000004",
+            "123456789012345678901234567890e-10", "1e22", "1e23", "4.35e-15",
+            "1e-400", "0.000000000000000000000000000001",
+        ]
         for literal in literals {
             #expect(try parse(literal) == .double(Double(literal)!), "\(literal)")
         }
@@ -149,8 +153,11 @@ import Testing
         // Non-ASCII outside strings.
         #expect(error(bytes: [0x5B, 0xC3, 0xA9, 0x5D]) == JSONParseError(.unexpectedCharacter(0xC3), offset: 1))
         // Valid multi-byte sequences at the edges of each range are accepted.
-        #expect(error(bytes: [q, 0xC2, 0x80, 0xDF, 0xBF, 0xE0, 0xA0, 0x80, 0xED, 0x9F, 0xBF, 0xEF, 0xBF, 0xBF,
-                              0xF0, 0x90, 0x80, 0x80, 0xF4, 0x8F, 0xBF, 0xBF, q]) == nil)
+        #expect(
+            error(bytes: [
+                q, 0xC2, 0x80, 0xDF, 0xBF, 0xE0, 0xA0, 0x80, 0xED, 0x9F, 0xBF, 0xEF, 0xBF, 0xBF,
+                0xF0, 0x90, 0x80, 0x80, 0xF4, 0x8F, 0xBF, 0xBF, q,
+            ]) == nil)
     }
 
     @Test func rejectsBadStrings() {
@@ -187,13 +194,19 @@ import Testing
         #expect(error("[[[1]]]", limits: small) == JSONParseError(.nestingTooDeep(limit: 2), offset: 2))
         #expect(error(#"{"a":{}}"#, limits: small) == nil)
         #expect(error(#"{"a":1}"#, limits: small) == nil)
-        #expect(error(#"{"a":1,"b":2,"c":3}"#, limits: JSONParsingLimits(maxInputBytes: 100, maxDepth: 2, maxObjectMembers: 2))
-            == JSONParseError(.tooManyMembers(limit: 2), offset: 13))
+        #expect(
+            error(
+                #"{"a":1,"b":2,"c":3}"#, limits: JSONParsingLimits(maxInputBytes: 100, maxDepth: 2, maxObjectMembers: 2)
+            )
+                == JSONParseError(.tooManyMembers(limit: 2), offset: 13))
         // The stack-safety ceiling applies whatever the caller asks.
         let huge = JSONParsingLimits(maxInputBytes: 1 << 20, maxDepth: .max, maxObjectMembers: 10)
         let deep = String(repeating: "[", count: 100_000)
-        #expect(error(deep, limits: huge)
-            == JSONParseError(.nestingTooDeep(limit: JSONParsingLimits.maxSupportedDepth), offset: JSONParsingLimits.maxSupportedDepth))
+        #expect(
+            error(deep, limits: huge)
+                == JSONParseError(
+                    .nestingTooDeep(limit: JSONParsingLimits.maxSupportedDepth),
+                    offset: JSONParsingLimits.maxSupportedDepth))
     }
 
     /// The deepest document the parser accepts (`maxSupportedDepth`, 128 levels) fits in a
@@ -246,9 +259,12 @@ import Testing
             #expect(try JSONValue(parsing: "[\"\(plain)\\n\(plain)\"]") == .array([.string(plain + "\n" + plain)]))
             #expect(try JSONValue(parsing: "\"\(plain)é\(plain)\"") == .string(plain + "é" + plain))
             #expect(try JSONValue(parsing: "\"\(plain)\u{7F}~ \(plain)\"") == .string(plain + "\u{7F}~ " + plain))
-            #expect(error("\"\(plain)\u{1F}\(plain)\"") == JSONParseError(.controlCharacterInString, offset: 1 + length))
+            #expect(
+                error("\"\(plain)\u{1F}\(plain)\"") == JSONParseError(.controlCharacterInString, offset: 1 + length))
             #expect(error("\"\(plain)\u{0}\"") == JSONParseError(.controlCharacterInString, offset: 1 + length))
-            #expect(error(bytes: [0x22] + Array(plain.utf8) + [0xFF, 0x22]) == JSONParseError(.invalidUTF8, offset: 1 + length))
+            #expect(
+                error(bytes: [0x22] + Array(plain.utf8) + [0xFF, 0x22])
+                    == JSONParseError(.invalidUTF8, offset: 1 + length))
             #expect(error("\"\(plain)") == JSONParseError(.unexpectedEndOfInput, offset: 1 + length))
             // Bytes just above and below the special values stay plain.
             #expect(try JSONValue(parsing: "\"\(plain)!#[]\(plain)\"") == .string(plain + "!#[]" + plain))

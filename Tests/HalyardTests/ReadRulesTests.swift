@@ -79,7 +79,8 @@ import Testing
 
     @Test func servedErrorCodesServeDefaultWithThatCode() {
         let client = Self.client([
-            ServedFlag(key: "p", value: .bool(true), reason: .targetingMatch, errorCode: .parseError, errorMessage: "bad"),
+            ServedFlag(
+                key: "p", value: .bool(true), reason: .targetingMatch, errorCode: .parseError, errorMessage: "bad"),
             ServedFlag(key: "g", value: nil, reason: .unknown, errorCode: FlagErrorCode(wireValue: "NEW_CODE")),
         ])
         let p = client.boolDetail("p", default: false)

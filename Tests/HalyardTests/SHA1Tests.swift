@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 @Suite struct SHA1Tests {
@@ -7,13 +8,17 @@ import Testing
     @Test func nistVectors() {
         #expect(SHA1.hexDigest([UInt8]()) == "da39a3ee5e6b4b0d3255bfef95601890afd80709")
         #expect(SHA1.hexDigest("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d")
-        #expect(SHA1.hexDigest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
-            == "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
-        #expect(SHA1.hexDigest(
-            "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu")
-            == "a49b2446a02c645bf419f995b67091253a04a259")
-        #expect(SHA1.hexDigest([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000))
-            == "34aa973cd4c4daa4f61eeb2bdbad27316534016f")
+        #expect(
+            SHA1.hexDigest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
+                == "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
+        #expect(
+            SHA1.hexDigest(
+                "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu"
+            )
+                == "a49b2446a02c645bf419f995b67091253a04a259")
+        #expect(
+            SHA1.hexDigest([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000))
+                == "34aa973cd4c4daa4f61eeb2bdbad27316534016f")
     }
 
     @Test func digestShapes() {
@@ -47,9 +52,11 @@ import Testing
     /// inputs of random lengths. python3 exists on the build machines; when it does not, the
     /// test records why it was skipped.
     @Test func differentialAgainstPythonHashlib() throws {
-        guard let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: {
-            FileManager.default.isExecutableFile(atPath: $0)
-        }) ?? Self.which("python3") else {
+        guard
+            let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            }) ?? Self.which("python3")
+        else {
             print("SHA1 differential test skipped: python3 not found")
             return
         }
@@ -60,7 +67,8 @@ import Testing
             inputs.append((0..<length).map { _ in UInt8.random(in: 0...255, using: &g) })
         }
         // One hex-encoded input per line on stdin; one digest per line on stdout.
-        let script = "import sys,hashlib\nfor l in sys.stdin:\n print(hashlib.sha1(bytes.fromhex(l.strip())).hexdigest())"
+        let script =
+            "import sys,hashlib\nfor l in sys.stdin:\n print(hashlib.sha1(bytes.fromhex(l.strip())).hexdigest())"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["-c", script]

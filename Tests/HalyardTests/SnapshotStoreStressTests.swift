@@ -1,5 +1,5 @@
-import Foundation
 import CHalyardAtomics
+import Foundation
 import Testing
 
 @testable import Halyard
@@ -53,7 +53,8 @@ import Testing
                 var value = 0
                 while Date().timeIntervalSince(start) < duration {
                     value += 1
-                    client.store.publish(Self.snapshot(value, counter: counter, fingerprint: value % 50 == 0 ? "b" : "a"))
+                    client.store.publish(
+                        Self.snapshot(value, counter: counter, fingerprint: value % 50 == 0 ? "b" : "a"))
                     let live = counter.value
                     maxLive.withLock { $0 = max($0, live) }
                 }
@@ -82,7 +83,8 @@ import Testing
                     || detail.errorCode != nil
                 {
                     failures.withLock {
-                        $0.append("reader \(index): torn=\(torn) keyed=\(keyed)/\(lastKeyed) handle=\(handled)/\(lastHandle)")
+                        $0.append(
+                            "reader \(index): torn=\(torn) keyed=\(keyed)/\(lastKeyed) handle=\(handled)/\(lastHandle)")
                     }
                     break
                 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 /// A schedule of 1,000 requests mixing 5xx, 429 with Retry-After in every format, timeouts,
@@ -29,18 +30,27 @@ import Testing
             case ..<0.15: return ["action": "status", "status": [500, 502, 503, 504][Int(random.unit() * 4)]]
             case ..<0.20: return ["action": "status", "status": 429, "headers": ["Retry-After": "\(seconds)"]]
             case ..<0.23:
-                return ["action": "status", "status": 429, "headers": ["Retry-After": httpDate(wallNow.addingTimeInterval(Double(seconds)))]]
+                return [
+                    "action": "status", "status": 429,
+                    "headers": ["Retry-After": httpDate(wallNow.addingTimeInterval(Double(seconds)))],
+                ]
             case ..<0.26:
                 return [
                     "action": "status", "status": 429,
-                    "headers": ["Retry-After": ISO8601DateFormatter().string(from: wallNow.addingTimeInterval(Double(seconds)))],
+                    "headers": [
+                        "Retry-After": ISO8601DateFormatter().string(from: wallNow.addingTimeInterval(Double(seconds)))
+                    ],
                 ]
             case ..<0.28: return ["action": "status", "status": 429]
             case ..<0.30: return ["action": "status", "status": 503, "headers": ["Retry-After": "\(seconds)"]]
             case ..<0.315: return ["action": "delay", "seconds": 0.9]
             case ..<0.335: return ["action": "reset"]
             case ..<0.365: return ["action": "truncate", "bytes": 25]
-            case ..<0.415: return ["action": "malformed", "body": ["{\"flags\": [", "not json", "{\"flags\": 3}", "[]"][Int(random.unit() * 4)]]
+            case ..<0.415:
+                return [
+                    "action": "malformed",
+                    "body": ["{\"flags\": [", "not json", "{\"flags\": 3}", "[]"][Int(random.unit() * 4)],
+                ]
             case ..<0.435: return ["action": "oversize", "bytes": 100_000, "declareLength": random.unit() < 0.5]
             default: return ["action": "pass"]
             }
@@ -107,7 +117,8 @@ import Testing
         // Never a request before a Retry-After instant.
         var retryAfterChecks = 0
         for (i, exchange) in exchanges.enumerated() {
-            guard let header = exchange.retryAfter, let delay = RetryAfter.parse(header, now: exchange.wallAtCompletion) else { continue }
+            guard let header = exchange.retryAfter, let delay = RetryAfter.parse(header, now: exchange.wallAtCompletion)
+            else { continue }
             retryAfterChecks += 1
             for later in exchanges[(i + 1)...] {
                 #expect(later.sentAt >= exchange.completedAt + delay, "request sent before Retry-After")
@@ -143,6 +154,7 @@ import Testing
             "fault schedule: \(exchanges.count) requests, \(failures) failures, \(stats.notModified) x 304, "
                 + "\(stats.timeouts) timeouts, \(stats.networkErrors) network errors, \(stats.invalidBodies) invalid bodies, "
                 + "\(stats.oversizedResponses) oversized, \(retryAfterChecks) Retry-After answers, \(steps) steps, "
-                + "statuses \(Dictionary(grouping: statuses, by: { $0 }).mapValues(\.count).sorted { $0.key < $1.key })")
+                + "statuses \(Dictionary(grouping: statuses, by: { $0 }).mapValues(\.count).sorted { $0.key < $1.key })"
+        )
     }
 }

@@ -1,24 +1,27 @@
 import Foundation
 import Testing
+
 @testable import Halyard
 
 /// The status policy and every fault against the loopback control plane (server.py), through
 /// the real URLSessionTransport. Time-based behaviour runs on a ManualClock: the tests move time
 /// and assert on order and counts, never on wall-clock durations.
 @Suite(.serialized) struct SyncIntegrationTests {
-    static var defaultFlags: [String: Any] { [
-        "default": [
-            ["key": "a", "value": true, "reason": "STATIC", "variant": "on"],
-            ["key": "n", "value": 3, "reason": "TARGETING_MATCH"],
-        ],
-        "contexts": [
-            "u1": [
-                ["key": "a", "value": false, "reason": "TARGETING_MATCH", "variant": "off"],
+    static var defaultFlags: [String: Any] {
+        [
+            "default": [
+                ["key": "a", "value": true, "reason": "STATIC", "variant": "on"],
                 ["key": "n", "value": 3, "reason": "TARGETING_MATCH"],
-                ["key": "only-u1", "value": "x", "reason": "SPLIT"],
-            ]
-        ],
-    ] }
+            ],
+            "contexts": [
+                "u1": [
+                    ["key": "a", "value": false, "reason": "TARGETING_MATCH", "variant": "off"],
+                    ["key": "n", "value": 3, "reason": "TARGETING_MATCH"],
+                    ["key": "only-u1", "value": "x", "reason": "SPLIT"],
+                ]
+            ],
+        ]
+    }
 
     struct Harness {
         let server: ControlPlaneServer
@@ -240,7 +243,9 @@ import Testing
     private func expectFaultKeepsValues(
         _ fault: [String: Any], timeout: Duration = .seconds(2), check: (SyncStats) -> Bool
     ) async throws {
-        let h = try await Self.harness { $0.requestTimeout = timeout; $0.maxResponseBytes = 64 * 1024 }
+        let h = try await Self.harness {
+            $0.requestTimeout = timeout; $0.maxResponseBytes = 64 * 1024
+        }
         defer { h.close() }
         await h.client.refresh()
         #expect(h.client.status == .ready)
@@ -309,7 +314,8 @@ import Testing
         let server = try ControlPlaneServer()
         defer { server.stop() }
         try await server.script([["path": "/v1/exposures", "action": "status", "status": 503]])
-        let document = #"{"events":[{"contextFingerprint":"f","count":1,"creationDate":1800000000,"key":"a","kind":"exposure","reason":"STATIC","variant":null}],"meta":{"appId":"app","installId":"i","sdk":"Halyard","version":"0.1.0"}}"#
+        let document =
+            #"{"events":[{"contextFingerprint":"f","count":1,"creationDate":1800000000,"key":"a","kind":"exposure","reason":"STATIC","variant":null}],"meta":{"appId":"app","installId":"i","sdk":"Halyard","version":"0.1.0"}}"#
         let request = TransportRequest(
             url: server.baseURL.appendingPathComponent("v1/exposures"),
             headers: ["Content-Type": "application/json", "Content-Encoding": "gzip", "Idempotency-Key": "batch-1"],

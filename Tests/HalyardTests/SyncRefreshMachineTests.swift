@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Halyard
 
 /// Drives the pure state machine without threads, sleeps or clocks.
@@ -209,7 +210,11 @@ struct MachineDriver {
         #expect(d.machine.status == .fatal)
         #expect(d.machine.nextWake == nil)
         #expect(!d.machine.canBecomeReady)
-        if case .error(let code, _)? = d.events.last { #expect(code == .providerFatal) } else { Issue.record("no error event") }
+        if case .error(let code, _)? = d.events.last {
+            #expect(code == .providerFatal)
+        } else {
+            Issue.record("no error event")
+        }
         // A context change resumes.
         d.feed(.identify(fingerprint: "fp2"))
         #expect(d.sent.count == 2)
@@ -323,7 +328,11 @@ struct MachineDriver {
         d.feed(.start(fingerprint: nil))
         #expect(d.sent.isEmpty)
         #expect(d.machine.status == .error)
-        if case .error(let code, _)? = d.events.first { #expect(code == .invalidContext) } else { Issue.record("no event") }
+        if case .error(let code, _)? = d.events.first {
+            #expect(code == .invalidContext)
+        } else {
+            Issue.record("no event")
+        }
     }
 
     @Test func keyChangeLiftsTheAuthStopAndForgetsTheETag() {

@@ -1,11 +1,14 @@
 import Foundation
 import HalyardTesting
 import Testing
+
 @testable import Halyard
 
 /// URLSessionTransport's error mapping against the loopback server, install ids, and fitting.
 @Suite(.serialized) struct SyncTransportTests {
-    static func request(_ server: ControlPlaneServer, timeout: Duration = .seconds(2), limit: Int = 1 << 20) -> TransportRequest {
+    static func request(_ server: ControlPlaneServer, timeout: Duration = .seconds(2), limit: Int = 1 << 20)
+        -> TransportRequest
+    {
         TransportRequest(
             url: server.baseURL.appendingPathComponent("ofrep/v1/evaluate/flags"),
             headers: ["Content-Type": "application/json"],
@@ -23,7 +26,9 @@ import Testing
         #expect(ok.header("etag") != nil)
 
         try await server.script([["action": "delay", "seconds": 1.5]])
-        await #expect(throws: TransportError.timedOut) { try await transport.send(Self.request(server, timeout: .milliseconds(700))) }
+        await #expect(throws: TransportError.timedOut) {
+            try await transport.send(Self.request(server, timeout: .milliseconds(700)))
+        }
 
         try await server.script([["action": "oversize", "bytes": 50_000]])
         await #expect(throws: TransportError.responseTooLarge(limit: 10_000)) {
@@ -60,7 +65,8 @@ import Testing
     }
 
     @Test func fileInstallIDIsPersisted() throws {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("halyard-\(UUID().uuidString)/install-id")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "halyard-\(UUID().uuidString)/install-id")
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
         let first = InstallIDStorage.file(url).resolve()
         let second = InstallIDStorage.file(url).resolve()
@@ -83,7 +89,10 @@ import Testing
         #expect(await client.ready(timeout: .seconds(5)))
         #expect(client.stats.sync.droppedAttributes == ["big"])
         #expect(plane.contextUpdates.last == ["targetingKey": "u1", "kind": "user", "small": "s"])
-        #expect(await client.identify(EvaluationContext(targetingKey: "u2", attributes: ["big": .string(String(repeating: "y", count: 300))])))
+        #expect(
+            await client.identify(
+                EvaluationContext(targetingKey: "u2", attributes: ["big": .string(String(repeating: "y", count: 300))]))
+        )
         #expect(client.stats.sync.contextTrims == 2)
         try await Task.sleep(for: .milliseconds(20))
         #expect(lines.value.filter { $0.contains("trimmed") }.count == 1)

@@ -78,7 +78,8 @@ private func checkoutButtonTitle(_ flags: FlagClient) -> String {
 
     @Test func contextUpdatesShowWhatTheClientSent() async throws {
         let plane = InMemoryControlPlane(values: ["a": true])
-        let client = try plane.makeClient(context: EvaluationContext(targetingKey: "user-1", attributes: ["plan": "pro"]))
+        let client = try plane.makeClient(
+            context: EvaluationContext(targetingKey: "user-1", attributes: ["plan": "pro"]))
         defer { client.close() }
         #expect(await client.ready(timeout: .seconds(5)))
         #expect(await client.identify(EvaluationContext(targetingKey: "user-2", kind: "tenant")))
@@ -109,7 +110,8 @@ private func checkoutButtonTitle(_ flags: FlagClient) -> String {
         #expect(response.status == 202)
         #expect(plane.receivedExposures == [["kind": "exposure", "key": "a", "count": 1]])
         let bad = try await plane.send(
-            TransportRequest(url: InMemoryControlPlane.baseURL.appendingPathComponent("v1/exposures"), body: Data("x".utf8)))
+            TransportRequest(
+                url: InMemoryControlPlane.baseURL.appendingPathComponent("v1/exposures"), body: Data("x".utf8)))
         #expect(bad.status == 400)
     }
 }

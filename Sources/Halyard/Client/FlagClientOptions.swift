@@ -140,21 +140,23 @@ public enum InstallIDStorage: Sendable {
 
     static func automaticURL() -> URL? {
         #if canImport(Darwin)
-        guard let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first else {
-            return nil
-        }
-        return base.appendingPathComponent("halyard", isDirectory: true).appendingPathComponent("install-id")
+            guard let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+            else {
+                return nil
+            }
+            return base.appendingPathComponent("halyard", isDirectory: true).appendingPathComponent("install-id")
         #else
-        let env = ProcessInfo.processInfo.environment
-        let base: URL
-        if let xdg = env["XDG_DATA_HOME"], xdg.hasPrefix("/") {
-            base = URL(fileURLWithPath: xdg, isDirectory: true)
-        } else if let home = env["HOME"], home.hasPrefix("/") {
-            base = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/share", isDirectory: true)
-        } else {
-            return nil
-        }
-        return base.appendingPathComponent("halyard", isDirectory: true).appendingPathComponent("install-id")
+            let env = ProcessInfo.processInfo.environment
+            let base: URL
+            if let xdg = env["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+                base = URL(fileURLWithPath: xdg, isDirectory: true)
+            } else if let home = env["HOME"], home.hasPrefix("/") {
+                base = URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(
+                    ".local/share", isDirectory: true)
+            } else {
+                return nil
+            }
+            return base.appendingPathComponent("halyard", isDirectory: true).appendingPathComponent("install-id")
         #endif
     }
 
@@ -167,7 +169,8 @@ public enum InstallIDStorage: Sendable {
         }
         let id = UUID().uuidString.lowercased()
         do {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(id.utf8).write(to: url, options: .atomic)
         } catch {
             // Not persisted: the id is per process. Never fatal.

@@ -37,7 +37,8 @@ public enum ContextError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidKind(let kind):
             "invalid context: kind \(JSONValue.string(kind).jsonString) must be 1 to 64 characters from a-z 0-9 - _"
         case .reservedAttributeName(let name): "invalid context: an attribute may not be named \(name)"
-        case .nonFiniteNumber(let name): "invalid context: attribute \(JSONValue.string(name).jsonString) holds NaN or Infinity"
+        case .nonFiniteNumber(let name):
+            "invalid context: attribute \(JSONValue.string(name).jsonString) holds NaN or Infinity"
         case .requiredMembersExceedLimit(let length, let limit):
             "invalid context: targetingKey, kind and key alone take \(length) UTF-16 code units, over the limit of \(limit)"
         }

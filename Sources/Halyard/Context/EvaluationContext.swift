@@ -145,8 +145,9 @@ public struct EvaluationContext: Sendable, Hashable {
             guard Self.isValidKind(s) else { throw .invalidKind(s) }
             kind = s
         }
-        self.init(targetingKey: targetingKey, kind: kind, attributes: members,
-                  privateAttributes: privateAttributes)
+        self.init(
+            targetingKey: targetingKey, kind: kind, attributes: members,
+            privateAttributes: privateAttributes)
     }
 
     /// The wire form without private attributes: one flat object with `targetingKey`, `kind`

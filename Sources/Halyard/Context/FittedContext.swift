@@ -86,9 +86,13 @@ extension EvaluationContext {
             writer.bytes.append(UInt8(ascii: ":"))
             writer.write(value)
             let end = writer.bytes.count
-            let length = writer.bytes.withUnsafeBufferPointer { utf16Count(UnsafeBufferPointer(rebasing: $0[start..<end])) }
-            members.append(Member(name: name, nameStart: nameStart, nameEnd: names.count, start: start, end: end,
-                                  utf16Length: length, droppable: droppable))
+            let length = writer.bytes.withUnsafeBufferPointer {
+                utf16Count(UnsafeBufferPointer(rebasing: $0[start..<end]))
+            }
+            members.append(
+                Member(
+                    name: name, nameStart: nameStart, nameEnd: names.count, start: start, end: end,
+                    utf16Length: length, droppable: droppable))
         }
         add("targetingKey", .string(targetingKey), droppable: false)
         add("kind", .string(kind), droppable: false)
@@ -106,8 +110,9 @@ extension EvaluationContext {
                 indices.sorted { i, j in
                     let a = members[i], b = members[j]
                     if bySizeFirst && a.utf16Length != b.utf16Length { return a.utf16Length > b.utf16Length }
-                    return utf16Precedes(UnsafeBufferPointer(rebasing: all[a.nameStart..<a.nameEnd]),
-                                         UnsafeBufferPointer(rebasing: all[b.nameStart..<b.nameEnd]))
+                    return utf16Precedes(
+                        UnsafeBufferPointer(rebasing: all[a.nameStart..<a.nameEnd]),
+                        UnsafeBufferPointer(rebasing: all[b.nameStart..<b.nameEnd]))
                 }
             }
         }

@@ -164,7 +164,8 @@ public struct SHA1: Sendable {
             var blockStart = 0
             while blockStart < blocks.count {
                 for t in 0..<16 {
-                    w[t] = UInt32(bigEndian: blocks.loadUnaligned(fromByteOffset: blockStart &+ t &* 4, as: UInt32.self))
+                    w[t] = UInt32(
+                        bigEndian: blocks.loadUnaligned(fromByteOffset: blockStart &+ t &* 4, as: UInt32.self))
                 }
                 var a = a0, b = b0, c = c0, d = d0, e = e0
                 // The message schedule lives in a 16-word ring: W[t] = rotl1(W[t-3]^W[t-8]^W[t-14]^W[t-16]).

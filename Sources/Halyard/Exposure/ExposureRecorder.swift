@@ -189,14 +189,17 @@ package final class ExposureRecorder: Sendable {
     /// out; the read stores it in its slot and skips the recorder while `coarseNow() < slot`.
     /// After ``close()`` it records nothing and returns `UInt32.max`.
     @discardableResult
-    package func recordExposure(key: String, variant: String?, reason: EvaluationReason, contextFingerprint: String) -> UInt32 {
+    package func recordExposure(key: String, variant: String?, reason: EvaluationReason, contextFingerprint: String)
+        -> UInt32
+    {
         let now = elapsed
         let seconds = coarseClock.advance(to: Self.seconds(now))
         let dedupKey = ExposureHash.dedupKey(fingerprint: contextFingerprint, key: key, variant: variant)
         let creation = wallOrigin + Int64(seconds)
         let result = state.withLock {
-            $0.record(key: key, variant: variant, reason: reason.rawValue, contextFingerprint: contextFingerprint,
-                      dedupKey: dedupKey, now: now, nowSeconds: seconds, creationDate: creation)
+            $0.record(
+                key: key, variant: variant, reason: reason.rawValue, contextFingerprint: contextFingerprint,
+                dedupKey: dedupKey, now: now, nowSeconds: seconds, creationDate: creation)
         }
         if result.startDrain {
             Task { await self.drain(.automatic) }
@@ -308,7 +311,7 @@ package final class ExposureRecorder: Sendable {
         var result = ExposureFlushResult()
         var rng = SystemRandomNumberGenerator()
         loop: while true {
-            let now = elapsed   // read the injected clock outside the lock
+            let now = elapsed  // read the injected clock outside the lock
             let next = state.withLock { $0.nextBatch(now: now, ignoreBackoff: mode == .final) }
             switch next {
             case .idle:
@@ -358,13 +361,15 @@ package final class ExposureRecorder: Sendable {
             log?("Halyard: exposure batch could not be compressed; sending it uncompressed")
             body = Data(json)
         }
-        let request = TransportRequest(method: "POST", url: url, headers: fields, body: body,
-                                       timeout: options.requestTimeout, maxResponseBytes: 64 << 10)
+        let request = TransportRequest(
+            method: "POST", url: url, headers: fields, body: body,
+            timeout: options.requestTimeout, maxResponseBytes: 64 << 10)
         do {
             let response = try await transport.send(request)
-            return ExposureUploadOutcome.classify(status: response.status,
-                                                  retryAfterHeader: response.header("Retry-After"),
-                                                  wallNow: clock.wallNow)
+            return ExposureUploadOutcome.classify(
+                status: response.status,
+                retryAfterHeader: response.header("Retry-After"),
+                wallNow: clock.wallNow)
         } catch {
             return .retry(retryAfter: nil)
         }

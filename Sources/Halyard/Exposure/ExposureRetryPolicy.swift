@@ -89,7 +89,8 @@ package enum ExposureRetryAfter {
     /// Unix seconds of a proleptic Gregorian date-time (UTC).
     static func unixSeconds(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) -> Double? {
         guard (1...12).contains(month), (1...31).contains(day), (0...23).contains(hour),
-              (0...59).contains(minute), (0...60).contains(second), (1...9999).contains(year) else { return nil }
+            (0...59).contains(minute), (0...60).contains(second), (1...9999).contains(year)
+        else { return nil }
         // Days from civil (Howard Hinnant's algorithm).
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
@@ -130,8 +131,9 @@ package enum ExposureRetryAfter {
 
     private static func time(_ s: inout Scanner) -> (Int, Int, Int)? {
         guard let h = s.number(minDigits: 2, maxDigits: 2), s.expect(0x3A),
-              let m = s.number(minDigits: 2, maxDigits: 2), s.expect(0x3A),
-              let sec = s.number(minDigits: 2, maxDigits: 2) else { return nil }
+            let m = s.number(minDigits: 2, maxDigits: 2), s.expect(0x3A),
+            let sec = s.number(minDigits: 2, maxDigits: 2)
+        else { return nil }
         return (h, m, sec)
     }
 
@@ -146,7 +148,8 @@ package enum ExposureRetryAfter {
             if s.expect(0x2D) {
                 // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
                 guard let mon = month(s.word()), s.expect(0x2D),
-                      let yy = s.number(minDigits: 2, maxDigits: 4) else { return nil }
+                    let yy = s.number(minDigits: 2, maxDigits: 4)
+                else { return nil }
                 s.skipSpaces()
                 guard let (h, m, sec) = time(&s) else { return nil }
                 s.skipSpaces()
@@ -188,8 +191,9 @@ package enum ExposureRetryAfter {
     static func iso8601(_ bytes: [UInt8]) -> Double? {
         var s = Scanner(b: bytes)
         guard let year = s.number(minDigits: 4, maxDigits: 4), s.expect(0x2D),
-              let mon = s.number(minDigits: 2, maxDigits: 2), s.expect(0x2D),
-              let day = s.number(minDigits: 2, maxDigits: 2) else { return nil }
+            let mon = s.number(minDigits: 2, maxDigits: 2), s.expect(0x2D),
+            let day = s.number(minDigits: 2, maxDigits: 2)
+        else { return nil }
         guard s.expect(0x54) || s.expect(0x74) || s.expect(0x20) else { return nil }
         guard let (h, m, sec) = time(&s) else { return nil }
         var fraction = 0.0

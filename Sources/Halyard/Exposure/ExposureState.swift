@@ -16,7 +16,9 @@ package struct ExposureEvent: Sendable, Hashable {
     package var count: Int
 
     /// Creates an event.
-    package init(key: String, variant: String?, reason: String, contextFingerprint: String, creationDate: Int64, count: Int = 1) {
+    package init(
+        key: String, variant: String?, reason: String, contextFingerprint: String, creationDate: Int64, count: Int = 1
+    ) {
         self.key = key
         self.variant = variant
         self.reason = reason
@@ -95,7 +97,7 @@ package enum ExposureHash {
             i += 1
         }
         h = round(h, tail)
-        return round(h, UInt64(n) &* k2 | 1)   // the length delimits the string
+        return round(h, UInt64(n) &* k2 | 1)  // the length delimits the string
     }
 
     @inline(__always)
@@ -103,7 +105,7 @@ package enum ExposureHash {
         if let r = s.utf8.withContiguousStorageIfAvailable({ absorb(h, UnsafeRawBufferPointer($0)) }) {
             return r
         }
-        let bytes = Array(s.utf8)   // bridged strings without contiguous UTF-8 (Darwin)
+        let bytes = Array(s.utf8)  // bridged strings without contiguous UTF-8 (Darwin)
         return bytes.withUnsafeBytes { absorb(h, $0) }
     }
 
@@ -349,15 +351,22 @@ package struct ExposureState {
             totals.deduplicated += 1
             return RecordResult(windowEnd: end, decision: .deduplicated, startDrain: false)
         }
-        let windowEnd = windowSeconds > 0 ? (nowSeconds &+ windowSeconds < nowSeconds ? .max : nowSeconds + windowSeconds) : nowSeconds
+        let windowEnd =
+            windowSeconds > 0
+            ? (nowSeconds &+ windowSeconds < nowSeconds ? .max : nowSeconds + windowSeconds) : nowSeconds
         if options.sampleRate < 1,
-           !ExposureHash.keeps(ExposureHash.hash(fingerprint: contextFingerprint, key: key, variant: variant), rate: options.sampleRate) {
+            !ExposureHash.keeps(
+                ExposureHash.hash(fingerprint: contextFingerprint, key: key, variant: variant), rate: options.sampleRate
+            )
+        {
             totals.sampledOut += 1
             return RecordResult(windowEnd: windowEnd, decision: .sampledOut, startDrain: false)
         }
         if queuedCount >= options.capacity { dropOldest() }
-        buffer.append(ExposureEvent(key: key, variant: variant, reason: reason,
-                                    contextFingerprint: contextFingerprint, creationDate: creationDate))
+        buffer.append(
+            ExposureEvent(
+                key: key, variant: variant, reason: reason,
+                contextFingerprint: contextFingerprint, creationDate: creationDate))
         var start = false
         if buffer.count >= options.batchSize, !automaticDrainRequested, now >= notBefore {
             automaticDrainRequested = true
@@ -381,7 +390,8 @@ package struct ExposureState {
     /// due, a retry's backoff over, or a full batch waiting).
     package mutating func tick(now: Duration) -> Bool {
         if isClosed || automaticDrainRequested || queuedCount == 0 { return false }
-        let due = now >= nextPeriodicFlush
+        let due =
+            now >= nextPeriodicFlush
             || (!retryQueue.isEmpty && now >= notBefore)
             || (buffer.count >= options.batchSize && now >= notBefore)
         if due { automaticDrainRequested = true }
@@ -407,8 +417,9 @@ package struct ExposureState {
             retryEventCount -= batch.events.count
         } else {
             batchSequence += 1
-            batch = ExposureBatch(idempotencyKey: "\(keyPrefix)-\(batchSequence)",
-                                  events: buffer.popFirst(options.batchSize), attempts: 0)
+            batch = ExposureBatch(
+                idempotencyKey: "\(keyPrefix)-\(batchSequence)",
+                events: buffer.popFirst(options.batchSize), attempts: 0)
         }
         batch.attempts += 1
         inFlightCount = batch.events.count
@@ -417,7 +428,9 @@ package struct ExposureState {
 
     /// Resolves the batch returned by ``nextBatch(now:ignoreBackoff:)``. `unit` in `[0, 1)` is
     /// the jitter draw for the backoff.
-    package mutating func finish(_ batch: ExposureBatch, outcome: ExposureUploadOutcome, now: Duration, unit: Double) -> Finish {
+    package mutating func finish(_ batch: ExposureBatch, outcome: ExposureUploadOutcome, now: Duration, unit: Double)
+        -> Finish
+    {
         inFlightCount = 0
         var f = Finish()
         let n = batch.events.count

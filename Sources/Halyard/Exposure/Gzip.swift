@@ -32,8 +32,9 @@ package final class GzipCompressor {
             initialized = false
         }
         stream = z_stream()
-        let rc = deflateInit2_(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
-                               ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+        let rc = deflateInit2_(
+            &stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+            ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
         initialized = rc == Z_OK
         return initialized
     }

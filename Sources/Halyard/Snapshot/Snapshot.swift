@@ -95,7 +95,8 @@ package final class Snapshot: @unchecked Sendable {
         exposureSlots.initialize(repeating: hal_atomic_word(value: 0), count: count)
         for (index, flag) in unique.enumerated() {
             (entries + index).initialize(to: Snapshot.entry(for: flag))
-            (details + index).initialize(to: Detail(variant: flag.variant, reason: flag.reason, metadata: flag.metadata))
+            (details + index).initialize(
+                to: Detail(variant: flag.variant, reason: flag.reason, metadata: flag.metadata))
         }
         self.liveCounter = liveCounter
         liveCounter?.increment()

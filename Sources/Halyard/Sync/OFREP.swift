@@ -130,13 +130,13 @@ struct OFREPRequestBuilder: Sendable {
 
     static var userAgent: String {
         #if os(Linux)
-        let platform = "Linux"
+            let platform = "Linux"
         #elseif os(macOS)
-        let platform = "macOS"
+            let platform = "macOS"
         #elseif os(iOS)
-        let platform = "iOS"
+            let platform = "iOS"
         #else
-        let platform = "Apple"
+            let platform = "Apple"
         #endif
         return "\(sdkName)-Swift/\(sdkVersion) (\(platform))"
     }

@@ -256,7 +256,8 @@ final class RefreshEngine: Sendable {
 
     /// Stops polling and fetching; reads keep the last values. Idempotent.
     func close() {
-        process(.close) { _ in } after: { s, _ in
+        process(.close) { _ in
+        } after: { s, _ in
             s.outbox.append(.finishStreams)
         }
     }
@@ -269,7 +270,10 @@ final class RefreshEngine: Sendable {
             s.stats.contextTrims += 1
             if s.stats.contextTrims == 1 {
                 s.outbox.append(
-                    .log(.info, "context trimmed to fit the size cap; dropped: \(context.droppedAttributes.joined(separator: ", "))"))
+                    .log(
+                        .info,
+                        "context trimmed to fit the size cap; dropped: \(context.droppedAttributes.joined(separator: ", "))"
+                    ))
             }
         }
     }
@@ -302,13 +306,20 @@ final class RefreshEngine: Sendable {
         return wait
     }
 
-    private func perform(_ effect: RefreshMachine.Effect, wall: Date, state s: inout State, cancels: inout [Task<Void, Never>]) {
+    private func perform(
+        _ effect: RefreshMachine.Effect, wall: Date, state s: inout State, cancels: inout [Task<Void, Never>]
+    ) {
         switch effect {
         case .send(let request):
             guard let context = s.context, context.fingerprint == request.fingerprint else { return }
-            let transportRequest = s.builder.request(contextJSON: context.canonicalJSON, ifNoneMatch: request.ifNoneMatch)
+            let transportRequest = s.builder.request(
+                contextJSON: context.canonicalJSON, ifNoneMatch: request.ifNoneMatch)
             s.stats.requestsSent += 1
-            s.outbox.append(.log(.debug, "fetch #\(request.id) (\(request.trigger.rawValue))\(request.ifNoneMatch == nil ? "" : " with If-None-Match")"))
+            s.outbox.append(
+                .log(
+                    .debug,
+                    "fetch #\(request.id) (\(request.trigger.rawValue))\(request.ifNoneMatch == nil ? "" : " with If-None-Match")"
+                ))
             s.tasks[request.id] = Task { [weak self] in
                 await self?.execute(request, transportRequest)
             }
@@ -316,7 +327,9 @@ final class RefreshEngine: Sendable {
             if let task = s.tasks.removeValue(forKey: id) { cancels.append(task) }
             s.parsed.removeValue(forKey: id)
         case .apply(let id):
-            guard let flags = s.parsed.removeValue(forKey: id), let fingerprint = s.machine.valuesFingerprint else { return }
+            guard let flags = s.parsed.removeValue(forKey: id), let fingerprint = s.machine.valuesFingerprint else {
+                return
+            }
             var next: [String: ServedFlag] = [:]
             next.reserveCapacity(flags.count)
             for flag in flags { next[flag.key] = flag }
@@ -346,7 +359,8 @@ final class RefreshEngine: Sendable {
             s.outbox.append(.publish(.confirmed(wall)))
         case .emit(let event):
             if case .error(let code, let message) = event {
-                s.outbox.append(.log(code == .providerFatal || message.contains("refused") ? .error : .warning, message))
+                s.outbox.append(
+                    .log(code == .providerFatal || message.contains("refused") ? .error : .warning, message))
             }
             s.outbox.append(.event(event))
         case .finished(let id):
@@ -354,7 +368,9 @@ final class RefreshEngine: Sendable {
             s.parsed.removeValue(forKey: id)
             if let waiters = s.refreshWaiters.removeValue(forKey: id) { s.outbox.append(.resume(waiters)) }
         case .identifyResolved(let generation, let ok):
-            if let waiters = s.identifyWaiters.removeValue(forKey: generation) { s.outbox.append(.resumeBool(waiters, ok)) }
+            if let waiters = s.identifyWaiters.removeValue(forKey: generation) {
+                s.outbox.append(.resumeBool(waiters, ok))
+            }
         case .supersede(let below):
             for generation in s.identifyWaiters.keys where generation < below {
                 if let waiters = s.identifyWaiters.removeValue(forKey: generation) {

@@ -326,7 +326,8 @@ struct RefreshMachine: Sendable {
         case .notModified:
             guard request.ifNoneMatch != nil, valuesFingerprint == request.fingerprint else {
                 // A 304 we did not ask for confirms nothing: treat as a bad answer.
-                fail(.transient(.invalidBody, retryAfter: nil), request: request, now: now, random: &random, into: &step)
+                fail(
+                    .transient(.invalidBody, retryAfter: nil), request: request, now: now, random: &random, into: &step)
                 return
             }
             step.effects.append(.confirm)

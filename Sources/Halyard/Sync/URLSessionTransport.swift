@@ -2,7 +2,7 @@ import CZlib
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The default ``FlagTransport``: one ephemeral `URLSession` (no URL cache, no cookies), a total
@@ -39,7 +39,8 @@ public final class URLSessionTransport: FlagTransport, Sendable {
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         urlRequest.httpBody = request.body
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
-        let seconds = max(Double(request.timeout.components.seconds) + Double(request.timeout.components.attoseconds) / 1e18, 0.001)
+        let seconds = max(
+            Double(request.timeout.components.seconds) + Double(request.timeout.components.attoseconds) / 1e18, 0.001)
         // Our own deadline below enforces the total timeout precisely; URLSession's (idle)
         // timeout is a backstop only: on Linux it works in whole seconds and 0 fires at once.
         urlRequest.timeoutInterval = seconds.rounded(.up) + 1
@@ -67,7 +68,9 @@ public final class URLSessionTransport: FlagTransport, Sendable {
         }
         var body = data
         let encoding = headers.first { $0.key.lowercased() == "content-encoding" }?.value.lowercased()
-        if encoding?.contains("gzip") == true, body.count >= 2, body[body.startIndex] == 0x1f, body[body.startIndex + 1] == 0x8b {
+        if encoding?.contains("gzip") == true, body.count >= 2, body[body.startIndex] == 0x1f,
+            body[body.startIndex + 1] == 0x8b
+        {
             guard let inflated = HTTPBodyGzip.inflate(body, limit: limit) else {
                 throw limit > 0 && HTTPBodyGzip.wouldExceed(body, limit: limit)
                     ? TransportError.responseTooLarge(limit: limit) : TransportError.network("invalid gzip body")
@@ -180,7 +183,9 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             }
             return
         }
-        let (response, data) = exchange.progress.withLock { ($0.response ?? (task.response as? HTTPURLResponse), $0.data) }
+        let (response, data) = exchange.progress.withLock {
+            ($0.response ?? (task.response as? HTTPURLResponse), $0.data)
+        }
         guard let response else {
             exchange.finish(.failure(.network("no response")))
             return
@@ -200,7 +205,9 @@ enum HTTPBodyGzip {
     /// (`limit <= 0` means unlimited).
     static func inflate(_ input: Data, limit: Int) -> Data? {
         var stream = z_stream()
-        guard inflateInit2_(&stream, 15 + 32, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
+        guard inflateInit2_(&stream, 15 + 32, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+            return nil
+        }
         defer { inflateEnd(&stream) }
         var output = Data()
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -234,8 +241,10 @@ enum HTTPBodyGzip {
     /// Compresses with a gzip wrapper (tests and the in-memory control plane).
     static func deflate(_ input: Data) -> Data {
         var stream = z_stream()
-        guard deflateInit2_(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
-            Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        guard
+            deflateInit2_(
+                &stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+                Int32(MemoryLayout<z_stream>.size)) == Z_OK
         else { return Data() }
         defer { deflateEnd(&stream) }
         var output = Data()

@@ -33,7 +33,9 @@ extension Int: FlagValue {
         if case .int(let i) = value { return Int(exactly: i) }
         return nil
     }
-    @inline(__always) public static func _fromBits(_ bits: UInt64) -> Int { Int(truncatingIfNeeded: Int64(bitPattern: bits)) }
+    @inline(__always) public static func _fromBits(_ bits: UInt64) -> Int {
+        Int(truncatingIfNeeded: Int64(bitPattern: bits))
+    }
 }
 
 extension Double: FlagValue {

@@ -204,8 +204,10 @@ extension JSONValue {
         -> Result<JSONValue, JSONParseError>
     {
         if bytes.count > limits.maxInputBytes {
-            return .failure(JSONParseError(.inputTooLarge(limit: limits.maxInputBytes),
-                                           offset: max(0, limits.maxInputBytes)))
+            return .failure(
+                JSONParseError(
+                    .inputTooLarge(limit: limits.maxInputBytes),
+                    offset: max(0, limits.maxInputBytes)))
         }
         guard let base = bytes.baseAddress, bytes.count > 0 else {
             return .failure(JSONParseError(.unexpectedEndOfInput, offset: 0))
@@ -280,7 +282,7 @@ struct StrictJSONParser {
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             return try parseNumber()
         case UInt8(ascii: "N") where hasPrefix("NaN", at: pos),
-             UInt8(ascii: "I") where hasPrefix("Inf", at: pos):
+            UInt8(ascii: "I") where hasPrefix("Inf", at: pos):
             throw fail(.nonFiniteLiteral, at: pos)
         case let b:
             throw fail(.unexpectedCharacter(b), at: pos)
@@ -412,8 +414,9 @@ struct StrictJSONParser {
             let b = base[i]
             if b == UInt8(ascii: "\"") {
                 pos = i + 1
-                return String(decoding: UnsafeBufferPointer(start: base + start, count: i - start),
-                              as: UTF8.self)
+                return String(
+                    decoding: UnsafeBufferPointer(start: base + start, count: i - start),
+                    as: UTF8.self)
             }
             if b == UInt8(ascii: "\\") || b < 0x20 || b >= 0x80 { break }
             i += 1
@@ -426,8 +429,9 @@ struct StrictJSONParser {
             if b == UInt8(ascii: "\"") {
                 pos = i + 1
                 if !escaped {
-                    return String(decoding: UnsafeBufferPointer(start: base + start, count: i - start),
-                                  as: UTF8.self)
+                    return String(
+                        decoding: UnsafeBufferPointer(start: base + start, count: i - start),
+                        as: UTF8.self)
                 }
                 return String(decoding: scratch, as: UTF8.self)
             }
@@ -675,7 +679,11 @@ struct StrictJSONParser {
             if j < end {  // exponent part
                 var k = j + 1
                 var expNegative = false
-                if base[k] == UInt8(ascii: "-") { expNegative = true; k += 1 } else if base[k] == UInt8(ascii: "+") { k += 1 }
+                if base[k] == UInt8(ascii: "-") {
+                    expNegative = true; k += 1
+                } else if base[k] == UInt8(ascii: "+") {
+                    k += 1
+                }
                 var e = 0
                 while k < end {
                     if e < 100_000 { e = e * 10 + Int(base[k] &- UInt8(ascii: "0")) }

@@ -2,7 +2,7 @@ import Foundation
 import Halyard
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Launches `Tests/ControlPlaneServer/server.py` (a loopback OFREP control plane) with `Process`,
@@ -30,7 +30,8 @@ final class ControlPlaneServer: @unchecked Sendable {
 
     /// Starts the server with `flags` (the flag-set document: `default`, `contexts`, `metadata`).
     init(flags: [String: Any] = ["default": []], exposurePath: String? = nil) throws {
-        let flagsFile = FileManager.default.temporaryDirectory.appendingPathComponent("halyard-flags-\(UUID().uuidString).json")
+        let flagsFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "halyard-flags-\(UUID().uuidString).json")
         try JSONSerialization.data(withJSONObject: flags).write(to: flagsFile)
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")

@@ -1,8 +1,10 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+
 @testable import Halyard
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Launches `Tests/ControlPlaneServer/exposure_test_server.py` (python3, 127.0.0.1, port 0) for
 /// the exposure integration tests, and talks to its admin endpoints.
@@ -27,9 +29,9 @@ final class ExposureServer: @unchecked Sendable {
     /// The server script, found from this file's location.
     static var scriptURL: URL {
         URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent()   // Support
-            .deletingLastPathComponent()   // HalyardTests
-            .deletingLastPathComponent()   // Tests
+            .deletingLastPathComponent()  // Support
+            .deletingLastPathComponent()  // HalyardTests
+            .deletingLastPathComponent()  // Tests
             .appendingPathComponent("ControlPlaneServer/exposure_test_server.py")
     }
 
@@ -93,7 +95,8 @@ final class ExposureServer: @unchecked Sendable {
         request.timeoutInterval = 30
         let (data, response) = try await LoopbackTransport.perform(session, request)
         guard response.statusCode == 200,
-              let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else {
             throw Failure.badReply("report: \(response.statusCode)")
         }
         return object

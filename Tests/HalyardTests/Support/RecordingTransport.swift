@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import Halyard
 
 /// Wraps a transport and records every exchange with the (manual) clock's time.
@@ -32,7 +33,8 @@ final class RecordingTransport: FlagTransport, Sendable {
         sending.withLock { $0 += 1 }
         defer { sending.withLock { $0 -= 1 } }
         var exchange = Exchange(
-            sentAt: sentAt, completedAt: sentAt, wallAtCompletion: clock.wallNow, status: nil, error: nil, retryAfter: nil,
+            sentAt: sentAt, completedAt: sentAt, wallAtCompletion: clock.wallNow, status: nil, error: nil,
+            retryAfter: nil,
             ifNoneMatch: request.headers["If-None-Match"], body: String(decoding: request.body, as: UTF8.self))
         do {
             let response = try await inner.send(request)

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import Halyard
 
 /// Collects a client's events in order (test support).
