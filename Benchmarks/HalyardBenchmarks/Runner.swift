@@ -26,9 +26,17 @@
         let go = Atomic<Bool>(false)
         let stop = Atomic<Bool>(false)
 
-        func arriveAndWait() {
+        /// Counts the caller as ready, then waits for `go`: yielding, or polling every 20 us
+        /// while asleep when `sleeping` (for the real-time publisher).
+        func arriveAndWait(sleeping: Bool = false) {
             ready.add(1, ordering: .releasing)
-            while !go.load(ordering: .acquiring) { sched_yield() }
+            while !go.load(ordering: .acquiring) {
+                if sleeping {
+                    halyard_sleep_until_ns(halyard_now_ns() &+ 20_000)
+                } else {
+                    sched_yield()
+                }
+            }
         }
     }
 
@@ -106,8 +114,11 @@
     ) {
         let spinNs = baseline.spinNs
         let membarrier = baseline.membarrier
+        // Real-time before the start barrier (so it runs as soon as the pass starts), and
+        // waiting there by sleeping: a SCHED_FIFO thread spinning on sched_yield would keep a
+        // core from the normal-priority threads it is waiting for.
         slot.realtimeError = halyard_make_current_thread_realtime(20)
-        control.arriveAndWait()
+        control.arriveAndWait(sleeping: true)
         let period = UInt64(1_000_000_000 / rate)
         var deadline = halyard_now_ns() &+ period
         var generation = 1
