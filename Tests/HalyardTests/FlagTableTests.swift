@@ -23,6 +23,7 @@ import Testing
             if length > 0 { keys.append(String(repeating: "k", count: length - 1) + "x") }
         }
         let table = FlagTable(keys: keys)
+        defer { table.deallocate() }
         for (index, key) in keys.enumerated() { #expect(table.index(of: key) == index, "\(key)") }
         for length in 1...40 {
             #expect(table.index(of: "y" + String(repeating: "k", count: length - 1)) == nil)
@@ -41,6 +42,7 @@ import Testing
             }
             let keys = Array(unique)
             let table = FlagTable(keys: keys)
+            defer { table.deallocate() }
             let reference = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
             for _ in 0..<500 {
                 let probe: String

@@ -78,8 +78,8 @@ extension FlagClient {
     @inline(__always)
     func scalar<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Value {
         let requested = Value._flagValueKind
-        let answer: UInt64? = store.withCurrent { snapshot in
-            guard let snapshot, let index = snapshot.index(of: key) else { return nil }
+        let answer: UInt64? = store.read(orElse: nil) { snapshot in
+            guard let index = snapshot.index(of: key) else { return nil }
             let entry = snapshot.entries[index]
             guard entry.kind.isReadable(as: requested) else { return nil }
             exposeIfNeeded(snapshot, index)
@@ -150,12 +150,18 @@ extension FlagClient {
     func exposeIfNeeded(_ snapshot: Snapshot, _ index: Int) {
         guard let clock = exposureClock else { return }
         if hal_load_relaxed(snapshot.exposureSlots + index) <= hal_load_relaxed(clock) {
-            recordExposureSlow(snapshot, index)
+            // Passed unretained: handing the snapshot reference to an out-of-line call would
+            // make the caller retain and release it around the call on every read.
+            recordExposureSlow(Unmanaged.passUnretained(snapshot), index)
         }
     }
 
-    @inline(never)
-    func recordExposureSlow(_ snapshot: Snapshot, _ index: Int) {
+    @inline(never) @_effects(releasenone)
+    func recordExposureSlow(_ unmanaged: Unmanaged<Snapshot>, _ index: Int) {
+        unmanaged._withUnsafeGuaranteedRef { recordExposure(in: $0, index) }
+    }
+
+    private func recordExposure(in snapshot: Snapshot, _ index: Int) {
         guard let sink = exposureSink else { return }
         let flag = snapshot.flags[index]
         let deadline = sink.recordExposure(

@@ -7,8 +7,9 @@
 /// compared exactly (case-sensitive, byte-for-byte UTF-8; Swift `String` equality would also
 /// equate canonically equivalent Unicode, which flag keys must not).
 ///
-/// The table owns its memory and frees it in `deinit`; it is immutable after `init`.
-final class FlagTable: @unchecked Sendable {
+/// A struct of raw pointers, so using it on the read path involves no reference counting; its
+/// owner (the snapshot) frees it with ``deallocate()``. Immutable after `init`.
+struct FlagTable: @unchecked Sendable {
     /// One slot: the key's full hash and `index + 1` (0 marks an empty slot).
     struct Slot {
         var hash: UInt64
@@ -48,7 +49,8 @@ final class FlagTable: @unchecked Sendable {
         }
     }
 
-    deinit {
+    /// Frees the table's memory. Call exactly once, when no reader can use it any more.
+    func deallocate() {
         slots.deallocate()
         arena.deallocate()
     }

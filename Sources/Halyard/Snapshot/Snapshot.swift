@@ -103,6 +103,7 @@ package final class Snapshot: @unchecked Sendable {
     }
 
     deinit {
+        table.deallocate()
         entries.deinitialize(count: flags.count)
         entries.deallocate()
         details.deinitialize(count: flags.count)

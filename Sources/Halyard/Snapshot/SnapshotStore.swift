@@ -67,6 +67,18 @@ package final class SnapshotStore: @unchecked Sendable {
         return Unmanaged<Snapshot>.fromOpaque(pointer)._withUnsafeGuaranteedRef { body($0) }
     }
 
+    /// The read path's form of ``withCurrent(_:)``: `body` gets the snapshot non-optional and
+    /// at +0 (no retain, no Optional wrapping, which would copy the reference); `empty` is
+    /// returned before the first publish. Same rules for `body` as ``withCurrent(_:)``.
+    @inline(__always)
+    package func read<R>(orElse empty: R, _ body: (Snapshot) -> R) -> R {
+        let record = hal_hazard_record_for_current_thread()!
+        let raw = hal_hazard_protect(record, current)
+        defer { hal_hazard_clear(record) }
+        guard let pointer = UnsafeRawPointer(bitPattern: raw) else { return empty }
+        return Unmanaged<Snapshot>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
+    }
+
     /// A strong reference to the current snapshot (slow path: one retain).
     package var currentSnapshot: Snapshot? { withCurrent { $0 } }
 
