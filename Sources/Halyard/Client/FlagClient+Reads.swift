@@ -93,8 +93,7 @@ extension FlagClient {
     /// Any type, with the full result.
     func evaluate<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Evaluation<Value> {
         let requested = Value._flagValueKind
-        let result = store.withCurrent { snapshot -> Evaluation<Value> in
-            guard let snapshot else { return notReadyEvaluation(key, defaultValue) }
+        let result = store.read(orElse: notReadyEvaluation(key, defaultValue)) { snapshot -> Evaluation<Value> in
             guard let index = snapshot.index(of: key) else {
                 return Evaluation(
                     key: key, value: defaultValue, reason: .error, errorCode: .flagNotFound,

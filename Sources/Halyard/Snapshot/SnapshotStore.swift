@@ -71,11 +71,11 @@ package final class SnapshotStore: @unchecked Sendable {
     /// at +0 (no retain, no Optional wrapping, which would copy the reference); `empty` is
     /// returned before the first publish. Same rules for `body` as ``withCurrent(_:)``.
     @inline(__always)
-    package func read<R>(orElse empty: R, _ body: (Snapshot) -> R) -> R {
+    package func read<R>(orElse empty: @autoclosure () -> R, _ body: (Snapshot) -> R) -> R {
         let record = hal_hazard_record_for_current_thread()!
         let raw = hal_hazard_protect(record, current)
         defer { hal_hazard_clear(record) }
-        guard let pointer = UnsafeRawPointer(bitPattern: raw) else { return empty }
+        guard let pointer = UnsafeRawPointer(bitPattern: raw) else { return empty() }
         return Unmanaged<Snapshot>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
     }
 
