@@ -74,6 +74,17 @@ struct HalyardBenchmark {
                 DesignRunner(
                     info("unsync.array", .bound, "immutable [Bool] by index, no synchronization"), UnsyncArray(w),
                     sequence),
+                // Exposure recording on, already recorded: paired with the same read with it off.
+                DesignRunner(
+                    DesignInfo(
+                        id: "halyard.bool.exposed", title: "flags.bool, exposures on, already recorded",
+                        kind: .halyard, publisherSwaps: true, boundID: "halyard.bool"),
+                    HalyardKeyedBoolExposed(w), sequence),
+                DesignRunner(
+                    DesignInfo(
+                        id: "halyard.handle.exposed", title: "handle.value, exposures on, already recorded",
+                        kind: .halyard, publisherSwaps: true, boundID: "halyard.handle"),
+                    HalyardHandleBoolExposed(w), sequence),
                 DesignRunner(info("nslock.dict", .peer, "NSLock + [String: Bool]"), NSLockDictionary(w), sequence),
                 DesignRunner(
                     info("dispatch.concurrent", .peer, "concurrent DispatchQueue: sync reads, sync barrier writes"),
@@ -241,8 +252,9 @@ struct HalyardBenchmark {
         func measureSingleThread() -> [BenchReport.Single] {
             var out: [BenchReport.Single] = []
             let byID = Dictionary(uniqueKeysWithValues: runners.map { ($0.info.id, $0) })
-            var pairs: [(DesignRunner, DesignRunner)] = runners.filter { $0.info.kind != .bound }.map {
-                ($0, byID[$0.info.boundID]!)
+            var pairs: [(DesignRunner, DesignRunner)] = runners.filter { $0.info.kind != .bound }.compactMap {
+                guard let bound = byID[$0.info.boundID] else { return nil }  // its bound was filtered out
+                return ($0, bound)
             }
             // The array bound against the dictionary bound, for reference.
             pairs.append((byID["unsync.array"]!, byID["unsync.dict"]!))

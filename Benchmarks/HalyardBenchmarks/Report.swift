@@ -62,6 +62,36 @@
             }
         }
 
+        // Exposures on and already recorded vs. off: at most 2 ns more per read, 1 and 64 threads.
+        for (exposed, plain) in [("halyard.bool.exposed", "halyard.bool"), ("halyard.handle.exposed", "halyard.handle")] {
+            let name1 = "\(exposed): exposure already recorded costs <= 2 ns more than \(plain), 1 thread"
+            if let s = single(exposed), s.bound == plain {
+                let extra = s.nsPerRead - s.boundNsPerRead
+                verdict(
+                    extra <= 2, name1,
+                    "+\(fmt(extra)) ns (\(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns, paired ratio \(fmt(s.ratio))x)")
+            } else {
+                verdict(nil, name1, "not run")
+            }
+            let name64 = "\(exposed): exposure already recorded costs <= 2 ns more than \(plain), 64 threads"
+            if let a = r.multiThread.first(where: { $0.design == exposed && $0.threads == 64 && !$0.publisher }),
+                let b = r.multiThread.first(where: { $0.design == plain && $0.threads == 64 && !$0.publisher })
+            {
+                // CPU time per read = cores / aggregate reads per second, paired by round.
+                let cores = Double(r.machine.cores)
+                let extras = zip(a.readsPerSecondRounds, b.readsPerSecondRounds).map {
+                    cores * 1e9 / $0 - cores * 1e9 / $1
+                }
+                let extra = median(extras)
+                verdict(
+                    extra <= 2, name64,
+                    "+\(fmt(extra)) ns of CPU per read (median of \(extras.count) paired rounds; "
+                        + "\(fmt(a.readsPerSecond / 1e6)) vs \(fmt(b.readsPerSecond / 1e6)) Mreads/s)")
+            } else {
+                verdict(nil, name64, "not run")
+            }
+        }
+
         func allocationVerdict(_ ids: [String], _ target: String) {
             let rows = r.allocations.filter { ids.contains($0.probe) }
             guard !rows.isEmpty else { return verdict(nil, target, "not run") }
@@ -70,7 +100,7 @@
         }
         allocationVerdict(
             [
-                "halyard.bool", "halyard.handle", "halyard.int", "halyard.double", "halyard.intHandle",
+                "halyard.bool", "halyard.handle", "halyard.bool.exposed", "halyard.handle.exposed", "halyard.int", "halyard.double", "halyard.intHandle",
                 "halyard.doubleHandle",
             ],
             "zero allocations per Bool/Int/Double keyed and handle read")
