@@ -128,9 +128,12 @@ struct HalyardBenchmark {
                 (multi, realtimeError) = measureMultiThread()
                 if options.targetRounds > 0 { target = measureTarget() }
             }
-            let report = makeReport(
+            let polling = options.polling && !options.skipMulti && options.selects("halyard.bool") ? measurePolling() : nil
+            var report = makeReport(
                 checksums: checksums, allocations: allocations, publishCosts: publishCosts, single: single,
                 multi: multi, target: target, realtimeError: realtimeError)
+            report.polling = polling
+            report.verdicts = computeVerdicts(report)
             print(renderTable(report))
             if let path = options.jsonPath {
                 let encoder = JSONEncoder()

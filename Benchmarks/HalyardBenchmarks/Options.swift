@@ -24,6 +24,8 @@ struct Options: Sendable {
     var baselinePublisherMembarrier = false
     var batchOverride: Int?
     var list = false
+    /// Issue 4's scenario: reads while a client polls the loopback control plane every 10 ms.
+    var polling = true
 
     static let usage = """
         usage: halyard-bench [options]
@@ -50,6 +52,8 @@ struct Options: Sendable {
           --seed N             seed of the access sequence and values
           --json FILE          write the results as JSON (schema in docs/benchmarks.md)
           --svg FILE           write the p99.9 and throughput chart as SVG
+          --no-polling         skip the scenario "reads while the client polls a loopback
+                               server every 10 ms" (it needs python3)
           --list               list the designs and exit
         """
 
@@ -113,6 +117,7 @@ struct Options: Sendable {
                 guard let v = value() else { return nil }
                 o.svgPath = v
             case "--list": o.list = true
+            case "--no-polling": o.polling = false
             default:
                 return nil
             }

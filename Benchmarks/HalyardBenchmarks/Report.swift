@@ -92,6 +92,18 @@
             }
         }
 
+        // Issue 4: reads stay as fast while the client polls and identifies (0.9x: our threshold).
+        let pollingName = "reads while polling every 10 ms: throughput >= 0.9x the same reads offline"
+        if let p = r.polling, !p.cells.isEmpty {
+            let worst = p.cells.min { $0.throughputRatio < $1.throughputRatio }!
+            verdict(
+                worst.throughputRatio >= 0.9, pollingName,
+                p.cells.map { "\($0.threads) threads \(fmt($0.throughputRatio))x" }.joined(separator: ", ")
+                    + "; \(fmt(p.requestsPerSecond)) requests/s, \(fmt(p.snapshotsPerSecond)) publishes/s")
+        } else {
+            verdict(nil, pollingName, "not run")
+        }
+
         func allocationVerdict(_ ids: [String], _ target: String) {
             let rows = r.allocations.filter { ids.contains($0.probe) }
             guard !rows.isEmpty else { return verdict(nil, target, "not run") }
@@ -215,6 +227,24 @@
             lines.append(
                 "control: halyard.bool reading one client while the publisher publishes into another client (process-wide side effects only)"
             )
+        }
+        if let p = r.polling {
+            lines.append("")
+            lines.append(
+                "Reads while the client polls a loopback server every \(p.pollIntervalMilliseconds) ms "
+                    + "(values change every 100 ms, identify every 500 ms), paired with an offline client")
+            lines.append(
+                "achieved: \(fmt(p.requestsPerSecond)) requests/s, \(fmt(p.snapshotsPerSecond)) snapshots published/s, "
+                    + "\(fmt(p.notModifiedPerSecond)) x 304/s, \(p.identifies) identifies in \(fmt(p.seconds)) s")
+            lines.append("threads  polling Mr/s  offline Mr/s  ratio  polling p50/p99.9 ns  offline p50/p99.9 ns")
+            for c in p.cells {
+                lines.append(
+                    pad("\(c.threads)", 7, right: true) + pad(fmt(c.pollingReadsPerSecond / 1e6), 13, right: true)
+                        + pad(fmt(c.plainReadsPerSecond / 1e6), 14, right: true)
+                        + pad(fmt(c.throughputRatio), 7, right: true)
+                        + pad("\(fmt(c.pollingP50Ns)) / \(fmt(c.pollingP999Ns))", 21, right: true)
+                        + pad("\(fmt(c.plainP50Ns)) / \(fmt(c.plainP999Ns))", 22, right: true))
+            }
         }
         lines.append("")
         lines.append("Verdicts")

@@ -15,6 +15,8 @@ struct BenchReport: Codable {
     var multiThread: [Multi]
     /// The target cell measured on its own in paired rounds (nil when not run).
     var target: Target?
+    /// Reads while a real client polls the loopback control plane every 10 ms (nil when not run).
+    var polling: Polling?
     var verdicts: [Verdict]
 
     struct Machine: Codable {
@@ -108,6 +110,32 @@ struct BenchReport: Codable {
         /// Duration of one publish call (median and 99th percentile), when the publisher swaps.
         var publishP50Microseconds: Double?
         var publishP99Microseconds: Double?
+    }
+
+    /// Issue 4's scenario: `halyard.bool.polling` (a client polling the loopback control plane
+    /// every 10 ms, values changing every 100 ms, `identify` every 500 ms) against `halyard.bool`
+    /// (offline, nothing published), paired by round.
+    struct Polling: Codable {
+        var pollIntervalMilliseconds: Int
+        var seconds: Double
+        var requestsPerSecond: Double
+        var snapshotsPerSecond: Double
+        var notModifiedPerSecond: Double
+        var identifies: Int
+        var cells: [PollingCell]
+    }
+
+    struct PollingCell: Codable {
+        var threads: Int
+        var pollingReadsPerSecond: Double
+        var plainReadsPerSecond: Double
+        /// Median over rounds of polling / plain reads per second in the same round.
+        var throughputRatio: Double
+        var throughputRatioRounds: [Double]
+        var pollingP50Ns: Double
+        var pollingP999Ns: Double
+        var plainP50Ns: Double
+        var plainP999Ns: Double
     }
 
     /// 64 readers + publisher, halyard.bool and unsync.dict in adjacent passes, order alternating.
