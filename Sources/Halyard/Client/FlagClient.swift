@@ -66,6 +66,12 @@ public final class FlagClient: Sendable {
         self.sync = sync
     }
 
+    /// A client dropped without `close()` closes itself: polling stops and pending exposures are
+    /// flushed (detached), as with `close()`.
+    deinit {
+        sync?.close()
+    }
+
     /// Replaces the served values of an offline client, atomically: every read sees either all
     /// of the old values or all of the new ones.
     ///
