@@ -304,23 +304,23 @@ import Testing
 
     @Test func retryAfterParsesAllThreeForms() {
         let now = Date(timeIntervalSince1970: 1_445_412_400)  // 2015-10-21T07:26:40Z
-        #expect(ExposureRetryAfter.parse("120", now: now) == .seconds(120))
-        #expect(ExposureRetryAfter.parse(" 0 ", now: now) == .zero)
-        #expect(ExposureRetryAfter.parse("Wed, 21 Oct 2015 07:28:00 GMT", now: now) == .seconds(80))
-        #expect(ExposureRetryAfter.parse("Wednesday, 21-Oct-15 07:28:00 GMT", now: now) == .seconds(80))
-        #expect(ExposureRetryAfter.parse("Wed Oct 21 07:28:00 2015", now: now) == .seconds(80))
-        #expect(ExposureRetryAfter.parse("2015-10-21T07:28:00Z", now: now) == .seconds(80))
-        #expect(ExposureRetryAfter.parse("2015-10-21T09:28:00+02:00", now: now) == .seconds(80))
-        #expect(ExposureRetryAfter.parse("2015-10-21T07:27:59.5Z", now: now) == .milliseconds(79_500))
-        #expect(ExposureRetryAfter.parse("2015-10-21T07:00:00Z", now: now) == .zero)  // past
+        #expect(RetryAfter.parse("120", now: now) == .seconds(120))
+        #expect(RetryAfter.parse(" 0 ", now: now) == .zero)
+        #expect(RetryAfter.parse("Wed, 21 Oct 2015 07:28:00 GMT", now: now) == .seconds(80))
+        #expect(RetryAfter.parse("Wednesday, 21-Oct-15 07:28:00 GMT", now: now) == .seconds(80))
+        #expect(RetryAfter.parse("Wed Oct 21 07:28:00 2015", now: now) == .seconds(80))
+        #expect(RetryAfter.parse("2015-10-21T07:28:00Z", now: now) == .seconds(80))
+        #expect(RetryAfter.parse("2015-10-21T09:28:00+02:00", now: now) == .seconds(80))
+        #expect(RetryAfter.parse("2015-10-21T07:27:59.5Z", now: now) == .milliseconds(79_500))
+        #expect(RetryAfter.parse("2015-10-21T07:00:00Z", now: now) == .zero)  // past
         for bad in [
             "", "soon", "-5", "1.5", "Wed, 32 Oct 2015 07:28:00 GMT", "2015-13-01T00:00:00Z",
             "2015-10-21T07:28:00Zjunk", "Wed, 21 Oct 2015 07:28:00 PST", "\u{0}",
         ] {
-            #expect(ExposureRetryAfter.parse(bad, now: now) == nil, "\(bad)")
+            #expect(RetryAfter.parse(bad, now: now) == nil, "\(bad)")
         }
-        #expect(ExposureRetryAfter.unixSeconds(year: 1970, month: 1, day: 1, hour: 0, minute: 0, second: 0) == 0)
+        #expect(RetryAfter.unixSeconds(year: 1970, month: 1, day: 1, hour: 0, minute: 0, second: 0) == 0)
         #expect(
-            ExposureRetryAfter.unixSeconds(year: 2000, month: 3, day: 1, hour: 0, minute: 0, second: 0) == 951_868_800)
+            RetryAfter.unixSeconds(year: 2000, month: 3, day: 1, hour: 0, minute: 0, second: 0) == 951_868_800)
     }
 }
