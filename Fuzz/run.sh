@@ -6,6 +6,8 @@
 # seconds: fuzzing time per target (default 60; 0 = only build and replay the corpus).
 # target:  FuzzContext, FuzzJSON or FuzzSHA1 (default: all three).
 # New corpus entries and crash artifacts go to Fuzz/artifacts/<target>/ (gitignored).
+# FUZZ_SEED=N fixes libFuzzer's seed (CI does, so a run explores the same inputs first);
+# unset or 0 means a random seed.
 # Exits non-zero if any target crashes (or fails to build).
 set -uo pipefail
 
@@ -46,7 +48,7 @@ for target in "${TARGETS[@]}"; do
     if [[ "$SECONDS_PER_TARGET" != "0" ]]; then
         echo "== $target: fuzz for ${SECONDS_PER_TARGET}s"
         # The first directory receives new inputs; the seed corpus is read only.
-        if ! "$bin" -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 -max_len=8192 \
+        if ! "$bin" -max_total_time="$SECONDS_PER_TARGET" -seed="${FUZZ_SEED:-0}" -print_final_stats=1 -max_len=8192 \
             "${dict[@]}" -artifact_prefix="$out/" "$out/corpus" "Corpus/$target"; then
             echo "== $target: CRASH (see $out/crash-* and $out/*.log)"
             status=1
