@@ -3,18 +3,6 @@ import Testing
 @testable import Halyard
 
 @Suite struct FlagTableTests {
-    /// A seeded generator so failures reproduce.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test func everyLengthFindsItsKeyAndRejectsNeighbours() {
         // Exhaustive over key lengths 0...40, which covers every tail branch of hash and compare.
         var keys: [String] = []
@@ -31,7 +19,7 @@ import Testing
     }
 
     @Test func randomKeysAgreeWithDictionary() {
-        var random = SplitMix(state: 42)
+        var random = SplitMix64(seed: 42)  // seeded so failures reproduce
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789._-é🚀")
         for round in 0..<20 {
             var unique = Set<String>()
