@@ -224,11 +224,7 @@ enum RandomJSON {
     /// specifies for numbers and strings): random doubles (raw bit patterns) and random strings.
     /// Skipped, with the reason printed, when `node` is not installed.
     @Test func differentialAgainstNodeJSONStringify() throws {
-        guard
-            let node = ["/usr/bin/node", "/usr/local/bin/node", "/usr/bin/nodejs"].first(where: {
-                FileManager.default.isExecutableFile(atPath: $0)
-            })
-        else {
+        guard let node = ExternalTool.find("node") ?? ExternalTool.find("nodejs") else {
             print("ECMAScript differential test skipped: node not found")
             return
         }
@@ -257,24 +253,9 @@ enum RandomJSON {
             });
             process.stdout.write(out.join('\\n') + '\\n');
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: node)
-        process.arguments = ["-e", script]
-        let stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        let handle = stdin.fileHandleForWriting
-        let data = Data((lines.joined(separator: "\n") + "\n").utf8)
-        let writer = Thread {
-            handle.write(data)
-            try? handle.close()
-        }
-        writer.start()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let (status, output) = try ExternalTool.filter(
+            node, ["-e", script], input: Data((lines.joined(separator: "\n") + "\n").utf8))
+        #expect(status == 0)
         let expected = String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
             .map(String.init)
         try #require(expected.count >= values.count)

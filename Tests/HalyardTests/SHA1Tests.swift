@@ -52,11 +52,7 @@ import Testing
     /// inputs of random lengths. python3 exists on the build machines; when it does not, the
     /// test records why it was skipped.
     @Test func differentialAgainstPythonHashlib() throws {
-        guard
-            let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first(where: {
-                FileManager.default.isExecutableFile(atPath: $0)
-            }) ?? Self.which("python3")
-        else {
+        guard let python = ExternalTool.find("python3") else {
             print("SHA1 differential test skipped: python3 not found")
             return
         }
@@ -69,39 +65,13 @@ import Testing
         // One hex-encoded input per line on stdin; one digest per line on stdout.
         let script =
             "import sys,hashlib\nfor l in sys.stdin:\n print(hashlib.sha1(bytes.fromhex(l.strip())).hexdigest())"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", script]
-        let stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
         let payload = inputs.map { SHA1.hex($0) }.joined(separator: "\n") + "\n"
-        // Write from another thread so a full stdout pipe cannot deadlock us.
-        let handle = stdin.fileHandleForWriting
-        let data = Data(payload.utf8)
-        let writer = Thread {
-            handle.write(data)
-            try? handle.close()
-        }
-        writer.start()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let (status, output) = try ExternalTool.filter(python, ["-c", script], input: Data(payload.utf8))
+        #expect(status == 0)
         let lines = String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
         try #require(lines.count == inputs.count)
         for (input, expected) in zip(inputs, lines) {
             #expect(SHA1.hexDigest(input) == expected, "length \(input.count)")
         }
-    }
-
-    static func which(_ name: String) -> String? {
-        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
-        for dir in paths {
-            let candidate = "\(dir)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
     }
 }

@@ -117,13 +117,7 @@ public struct EvaluationContext: Sendable, Hashable {
         privateAttributes: Set<String> = [],
         limits: JSONParsingLimits = .context
     ) throws(ContextError) {
-        let value: JSONValue
-        do {
-            value = try JSONValue(parsing: json, limits: limits)
-        } catch {
-            throw .invalidJSON(error)
-        }
-        try self.init(wireValue: value, privateAttributes: privateAttributes)
+        try self.init(json: Data(json.utf8), privateAttributes: privateAttributes, limits: limits)
     }
 
     /// Builds a context from an already parsed wire-form object (see
