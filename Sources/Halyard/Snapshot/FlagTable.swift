@@ -35,17 +35,18 @@ struct FlagTable: @unchecked Sendable {
         arena = .allocate(capacity: max(totalBytes, 1))
         var offset = 0
         for (index, key) in keys.enumerated() {
-            let bytes = Array(key.utf8)
-            bytes.withUnsafeBufferPointer { buffer in
-                if let base = buffer.baseAddress {
-                    (arena + offset).initialize(from: base, count: buffer.count)
-                }
+            // Copy the key's UTF-8 into the arena (no per-key array for native strings), then
+            // hash the arena copy.
+            var key = key
+            let length = key.withUTF8 { utf8 -> Int in
+                if let base = utf8.baseAddress { (arena + offset).initialize(from: base, count: utf8.count) }
+                return utf8.count
             }
-            let hash = bytes.withUnsafeBytes { FlagTable.hash($0.baseAddress, $0.count) }
+            let hash = FlagTable.hash(UnsafeRawPointer(arena + offset), length)
             var position = Int(truncatingIfNeeded: hash) & mask
             while slots[position].entry != 0 { position = (position + 1) & mask }
-            slots[position] = Slot(hash: hash, entry: UInt32(index + 1), length: UInt32(bytes.count), offset: offset)
-            offset += bytes.count
+            slots[position] = Slot(hash: hash, entry: UInt32(index + 1), length: UInt32(length), offset: offset)
+            offset += length
         }
     }
 

@@ -74,6 +74,7 @@ package final class Snapshot: @unchecked Sendable {
         var unique: [ServedFlag] = []
         unique.reserveCapacity(flags.count)
         var positions: [String: Int] = [:]
+        positions.reserveCapacity(flags.count)
         for flag in flags {
             if let existing = positions[flag.key] {
                 unique[existing] = flag
