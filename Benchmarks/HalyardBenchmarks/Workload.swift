@@ -39,7 +39,7 @@ struct Workload: Sendable {
     init(seed: UInt64) {
         let keys = Self.literalKeys
         precondition(Set(keys).count == Self.keyCount)
-        var rng = SplitMix64(seed: seed)
+        var rng = SplitMix64(seed: seed)  // Halyard's seeded generator (package access)
         let set0 = (0..<Self.keyCount).map { _ in rng.next() & 1 == 1 }
         let set1 = set0.enumerated().map { i, v in i % 3 == 0 ? !v : v }
         self.keys = keys
@@ -65,18 +65,5 @@ struct Workload: Sendable {
             sum += 1
         }
         return sum
-    }
-}
-
-/// Small, fast, seeded generator (public-domain SplitMix64 constants).
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

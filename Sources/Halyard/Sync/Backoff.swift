@@ -33,13 +33,13 @@ struct Backoff: Sendable, Hashable {
 }
 
 /// A small deterministic random source (SplitMix64) so the refresh machine can be tested with
-/// fixed seeds.
-struct SplitMix64: RandomNumberGenerator, Sendable {
+/// fixed seeds; the tests and the benchmark workload use it too.
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -48,5 +48,5 @@ struct SplitMix64: RandomNumberGenerator, Sendable {
     }
 
     /// A double uniform in [0, 1).
-    mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
+    package mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
 }
