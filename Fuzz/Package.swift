@@ -22,6 +22,7 @@ let package = Package(
         .executableTarget(name: "FuzzContext", dependencies: [halyard]),
         .executableTarget(name: "FuzzJSON", dependencies: [halyard]),
         .executableTarget(name: "FuzzSHA1", dependencies: [halyard, "CCrypto"]),
+        .executableTarget(name: "FuzzOFREP", dependencies: [halyard]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,7 +5,7 @@
 // Designs that are compared run in the same process, alternating (A B C A B C ...), and the
 // report gives medians of the per-round times and ratios against Halyard's parser.
 import Foundation
-import Halyard
+@_spi(Fuzzing) import Halyard
 
 // MARK: - Options
 

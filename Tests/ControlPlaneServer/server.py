@@ -63,7 +63,9 @@ decremented and the fault removed at 0. Fields:
     {"action": "pass"}                                # answer normally (counts as a fault slot)
 
 Every fault also accepts ``"path"``, ``"count"``, ``"headers"`` (added to the answer) and
-``"delay"`` (seconds to wait before acting).
+``"delay"`` (seconds to wait before acting). On the exposure path, ``"process": true`` with
+``status`` or ``reset`` hands the upload to the endpoint first (it is recorded), then answers with
+the fault: the "delivered, but the answer was lost" case.
 """
 
 import argparse
@@ -215,6 +217,11 @@ class Handler(BaseHTTPRequestHandler):
         if fault and fault.get("delay"):
             time.sleep(float(fault["delay"]))
         if fault:
+            if fault.get("process") and path == state.exposure_path and fault.get("action", "status") in ("status", "reset"):
+                # Hand the upload to the endpoint (it is recorded), then answer with the fault.
+                module = state.exposure_handler()
+                if module is not None:
+                    module.handle(body, dict(self.headers.items()), state.exposure_state)
             if self.apply_fault(fault, path, body):
                 return
         self.normal(path, body, fault)

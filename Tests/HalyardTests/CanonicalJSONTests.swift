@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Halyard
+@_spi(Fuzzing) @testable import Halyard
 
 /// Random tests use the library's seeded `SplitMix64` so they are reproducible.
 typealias SeededGenerator = SplitMix64

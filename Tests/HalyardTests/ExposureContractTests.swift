@@ -1,4 +1,5 @@
 import Foundation
+import HalyardTesting
 import Testing
 
 @testable import Halyard

@@ -1,9 +1,10 @@
 import Foundation
+import HalyardTesting
 import Testing
 
 @testable import Halyard
 
-/// End to end through the loopback Python control plane (exposure_test_server.py) with injected
+/// End to end through the loopback Python control plane (server.py) with injected
 /// failures. Waits use a ManualClock (advanced by each flush's `retryAfter`), so only the real
 /// network exchanges and the injected timeouts take time.
 @Suite(.serialized) struct ExposureIntegrationTests {

@@ -271,7 +271,7 @@ import Testing
     }
 
     @Test func backoffIsExponentialWithFullJitterAndCapped() {
-        let b = ExposureBackoff(base: .seconds(1), maximum: .seconds(300))
+        let b = Backoff(base: .seconds(1), maximum: .seconds(300))
         #expect(b.delay(failures: 1, retryAfter: nil, unit: 0) == .zero)
         #expect(b.delay(failures: 1, retryAfter: nil, unit: 0.5) == .milliseconds(500))
         #expect(b.delay(failures: 4, retryAfter: nil, unit: 0.5) == .seconds(4))

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Halyard
+@_spi(Fuzzing) @testable import Halyard
 
 @Suite struct FittingTests {
     @Test func canonicalWireForm() throws {

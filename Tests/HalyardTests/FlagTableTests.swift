@@ -1,6 +1,7 @@
+import Foundation
 import Testing
 
-@testable import Halyard
+@_spi(Fuzzing) @testable import Halyard
 
 @Suite struct FlagTableTests {
     @Test func everyLengthFindsItsKeyAndRejectsNeighbours() {
@@ -46,9 +47,15 @@ import Testing
         }
     }
 
-    @Test func duplicateKeysInSnapshotKeepTheLast() {
-        let snapshot = Snapshot(
-            flags: [ServedFlag(key: "a", value: .int(1)), ServedFlag(key: "a", value: .int(2))], source: .network)
+    /// The decoder is the one place that de-duplicates; a snapshot built from its output keeps
+    /// the last of duplicate keys.
+    @Test func duplicateKeysInSnapshotKeepTheLast() throws {
+        let body = Data(
+            #"{"flags":[{"key":"a","value":1,"reason":"STATIC"},{"key":"a","value":2,"reason":"STATIC"}]}"#.utf8)
+        let decoded = try OFREPResponse.decode(body, limit: 1 << 20)
+        let snapshot = Snapshot.next(
+            after: nil, flags: decoded.flags, source: .network, confirmedAt: nil, contextFingerprint: "", etag: nil
+        ).snapshot
         #expect(snapshot.count == 1)
         #expect(snapshot.flag("a")?.value == .int(2))
     }

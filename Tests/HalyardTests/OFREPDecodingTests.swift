@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Halyard
+@_spi(Fuzzing) @testable import Halyard
 
 @Suite struct OFREPDecodingTests {
     private func decode(_ text: String) throws -> OFREPResponse {
@@ -65,9 +65,9 @@ import Testing
     }
 
     @Test func requestHasTheOFREPShape() throws {
-        let builder = OFREPRequestBuilder(
-            baseURL: URL(string: "https://flags.example.com/base/")!, key: "k-1", appID: "app", installID: "inst",
-            timeout: .seconds(3), maxResponseBytes: 1000)
+        let identity = ClientIdentity(
+            baseURL: URL(string: "https://flags.example.com/base/")!, key: "k-1", appID: "app", installID: "inst")
+        let builder = OFREPRequestBuilder(identity: identity, timeout: .seconds(3), maxResponseBytes: 1000)
         let request = builder.request(contextJSON: #"{"kind":"user","targetingKey":"u1"}"#, ifNoneMatch: "\"e\"")
         #expect(request.url.absoluteString == "https://flags.example.com/base/ofrep/v1/evaluate/flags")
         #expect(request.method == "POST")

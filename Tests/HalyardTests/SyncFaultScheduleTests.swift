@@ -1,4 +1,5 @@
 import Foundation
+import HalyardTesting
 import Testing
 
 @testable import Halyard
@@ -62,15 +63,9 @@ import Testing
         defer { server.stop() }
         let clock = ManualClock()
         let transport = RecordingTransport(URLSessionTransport(), clock: clock)
-        var options = FlagClientOptions(baseURL: server.baseURL, key: "cli-schedule")
-        options.transport = transport
-        options.clock = clock
-        options.installIDStorage = .fixed("install-schedule")
-        options.pollInterval = .zero
+        var options = SyncHarness.options(
+            server: server, clock: clock, transport: transport, key: "cli-schedule", installID: "install-schedule")
         options.requestTimeout = .milliseconds(500)
-        // These tests script and count control-plane requests exactly; exposure uploads
-        // would take scripted faults and appear in the log (ClientExposureTests covers them).
-        options.exposures.enabled = false
         options.maxResponseBytes = 64 * 1024
         let client = try FlagClient(options: options)
         defer { client.close() }

@@ -1,4 +1,5 @@
 import Foundation
+import HalyardTesting
 import Testing
 
 @testable import Halyard
@@ -7,66 +8,10 @@ import Testing
 /// the real URLSessionTransport. Time-based behaviour runs on a ManualClock: the tests move time
 /// and assert on order and counts, never on wall-clock durations.
 @Suite(.serialized) struct SyncIntegrationTests {
-    static var defaultFlags: [String: Any] {
-        [
-            "default": [
-                ["key": "a", "value": true, "reason": "STATIC", "variant": "on"],
-                ["key": "n", "value": 3, "reason": "TARGETING_MATCH"],
-            ],
-            "contexts": [
-                "u1": [
-                    ["key": "a", "value": false, "reason": "TARGETING_MATCH", "variant": "off"],
-                    ["key": "n", "value": 3, "reason": "TARGETING_MATCH"],
-                    ["key": "only-u1", "value": "x", "reason": "SPLIT"],
-                ]
-            ],
-        ]
-    }
-
-    struct Harness {
-        let server: ControlPlaneServer
-        let clock: ManualClock
-        let transport: RecordingTransport
-        let client: FlagClient
-
-        var engine: RefreshEngine { client.sync!.engine }
-
-        func close() {
-            client.close()
-            server.stop()
-        }
-    }
-
-    static func harness(
-        flags: [String: Any] = defaultFlags,
-        context: EvaluationContext = .anonymous,
-        startFaults: [[String: Any]] = [],
-        configure: (inout FlagClientOptions) -> Void = { _ in }
-    ) async throws -> Harness {
-        let server = try ControlPlaneServer(flags: flags)
-        if !startFaults.isEmpty { try await server.script(startFaults) }
-        let clock = ManualClock()
-        let transport = RecordingTransport(URLSessionTransport(), clock: clock)
-        var options = FlagClientOptions(baseURL: server.baseURL, key: "cli-integration-key")
-        options.transport = transport
-        options.clock = clock
-        options.installIDStorage = .fixed("install-1")
-        options.appID = "app-1"
-        options.pollInterval = .zero
-        options.requestTimeout = .seconds(2)
-        options.initialContext = context
-        // These tests script and count control-plane requests exactly; exposure uploads
-        // would take scripted faults and appear in the log (ClientExposureTests covers them).
-        options.exposures.enabled = false
-        configure(&options)
-        let client = try FlagClient(options: options)
-        return Harness(server: server, clock: clock, transport: transport, client: client)
-    }
-
     // MARK: - Wire
 
     @Test func requestsFollowTheOFREPWireFormat() async throws {
-        let h = try await Self.harness(context: EvaluationContext(targetingKey: "u9", attributes: ["plan": "pro"]))
+        let h = try await SyncHarness.make(context: EvaluationContext(targetingKey: "u9", attributes: ["plan": "pro"]))
         defer { h.close() }
         await h.client.refresh()  // joins the start-up fetch
         #expect(h.client.status == .ready)
@@ -90,7 +35,7 @@ import Testing
     }
 
     @Test func identifyFetchesTheNewContextWithoutIfNoneMatch() async throws {
-        let h = try await Self.harness()
+        let h = try await SyncHarness.make()
         defer { h.close() }
         let recorder = EventRecorder(h.client)
         defer { recorder.stop() }
@@ -111,7 +56,7 @@ import Testing
     }
 
     @Test func gzipBodiesAreDecoded() async throws {
-        let h = try await Self.harness()
+        let h = try await SyncHarness.make()
         defer { h.close() }
         try await h.server.script([["action": "gzip"]])
         await h.client.refresh()
@@ -122,7 +67,7 @@ import Testing
     // MARK: - Status policy
 
     @Test func status400IsAnErrorEventAndKeepsServing() async throws {
-        let h = try await Self.harness()
+        let h = try await SyncHarness.make()
         defer { h.close() }
         await h.client.refresh()
         let recorder = EventRecorder(h.client)
@@ -138,7 +83,7 @@ import Testing
     }
 
     @Test func status401AtStartIsFatalAndStopsBackgroundRefresh() async throws {
-        let h = try await Self.harness(startFaults: [["action": "status", "status": 401, "count": 5]]) {
+        let h = try await SyncHarness.make(startFaults: [["action": "status", "status": 401, "count": 5]]) {
             $0.pollInterval = .seconds(30)
         }
         defer { h.close() }
@@ -157,7 +102,7 @@ import Testing
     }
 
     @Test func status403WhileServingIsAnErrorAndKeepsValues() async throws {
-        let h = try await Self.harness { $0.pollInterval = .seconds(30) }
+        let h = try await SyncHarness.make { $0.pollInterval = .seconds(30) }
         defer { h.close() }
         await h.client.refresh()
         try await h.server.script([["action": "status", "status": 403]])
@@ -172,7 +117,7 @@ import Testing
 
     @Test(arguments: ["delay-seconds", "http-date", "iso-8601"])
     func status429BlocksRequestsUntilRetryAfter(format: String) async throws {
-        let h = try await Self.harness()
+        let h = try await SyncHarness.make()
         defer { h.close() }
         await h.client.refresh()
         let due = h.clock.wallNow.addingTimeInterval(120)
@@ -207,7 +152,7 @@ import Testing
     }
 
     @Test func serverErrorsKeepServingAndBackOff() async throws {
-        let h = try await Self.harness()
+        let h = try await SyncHarness.make()
         defer { h.close() }
         await h.client.refresh()
         try await h.server.script([["action": "status", "status": 503, "count": 3]])
@@ -230,7 +175,7 @@ import Testing
     }
 
     @Test func failedStartWithNothingConfirmedIsAnError() async throws {
-        let h = try await Self.harness(startFaults: [["action": "status", "status": 500]])
+        let h = try await SyncHarness.make(startFaults: [["action": "status", "status": 500]])
         defer { h.close() }
         await h.client.refresh()
         #expect(h.client.status == .error)
@@ -243,7 +188,7 @@ import Testing
     private func expectFaultKeepsValues(
         _ fault: [String: Any], timeout: Duration = .seconds(2), check: (SyncStats) -> Bool
     ) async throws {
-        let h = try await Self.harness {
+        let h = try await SyncHarness.make {
             $0.requestTimeout = timeout; $0.maxResponseBytes = 64 * 1024
         }
         defer { h.close() }
@@ -335,7 +280,7 @@ import Testing
     // MARK: - Coalescing and steady state
 
     @Test func tenThousandConcurrentRefreshesSendOneRequest() async throws {
-        let h = try await Self.harness()
+        let h = try await SyncHarness.make()
         defer { h.close() }
         await h.client.refresh()
         try await h.server.script([["action": "delay", "seconds": 0.3]])
@@ -351,7 +296,7 @@ import Testing
     }
 
     @Test func steadyStatePollsOncePerIntervalWith304() async throws {
-        let h = try await Self.harness { $0.pollInterval = .seconds(30) }
+        let h = try await SyncHarness.make { $0.pollInterval = .seconds(30) }
         defer { h.close() }
         #expect(await waitUntil { h.client.status == .ready && h.engine.nextWake != nil })
         for round in 1...10 {

@@ -8,7 +8,7 @@
 //   JSON (a fixed point), the same fingerprint and drops nothing;
 // - the fingerprint is SHA-1 of the canonical JSON's UTF-8 bytes.
 import Foundation
-import Halyard
+@_spi(Fuzzing) import Halyard
 
 func check(_ context: EvaluationContext, limit: Int) {
     let fitted: FittedContext

@@ -1,6 +1,6 @@
 // libFuzzer harness: Halyard's SHA-1 against libcrypto's, one-shot and incremental.
 import CCrypto
-import Halyard
+@_spi(Fuzzing) import Halyard
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafeRawPointer, _ count: Int) -> CInt {

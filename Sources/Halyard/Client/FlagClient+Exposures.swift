@@ -2,26 +2,7 @@ import Foundation
 
 extension FlagClient {
     /// The client's exposure recorder (nil offline).
-    package var exposureRecorder: ExposureRecorder? { exposureSink as? ExposureRecorder }
-
-    static func makeExposureRecorder(options: FlagClientOptions, sync: SyncController) -> ExposureRecorder {
-        var log: (@Sendable (String) -> Void)? = nil
-        if let handler = options.logHandler {
-            log = { message in handler(.warning, message) }
-        }
-        let installID = sync.installID
-        let headers: @Sendable () -> [String: String] = { [weak sync] in sync?.identityHeaders ?? [:] }
-        return ExposureRecorder(
-            options: options.exposures,
-            clock: options.clock,
-            transport: sync.transport,
-            endpoint: options.baseURL,
-            meta: ExposureMeta(
-                sdk: SyncController.sdk.name, version: SyncController.sdk.version, appId: options.appID ?? "",
-                installId: installID),
-            headerProvider: headers,
-            log: log)
-    }
+    package var exposureRecorder: ExposureRecorder? { sync?.recorder }
 
     /// Records that the user saw flag `key` now ("exposure" semantics for flags read earlier or
     /// elsewhere). Uses the variant and reason currently served for `key` and goes through the

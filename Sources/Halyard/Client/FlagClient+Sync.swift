@@ -1,7 +1,7 @@
 import Foundation
 
 extension FlagClient {
-    /// Creates an online client that fetches values from the control plane (OFREP, SPEC §5).
+    /// Creates an online client that fetches values from the control plane (OFREP, docs/protocol.md).
     ///
     /// ```swift
     /// var options = FlagClientOptions(baseURL: URL(string: "https://flags.example.com")!, key: "cli-123")
@@ -19,15 +19,15 @@ extension FlagClient {
     public convenience init(options: FlagClientOptions) throws(FlagClientError) {
         try options.validate()
         let store = SnapshotStore()
-        let sync = SyncController(options: options, store: store)
-        let recorder = Self.makeExposureRecorder(options: options, sync: sync)
-        self.init(mode: .online, exposureSink: recorder, store: store, sync: sync)
-        sync.addCloseHook { recorder.close() }
-        sync.start(readCounters: readCounters)
+        let readCounters = ReadCounters()
+        let sync = OnlineSession(options: options, store: store, readCounters: readCounters)
+        self.init(mode: .online, exposureSink: sync.recorder, store: store, readCounters: readCounters, sync: sync)
+        sync.start()
     }
 
-    /// The client's status (SPEC §6). Offline clients are always ``ClientStatus/ready``.
-    public var status: ClientStatus { sync?.engine.status ?? .ready }
+    /// The client's status (docs/protocol.md), as last reported by the sync engine once the
+    /// values it describes were published. Offline clients are always ``ClientStatus/ready``.
+    public var status: ClientStatus { sync?.hub.status ?? .ready }
 
     /// Waits until values the control plane confirmed for the current context are served, or
     /// `timeout` passes (measured on the options' clock). Returns whether they are. Returns
@@ -90,7 +90,7 @@ extension FlagClient {
     /// subscription and call ``ChangeSubscription/cancel()`` to stop. Offline clients never call it.
     public func onChange(_ handler: @escaping @Sendable (Set<String>) throws -> Void) -> ChangeSubscription {
         guard let sync else { return ChangeSubscription {} }
-        return sync.engine.onChange(handler)
+        return sync.hub.onChange(handler)
     }
 
     /// A new stream of the client's events from now on (each access makes an independent,
@@ -101,7 +101,7 @@ extension FlagClient {
             continuation.finish()
             return stream
         }
-        return sync.engine.events
+        return sync.hub.events
     }
 
     /// Counters: reads that did not succeed by outcome, and the control-plane sync.

@@ -32,9 +32,9 @@ public final class FlagClient: Sendable {
     @usableFromInline
     nonisolated(unsafe) package let exposureClock: UnsafePointer<hal_atomic_word>?
     /// Counters for reads that did not succeed, and the fatal flag. See ``ReadCounters``.
-    package let readCounters = ReadCounters()
-    /// The control-plane sync of an online client; nil offline. See FlagClient+Sync.swift.
-    package let sync: SyncController?
+    package let readCounters: ReadCounters
+    /// The online parts (sync, exposures, identity, status); nil offline. See OnlineSession.swift.
+    package let sync: OnlineSession?
 
     /// Creates a client in offline mode: it serves `offlineValues` (reason `STATIC`), does no
     /// network or disk I/O, and is ready at once.
@@ -45,6 +45,7 @@ public final class FlagClient: Sendable {
     public init(offlineValues: [String: JSONValue]) throws {
         mode = .offline
         store = SnapshotStore()
+        readCounters = ReadCounters()
         exposureSink = nil
         exposureClock = nil
         sync = nil
@@ -55,10 +56,11 @@ public final class FlagClient: Sendable {
     /// optional exposure sink.
     package init(
         mode: Mode, exposureSink: (any ExposureSink)?, store: SnapshotStore = SnapshotStore(),
-        sync: SyncController? = nil
+        readCounters: ReadCounters = ReadCounters(), sync: OnlineSession? = nil
     ) {
         self.mode = mode
         self.store = store
+        self.readCounters = readCounters
         self.exposureSink = exposureSink
         // Automatic recording off: reads skip the exposure path entirely; explicit
         // `recordExposure(_:)` still reaches the sink.
@@ -99,7 +101,7 @@ public final class FlagClient: Sendable {
 
 /// Per-client counters of reads that did not succeed, and the fatal flag the read path checks
 /// when there is nothing to serve. Successful reads are not counted: a shared counter would put
-/// an atomic read-modify-write on every read (SPEC §3); see docs/architecture.md.
+/// an atomic read-modify-write on every read; see docs/architecture.md.
 package final class ReadCounters: @unchecked Sendable {
     private let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
 

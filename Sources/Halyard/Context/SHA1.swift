@@ -1,7 +1,10 @@
 /// SHA-1 (FIPS 180-4), used for context fingerprints and cache file names.
 ///
 /// SHA-1 is not collision-resistant against a determined attacker; Halyard uses it only as a
-/// stable, portable identifier (SPEC §4, §8), never for security.
+/// stable, portable identifier (docs/context.md), never for security.
+///
+/// Not API: public only as SPI (`@_spi(Fuzzing) import Halyard`) for the fuzz package, which
+/// checks it against libcrypto.
 ///
 /// One-shot:
 /// ```swift
@@ -13,7 +16,7 @@
 /// h.update(part1); h.update(part2)
 /// let digest = h.finalize()
 /// ```
-public struct SHA1: Sendable {
+@_spi(Fuzzing) public struct SHA1: Sendable {
     private var h0: UInt32 = 0x6745_2301
     private var h1: UInt32 = 0xEFCD_AB89
     private var h2: UInt32 = 0x98BA_DCFE
@@ -25,14 +28,14 @@ public struct SHA1: Sendable {
     private var length: UInt64 = 0
 
     /// The digest size in bytes (20).
-    public static let digestByteCount = 20
+    @_spi(Fuzzing) public static let digestByteCount = 20
 
     /// Creates a hasher in its initial state.
-    public init() {}
+    @_spi(Fuzzing) public init() {}
 
     /// The 20-byte digest of `bytes`. Contiguous collections are hashed straight from their
     /// storage with no intermediate buffer.
-    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    @_spi(Fuzzing) public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         if let digest = bytes.withContiguousStorageIfAvailable({ oneShot(UnsafeRawBufferPointer($0)) }) {
             return digest
         }
@@ -76,17 +79,17 @@ public struct SHA1: Sendable {
     }
 
     /// The digest of `bytes` as 40 lowercase hexadecimal characters.
-    public static func hexDigest(_ bytes: some Sequence<UInt8>) -> String {
+    @_spi(Fuzzing) public static func hexDigest(_ bytes: some Sequence<UInt8>) -> String {
         hex(hash(bytes))
     }
 
     /// The digest of the UTF-8 bytes of `text` as 40 lowercase hexadecimal characters.
-    public static func hexDigest(_ text: String) -> String {
+    @_spi(Fuzzing) public static func hexDigest(_ text: String) -> String {
         hexDigest(text.utf8)
     }
 
     /// Lowercase hexadecimal form of arbitrary bytes.
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+    @_spi(Fuzzing) public static func hex(_ bytes: some Sequence<UInt8>) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.underestimatedCount * 2)
         @inline(__always) func digit(_ v: UInt8) -> UInt8 { v < 10 ? v &+ 48 : v &+ 87 }
@@ -99,7 +102,7 @@ public struct SHA1: Sendable {
 
     /// Adds bytes to the message. Contiguous collections (`[UInt8]`, `Data`, a `String`'s
     /// `utf8` view) are hashed block by block straight from their storage.
-    public mutating func update(_ bytes: some Sequence<UInt8>) {
+    @_spi(Fuzzing) public mutating func update(_ bytes: some Sequence<UInt8>) {
         let done: Void? = bytes.withContiguousStorageIfAvailable { buffer in
             self.update(UnsafeRawBufferPointer(buffer))
         }
@@ -118,7 +121,7 @@ public struct SHA1: Sendable {
     }
 
     /// Adds raw bytes to the message.
-    public mutating func update(_ raw: UnsafeRawBufferPointer) {
+    @_spi(Fuzzing) public mutating func update(_ raw: UnsafeRawBufferPointer) {
         guard raw.count > 0 else { return }
         length &+= UInt64(raw.count)
         var offset = 0
@@ -143,7 +146,7 @@ public struct SHA1: Sendable {
     }
 
     /// Pads the message and returns the 20-byte digest. The hasher should not be used after.
-    public mutating func finalize() -> [UInt8] {
+    @_spi(Fuzzing) public mutating func finalize() -> [UInt8] {
         let bitLength = length &* 8
         var tail = pending
         tail.append(0x80)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Writes an exposure upload body by hand into a byte buffer (SPEC §7):
+/// Writes an exposure upload body by hand into a byte buffer (docs/exposures.md):
 ///
 /// ```json
 /// {"meta":{"sdk":"…","version":"…","appId":"…","installId":"…"},

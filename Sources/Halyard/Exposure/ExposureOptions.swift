@@ -1,6 +1,6 @@
 import Foundation
 
-/// How Halyard records and uploads exposures (SPEC §7). See `docs/exposures.md`.
+/// How Halyard records and uploads exposures. See `docs/exposures.md`.
 ///
 /// Every field has a usable default; out-of-range values are clamped when the client starts
 /// (``sampleRate`` is clamped as soon as it is set).
@@ -60,27 +60,9 @@ public struct ExposureOptions: Sendable, Hashable {
     /// never under-reporting). *Default* 100,000 entries (about 3–5 MB); at least 1.
     public var dedupCapacity: Int = 100_000
 
-    /// Creates options with the defaults.
+    /// Creates options with the defaults; set the fields to change (`var o = ExposureOptions();
+    /// o.sampleRate = 0.1`). There is no memberwise initializer: it would repeat every default.
     public init() {}
-
-    /// Creates options, with every field defaulted.
-    public init(
-        enabled: Bool = true,
-        sampleRate: Double = 1,
-        dedupWindow: Duration = .seconds(300),
-        capacity: Int = 10_000,
-        batchSize: Int = 1_000,
-        flushInterval: Duration = .seconds(30),
-        path: String = "/v1/exposures"
-    ) {
-        self.enabled = enabled
-        self.sampleRate = sampleRate
-        self.dedupWindow = dedupWindow
-        self.capacity = capacity
-        self.batchSize = batchSize
-        self.flushInterval = flushInterval
-        self.path = path
-    }
 
     /// The options with every field brought into its valid range.
     package var normalized: ExposureOptions {

@@ -41,7 +41,7 @@ package final class ExposureCoarseClock: @unchecked Sendable {
     }
 }
 
-/// The exposure pipeline (SPEC §7): the read path's slow path calls
+/// The exposure pipeline (docs/exposures.md): the read path's slow path calls
 /// ``recordExposure(key:variant:reason:contextFingerprint:)`` when its local "exposed until" slot
 /// has expired; the recorder de-duplicates, samples, buffers and uploads in gzip batches.
 ///
@@ -71,7 +71,7 @@ package final class ExposureRecorder: Sendable {
     private let origin: Duration
     private let wallOrigin: Int64
     private let state: Locked<ExposureState>
-    private let compressor = Locked(GzipCompressor())
+    private let compressor = SharedCompressor()
     private let turn = Locked(Turn())
     private let tasks = Locked(Tasks())
 
@@ -136,7 +136,7 @@ package final class ExposureRecorder: Sendable {
         coarseClock = ExposureCoarseClock()
         self.clock = clock
         self.transport = transport
-        url = ExposureRecorder.uploadURL(base: endpoint, path: o.path)
+        url = endpoint.appendingEndpoint(o.path)
         self.meta = meta
         self.headers = headerProvider
         self.log = log
@@ -155,13 +155,6 @@ package final class ExposureRecorder: Sendable {
             return t.ticker
         }
         ticker?.cancel()
-    }
-
-    /// `base` + `path`, without a doubled slash.
-    static func uploadURL(base: URL, path: String) -> URL {
-        var text = base.absoluteString
-        while text.hasSuffix("/") { text.removeLast() }
-        return URL(string: text + path) ?? base.appendingPathComponent(path)
     }
 
     // MARK: - Time
@@ -320,7 +313,7 @@ package final class ExposureRecorder: Sendable {
                 break loop
             case .send(let batch):
                 let outcome = await upload(batch)
-                let unit = Double(rng.next() >> 11) * 0x1p-53
+                let unit = Double(unitInterval: rng.next())
                 let finishedAt = elapsed
                 let finish = state.withLock { $0.finish(batch, outcome: outcome, now: finishedAt, unit: unit) }
                 result.sentEvents += finish.sent
@@ -349,7 +342,7 @@ package final class ExposureRecorder: Sendable {
 
     private func upload(_ batch: ExposureBatch) async -> ExposureUploadOutcome {
         let json = ExposureEncoder.encode(meta: meta, events: batch.events)
-        let gzipped = compressor.withLock { $0.compress(json) }
+        let gzipped = compressor.compress(json)
         var fields = headers()
         fields["Content-Type"] = "application/json"
         fields["Idempotency-Key"] = batch.idempotencyKey
@@ -373,5 +366,18 @@ package final class ExposureRecorder: Sendable {
         } catch {
             return .retry(retryAfter: nil)
         }
+    }
+}
+
+/// The recorder's reusable gzip stream. `GzipCompressor` owns a `z_stream` and is not
+/// `Sendable`; it is only ever touched under this lock, so it cannot be shared unguarded.
+private final class SharedCompressor: @unchecked Sendable {
+    private let lock = NSLock()
+    private let compressor = GzipCompressor()
+
+    func compress(_ input: [UInt8]) -> [UInt8]? {
+        lock.lock()
+        defer { lock.unlock() }
+        return compressor.compress(input)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// One exposure event as uploaded (SPEC §7).
+/// One exposure event as uploaded (docs/exposures.md).
 package struct ExposureEvent: Sendable, Hashable {
     /// The flag key.
     package var key: String
@@ -128,7 +128,7 @@ package enum ExposureHash {
     /// The hash mapped into `[0, 1)`: its top 53 bits over 2^53.
     @inline(__always)
     package static func unit(_ hash: UInt64) -> Double {
-        Double(hash >> 11) * 0x1p-53
+        Double(unitInterval: hash)
     }
 
     /// Whether sampling at `rate` keeps the triple with this hash.
@@ -195,7 +195,7 @@ package struct ExposureFIFO<Element> {
 /// The de-duplication table: for each (key, variant, fingerprint) identity still inside its window,
 /// the coarse second its window ends. Bounded: expired entries are pruned as time passes (a few
 /// per call), and beyond `capacity` the entries whose window ends first are evicted.
-package struct ExposureDedupTable {
+package struct ExposureDedupTable: Sendable {
     private var ends: [UInt64: UInt32] = [:]
     private var order = ExposureFIFO<(hash: UInt64, end: UInt32)>()
     /// The hard cap on entries.
@@ -241,7 +241,7 @@ package struct ExposureDedupTable {
 /// The exposure pipeline as a pure value: de-duplication, sampling, the bounded buffer, batching
 /// and the retry policy. Times are the recorder's monotonic elapsed time; no clocks, threads or
 /// I/O here (the ``ExposureRecorder`` performs the actions it returns).
-package struct ExposureState {
+package struct ExposureState: Sendable {
     /// What ``record(key:variant:reason:contextFingerprint:dedupKey:now:nowSeconds:creationDate:)`` decided.
     package enum Decision: Sendable, Hashable {
         /// Kept and buffered.
@@ -291,7 +291,7 @@ package struct ExposureState {
     /// The normalized options.
     package let options: ExposureOptions
     private let windowSeconds: UInt32
-    private let backoff: ExposureBackoff
+    private let backoff: Backoff
     private let keyPrefix: String
 
     private(set) var dedup: ExposureDedupTable
@@ -319,7 +319,7 @@ package struct ExposureState {
         let o = options.normalized
         self.options = o
         windowSeconds = o.dedupWindowSeconds
-        backoff = ExposureBackoff(base: o.retryBaseDelay, maximum: o.retryMaxDelay)
+        backoff = Backoff(base: o.retryBaseDelay, maximum: o.retryMaxDelay)
         keyPrefix = idempotencyKeyPrefix
         dedup = ExposureDedupTable(capacity: o.dedupCapacity)
         nextPeriodicFlush = o.flushInterval > .zero ? now + o.flushInterval : .seconds(Int64.max / 2)
@@ -488,3 +488,5 @@ package struct ExposureState {
         return n
     }
 }
+
+extension ExposureFIFO: Sendable where Element: Sendable {}

@@ -62,27 +62,17 @@ package final class Snapshot: @unchecked Sendable {
     let exposureSlots: UnsafeMutablePointer<hal_atomic_word>
     private let liveCounter: LiveCounter?
 
-    /// Builds a snapshot. Later flags with a duplicate key replace earlier ones.
+    /// Builds a snapshot from flags with unique keys (the OFREP decoder is the one place that
+    /// de-duplicates; offline values come from a dictionary). Online snapshots are built by
+    /// ``next(after:flags:source:confirmedAt:contextFingerprint:etag:)``.
     package init(
-        flags: [ServedFlag],
+        flags unique: [ServedFlag],
         source: Source,
         confirmedAt: Date? = nil,
         contextFingerprint: String = "",
         etag: String? = nil,
         liveCounter: LiveCounter? = nil
     ) {
-        var unique: [ServedFlag] = []
-        unique.reserveCapacity(flags.count)
-        var positions: [String: Int] = [:]
-        positions.reserveCapacity(flags.count)
-        for flag in flags {
-            if let existing = positions[flag.key] {
-                unique[existing] = flag
-            } else {
-                positions[flag.key] = unique.count
-                unique.append(flag)
-            }
-        }
         self.flags = unique
         self.source = source
         self.confirmedAt = confirmedAt

@@ -5,7 +5,7 @@ import Foundation
 /// Never on the read path. Never call out to user code while holding it: mutate, collect the
 /// actions, unlock, then perform them. `NSLock` is used rather than `Synchronization.Mutex`
 /// because `Mutex` needs macOS 15 / iOS 18 and the package supports macOS 13 / iOS 15.
-package final class Locked<State>: @unchecked Sendable {
+package final class Locked<State> {
     private let lock = NSLock()
     private var state: State
 
@@ -19,6 +19,10 @@ package final class Locked<State>: @unchecked Sendable {
         return try body(&state)
     }
 }
+
+/// Sendable only when the state is: the lock makes access exclusive, but a non-Sendable state
+/// could still escape through `withLock`'s result (as `NIOLockedValueBox` does it).
+extension Locked: @unchecked Sendable where State: Sendable {}
 
 extension Locked where State: Sendable {
     /// A copy of the current state.

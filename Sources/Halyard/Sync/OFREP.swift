@@ -1,8 +1,8 @@
 import Foundation
 
 /// Why an OFREP response body could not be used. Any of these is treated like a 5xx: the body
-/// is never applied.
-enum OFREPDecodingError: Error, Sendable, Hashable {
+/// is never applied. (SPI for the fuzz package; not API.)
+@_spi(Fuzzing) public enum OFREPDecodingError: Error, Sendable, Hashable {
     case tooLarge(limit: Int)
     case notJSON
     case notAnObject
@@ -10,13 +10,17 @@ enum OFREPDecodingError: Error, Sendable, Hashable {
 }
 
 /// A decoded OFREP bulk evaluation response (`{"flags": [...], "metadata": {...}}`).
-struct OFREPResponse: Sendable, Hashable {
+///
+/// ``decode(_:limit:)`` is the one place that turns OFREP bytes into served flags, and the only
+/// place keys are de-duplicated: everything downstream (the snapshot builder, the table) relies
+/// on the keys being unique. (SPI for the `FuzzOFREP` harness; not API.)
+@_spi(Fuzzing) public struct OFREPResponse: Sendable, Hashable {
     /// The served flags, one per key (a later duplicate replaces an earlier one).
-    var flags: [ServedFlag]
+    public var flags: [ServedFlag]
     /// The response-level metadata (bool, string and number members only).
-    var metadata: FlagMetadata
+    public var metadata: FlagMetadata
     /// Items that had no string `key` and were skipped.
-    var skippedItems: Int
+    public var skippedItems: Int
 
     /// Decodes a response body.
     ///
@@ -29,7 +33,7 @@ struct OFREPResponse: Sendable, Hashable {
     /// Parsing is the project's strict RFC 8259 parser (integer/float distinction kept;
     /// duplicate member names, invalid UTF-8 and trailing data rejected), with
     /// ``JSONParsingLimits/ofrepResponse`` limits capped at `limit` bytes.
-    static func decode(_ body: Data, limit: Int) throws(OFREPDecodingError) -> OFREPResponse {
+    public static func decode(_ body: Data, limit: Int) throws(OFREPDecodingError) -> OFREPResponse {
         guard body.count <= limit else { throw .tooLarge(limit: limit) }
         var limits = JSONParsingLimits.ofrepResponse
         limits.maxInputBytes = max(limit, 0)
@@ -101,57 +105,25 @@ struct OFREPResponse: Sendable, Hashable {
     }
 }
 
-/// Builds the OFREP bulk evaluation request (SPEC §5).
+/// Builds the OFREP bulk evaluation request (docs/protocol.md).
 struct OFREPRequestBuilder: Sendable {
-    /// The SDK name sent in `User-Agent`.
-    static let sdkName = "Halyard"
-    /// The SDK version sent in `User-Agent`.
-    static let sdkVersion = "0.1.0"
-    /// The header carrying the app id.
-    static let appIDHeader = "X-Halyard-App-Id"
-    /// The header carrying the install id.
-    static let installIDHeader = "X-Halyard-Install-Id"
     /// The endpoint path below the base URL.
     static let evaluatePath = "ofrep/v1/evaluate/flags"
 
-    var baseURL: URL
-    var key: String
-    var appID: String?
-    var installID: String
+    /// The credential and identity headers (shared with the exposure uploader).
+    var identity: ClientIdentity
     var timeout: Duration
     var maxResponseBytes: Int
 
     /// `{baseURL}/ofrep/v1/evaluate/flags`, keeping any path prefix of the base URL.
-    var endpoint: URL {
-        var base = baseURL.absoluteString
-        while base.hasSuffix("/") { base.removeLast() }
-        return URL(string: base + "/" + Self.evaluatePath) ?? baseURL.appendingPathComponent(Self.evaluatePath)
-    }
-
-    static var userAgent: String {
-        #if os(Linux)
-            let platform = "Linux"
-        #elseif os(macOS)
-            let platform = "macOS"
-        #elseif os(iOS)
-            let platform = "iOS"
-        #else
-            let platform = "Apple"
-        #endif
-        return "\(sdkName)-Swift/\(sdkVersion) (\(platform))"
-    }
+    var endpoint: URL { identity.endpoint(Self.evaluatePath) }
 
     /// The request for a fitted context's canonical JSON, with `If-None-Match` when given.
     func request(contextJSON: String, ifNoneMatch: String?) -> TransportRequest {
-        var headers: [String: String] = [
-            "Authorization": "Bearer \(key)",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "Accept-Encoding": "gzip",
-            "User-Agent": Self.userAgent,
-            Self.installIDHeader: installID,
-        ]
-        if let appID { headers[Self.appIDHeader] = appID }
+        var headers = identity.headers
+        headers["Content-Type"] = "application/json"
+        headers["Accept"] = "application/json"
+        headers["Accept-Encoding"] = "gzip"
         if let ifNoneMatch { headers["If-None-Match"] = ifNoneMatch }
         return TransportRequest(
             method: "POST",
@@ -161,6 +133,35 @@ struct OFREPRequestBuilder: Sendable {
             timeout: timeout,
             maxResponseBytes: maxResponseBytes
         )
+    }
+}
+
+extension RefreshMachine.Outcome {
+    /// The status policy of docs/protocol.md applied to one response: 200 with a body that
+    /// decodes → `updated` (with the decoded flags), 304, 400, 401/403, 429, other 2xx and
+    /// unparseable or oversized bodies → transient (like a 5xx), anything else → transient with
+    /// its status. `Retry-After` is parsed against `wallNow`.
+    static func classify(_ response: TransportResponse, maxResponseBytes: Int, wallNow: Date)
+        -> (outcome: RefreshMachine.Outcome, decoded: OFREPResponse?)
+    {
+        let retryAfter = response.header("Retry-After").flatMap { RetryAfter.parse($0, now: wallNow) }
+        switch response.status {
+        case 200:
+            do {
+                let decoded = try OFREPResponse.decode(response.body, limit: maxResponseBytes)
+                return (.updated(etag: response.header("ETag")), decoded)
+            } catch .tooLarge {
+                return (.transient(.tooLarge, retryAfter: nil), nil)
+            } catch {
+                return (.transient(.invalidBody, retryAfter: nil), nil)
+            }
+        case 304: return (.notModified, nil)
+        case 400: return (.badRequest, nil)
+        case 401, 403: return (.unauthorized(status: response.status), nil)
+        case 429: return (.rateLimited(retryAfter: retryAfter), nil)
+        case 200..<300: return (.transient(.invalidBody, retryAfter: nil), nil)
+        default: return (.transient(.status(response.status), retryAfter: retryAfter), nil)
+        }
     }
 }
 

@@ -1,29 +1,35 @@
 import Foundation
 
-/// A fitted context as the sync engine sends it.
-struct SyncContext: Sendable, Hashable {
-    /// The canonical JSON of the fitted wire form (the `context` member of the request body).
-    var canonicalJSON: String
-    /// SHA-1 of ``canonicalJSON`` (40 lowercase hex digits).
+/// New served flags for the engine's owner to publish.
+struct SyncedValues: Sendable {
+    /// The served flags, one per key (as decoded).
+    var flags: [ServedFlag]
+    /// The fingerprint of the fitted context they were served for.
     var fingerprint: String
-    /// Attribute names fitting dropped.
-    var droppedAttributes: [String] = []
-    /// The context and its fitted form, when the engine runs inside a client.
-    var source: EvaluationContext?
-    var fitted: FittedContext?
+    /// The ETag the control plane sent with them.
+    var etag: String?
+    /// When the control plane confirmed them (wall clock).
+    var confirmedAt: Date
 }
 
-/// What the engine hands to the snapshot store.
-enum SyncPublication: Sendable {
-    /// New served flags for the context with this fingerprint, confirmed now.
-    case values([ServedFlag], fingerprint: String, confirmedAt: Date)
-    /// The held values were confirmed (304).
-    case confirmed(Date)
+/// How the engine reports to its owner (the client). Every callback runs off the engine's lock,
+/// in order, from one thread at a time.
+struct SyncObserver: Sendable {
+    /// Publishes new values and returns the keys whose served result changed (see
+    /// `Snapshot.next(after:...)`); the engine then emits ``ClientEvent/configurationChanged(_:)``
+    /// when that set is not empty.
+    var publish: @Sendable (SyncedValues) -> Set<String>
+    /// An event, in the order it happened.
+    var event: @Sendable (ClientEvent) -> Void = { _ in }
+    /// The status changed (reported after the values it describes are published).
+    var status: @Sendable (ClientStatus) -> Void = { _ in }
+    /// The engine closed: no event follows.
+    var closed: @Sendable () -> Void = {}
 }
 
 /// Runs ``RefreshMachine`` against a real transport and clock: sends requests, sleeps until the
-/// next poll or retry, parses responses, publishes snapshots, and delivers events, listener
-/// calls and waiter resumptions in order, never while its lock is held.
+/// next poll or retry, classifies responses, hands new values to its ``SyncObserver`` and reports
+/// events, status and waiter resumptions in order, never while its lock is held.
 final class RefreshEngine: Sendable {
     struct Configuration: Sendable {
         var machine: RefreshMachine.Configuration
@@ -31,20 +37,13 @@ final class RefreshEngine: Sendable {
     }
 
     private enum Delivery {
-        case publish(SyncPublication)
+        case publish(SyncedValues)
         case event(ClientEvent)
-        case changed(Set<String>)
         case resume([CheckedContinuation<Void, Never>])
         case resumeBool([CheckedContinuation<Bool, Never>], Bool)
         case log(HalyardLogLevel, String)
         case status(ClientStatus)
-        case finishStreams
-    }
-
-    private struct Listener {
-        var queue: DispatchQueue
-        var active: Locked<Bool>
-        var handler: @Sendable (Set<String>) throws -> Void
+        case closed
     }
 
     private struct ReadyWaiter {
@@ -55,30 +54,23 @@ final class RefreshEngine: Sendable {
     private struct State {
         var machine: RefreshMachine
         var random: SplitMix64
-        var builder: OFREPRequestBuilder
-        var context: SyncContext?
-        var parsed: [UInt64: [ServedFlag]] = [:]
+        var context: FittedContext?
         var tasks: [UInt64: Task<Void, Never>] = [:]
         var refreshWaiters: [UInt64: [CheckedContinuation<Void, Never>]] = [:]
         var identifyWaiters: [UInt64: [CheckedContinuation<Bool, Never>]] = [:]
         var readyWaiters: [UInt64: ReadyWaiter] = [:]
         var nextID: UInt64 = 0
         var timer: (wake: Duration, task: Task<Void, Never>)?
-        var served: [String: ServedFlag] = [:]
         var stats = SyncStats()
         var outbox: [Delivery] = []
         var draining = false
-        var listeners: [UInt64: Listener] = [:]
-        var streams: [UInt64: AsyncStream<ClientEvent>.Continuation] = [:]
-        var streamsFinished = false
     }
 
     private let configuration: Configuration
     private let transport: any FlagTransport
     private let clock: any HalyardClock
     private let logHandler: HalyardLogHandler?
-    private let publish: @Sendable (SyncPublication) -> Void
-    private let statusChanged: @Sendable (ClientStatus) -> Void
+    private let observer: SyncObserver
     private let state: Locked<State>
 
     init(
@@ -87,25 +79,22 @@ final class RefreshEngine: Sendable {
         clock: any HalyardClock,
         logHandler: HalyardLogHandler?,
         seed: UInt64 = UInt64.random(in: .min ... .max),
-        statusChanged: @escaping @Sendable (ClientStatus) -> Void = { _ in },
-        publish: @escaping @Sendable (SyncPublication) -> Void
+        observer: SyncObserver
     ) {
-        self.statusChanged = statusChanged
         self.configuration = configuration
         self.transport = transport
         self.clock = clock
         self.logHandler = logHandler
-        self.publish = publish
+        self.observer = observer
         state = Locked(
             State(
-                machine: RefreshMachine(configuration: configuration.machine), random: SplitMix64(seed: seed),
-                builder: configuration.builder))
+                machine: RefreshMachine(configuration: configuration.machine), random: SplitMix64(seed: seed)))
     }
 
     // MARK: - Public operations
 
     /// Starts syncing with the initial context (`nil` when it is invalid).
-    func start(context: SyncContext?) {
+    func start(context: FittedContext?) {
         process(.start(fingerprint: context?.fingerprint)) { s in
             s.context = context
             if let context { Self.noteTrim(context, in: &s) }
@@ -139,7 +128,7 @@ final class RefreshEngine: Sendable {
     }
 
     /// Switches to a new (valid, fitted) context and returns whether its values are now served.
-    func identify(_ context: SyncContext) async -> Bool {
+    func identify(_ context: FittedContext) async -> Bool {
         await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
             var resumeNow = false
             process(.identify(fingerprint: context.fingerprint)) { s in
@@ -157,13 +146,13 @@ final class RefreshEngine: Sendable {
         }
     }
 
-    /// Uses `key` from now on: cancels the fetch in flight, lifts a 401/403 stop, and fetches at
-    /// once (subject to `Retry-After`); returns when that fetch is over.
-    func setKey(_ key: String) async {
+    /// The key changed (the shared ``ClientIdentity`` already holds the new one): cancels the
+    /// fetch in flight, lifts a 401/403 stop, and fetches at once (subject to `Retry-After`);
+    /// returns when that fetch is over.
+    func keyChanged() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             var resumeNow = false
-            process(.keyChanged) { s in
-                s.builder.key = key
+            process(.keyChanged) { _ in
             } after: { s, step in
                 if case .request(let id) = step.wait {
                     s.refreshWaiters[id, default: []].append(c)
@@ -216,55 +205,19 @@ final class RefreshEngine: Sendable {
     var nextWake: Duration? { state.withLock { $0.machine.nextWake } }
 
     /// The current context as last accepted (`start` or `identify`), nil when none is valid.
-    var context: SyncContext? { state.withLock { $0.context } }
-
-    /// The fingerprint of the current context, when it is valid.
-    var currentFingerprint: String? { state.withLock { $0.machine.currentFingerprint } }
-
-    /// Calls `handler` with the changed keys after every `configurationChanged`, on a serial queue
-    /// of its own (so a slow handler only delays itself).
-    func onChange(_ handler: @escaping @Sendable (Set<String>) throws -> Void) -> ChangeSubscription {
-        let active = Locked(true)
-        let listener = Listener(queue: DispatchQueue(label: "halyard.onChange"), active: active, handler: handler)
-        let id = state.withLock { s -> UInt64 in
-            s.nextID &+= 1
-            s.listeners[s.nextID] = listener
-            return s.nextID
-        }
-        return ChangeSubscription { [weak self] in
-            active.withLock { $0 = false }
-            self?.state.withLock { _ = $0.listeners.removeValue(forKey: id) }
-        }
-    }
-
-    /// A new stream of the events emitted from now on; it ends when the client is closed.
-    var events: AsyncStream<ClientEvent> {
-        let (stream, continuation) = AsyncStream<ClientEvent>.makeStream(bufferingPolicy: .unbounded)
-        let finished = state.withLock { s -> Bool in
-            if s.streamsFinished { return true }
-            s.nextID &+= 1
-            let id = s.nextID
-            s.streams[id] = continuation
-            continuation.onTermination = { [weak self] _ in
-                self?.state.withLock { _ = $0.streams.removeValue(forKey: id) }
-            }
-            return false
-        }
-        if finished { continuation.finish() }
-        return stream
-    }
+    var context: FittedContext? { state.withLock { $0.context } }
 
     /// Stops polling and fetching; reads keep the last values. Idempotent.
     func close() {
         process(.close) { _ in
         } after: { s, _ in
-            s.outbox.append(.finishStreams)
+            s.outbox.append(.closed)
         }
     }
 
     // MARK: - The loop
 
-    private static func noteTrim(_ context: SyncContext, in s: inout State) {
+    private static func noteTrim(_ context: FittedContext, in s: inout State) {
         s.stats.droppedAttributes = context.droppedAttributes
         if !context.droppedAttributes.isEmpty {
             s.stats.contextTrims += 1
@@ -281,6 +234,7 @@ final class RefreshEngine: Sendable {
     @discardableResult
     private func process(
         _ input: RefreshMachine.Input,
+        decoded: OFREPResponse? = nil,
         prepare: (inout State) -> Void = { _ in },
         after: (inout State, RefreshMachine.Step) -> Void = { _, _ in }
     ) -> RefreshMachine.Wait {
@@ -291,11 +245,21 @@ final class RefreshEngine: Sendable {
             prepare(&s)
             let statusBefore = s.machine.status
             let step = s.machine.event(input, now: now, random: &s.random)
-            if s.machine.status != statusBefore {
-                s.outbox.append(.status(s.machine.status))
-                s.outbox.append(.log(.info, "status \(statusBefore) -> \(s.machine.status)"))
+            let mark = s.outbox.count
+            for effect in step.effects {
+                perform(effect, wall: wall, decoded: decoded, state: &s, cancels: &cancels)
             }
-            for effect in step.effects { perform(effect, wall: wall, state: &s, cancels: &cancels) }
+            if s.machine.status != statusBefore {
+                // Right after the values it describes are published, before this step's events.
+                var at = mark
+                for index in mark..<s.outbox.count {
+                    if case .publish = s.outbox[index] { at = index + 1 }
+                }
+                s.outbox.insert(
+                    contentsOf: [
+                        .status(s.machine.status), .log(.info, "status \(statusBefore) -> \(s.machine.status)"),
+                    ], at: at)
+            }
             after(&s, step)
             settleReadyWaiters(&s, cancels: &cancels)
             reschedule(&s, now: now, cancels: &cancels)
@@ -307,12 +271,13 @@ final class RefreshEngine: Sendable {
     }
 
     private func perform(
-        _ effect: RefreshMachine.Effect, wall: Date, state s: inout State, cancels: inout [Task<Void, Never>]
+        _ effect: RefreshMachine.Effect, wall: Date, decoded: OFREPResponse?, state s: inout State,
+        cancels: inout [Task<Void, Never>]
     ) {
         switch effect {
         case .send(let request):
             guard let context = s.context, context.fingerprint == request.fingerprint else { return }
-            let transportRequest = s.builder.request(
+            let transportRequest = configuration.builder.request(
                 contextJSON: context.canonicalJSON, ifNoneMatch: request.ifNoneMatch)
             s.stats.requestsSent += 1
             s.outbox.append(
@@ -325,47 +290,23 @@ final class RefreshEngine: Sendable {
             }
         case .cancel(let id):
             if let task = s.tasks.removeValue(forKey: id) { cancels.append(task) }
-            s.parsed.removeValue(forKey: id)
-        case .apply(let id):
-            guard let flags = s.parsed.removeValue(forKey: id), let fingerprint = s.machine.valuesFingerprint else {
-                return
-            }
-            var next: [String: ServedFlag] = [:]
-            next.reserveCapacity(flags.count)
-            for flag in flags { next[flag.key] = flag }
-            var changed = Set<String>()
-            for (key, flag) in next {
-                guard let old = s.served[key] else {
-                    changed.insert(key)
-                    continue
-                }
-                if old.value != flag.value || old.variant != flag.variant || old.reason != flag.reason
-                    || old.errorCode != flag.errorCode
-                {
-                    changed.insert(key)
-                }
-            }
-            for key in s.served.keys where next[key] == nil { changed.insert(key) }
-            s.served = next
+        case .apply:
+            // Only ever the effect of the response being processed, which carries the flags.
+            guard let decoded, let fingerprint = s.machine.valuesFingerprint else { return }
             s.stats.snapshotsApplied += 1
             s.stats.lastConfirmation = wall
-            s.outbox.append(.publish(.values(flags, fingerprint: fingerprint, confirmedAt: wall)))
-            if !changed.isEmpty {
-                s.outbox.append(.changed(changed))
-                s.outbox.append(.event(.configurationChanged(changed)))
-            }
+            s.outbox.append(
+                .publish(
+                    SyncedValues(
+                        flags: decoded.flags, fingerprint: fingerprint, etag: s.machine.etag, confirmedAt: wall)))
         case .confirm:
             s.stats.lastConfirmation = wall
-            s.outbox.append(.publish(.confirmed(wall)))
         case .emit(let event):
-            if case .error(let code, let message) = event {
-                s.outbox.append(
-                    .log(code == .providerFatal || message.contains("refused") ? .error : .warning, message))
-            }
             s.outbox.append(.event(event))
+        case .log(let level, let message):
+            s.outbox.append(.log(level, message))
         case .finished(let id):
             s.tasks.removeValue(forKey: id)
-            s.parsed.removeValue(forKey: id)
             if let waiters = s.refreshWaiters.removeValue(forKey: id) { s.outbox.append(.resume(waiters)) }
         case .identifyResolved(let generation, let ok):
             if let waiters = s.identifyWaiters.removeValue(forKey: generation) {
@@ -426,14 +367,14 @@ final class RefreshEngine: Sendable {
 
     private func execute(_ request: RefreshMachine.Request, _ transportRequest: TransportRequest) async {
         let outcome: RefreshMachine.Outcome
-        var flags: [ServedFlag]?
-        var skipped = 0
+        var decoded: OFREPResponse?
         var status: Int?
         do {
             let response = try await transport.send(transportRequest)
             if Task.isCancelled { return }
             status = response.status
-            (outcome, flags, skipped) = classify(response)
+            (outcome, decoded) = RefreshMachine.Outcome.classify(
+                response, maxResponseBytes: configuration.builder.maxResponseBytes, wallNow: clock.wallNow)
         } catch let error as TransportError {
             if Task.isCancelled { return }
             switch error {
@@ -445,10 +386,10 @@ final class RefreshEngine: Sendable {
             if Task.isCancelled { return }
             outcome = .transient(.network, retryAfter: nil)
         }
-        process(.response(requestID: request.id, outcome)) { s in
+        process(.response(requestID: request.id, outcome), decoded: decoded) { s in
             guard s.machine.inFlight?.request.id == request.id else { return }
             if let status { s.stats.responsesByStatus[status, default: 0] += 1 }
-            s.stats.skippedItems += skipped
+            s.stats.skippedItems += decoded?.skippedItems ?? 0
             switch outcome {
             case .notModified: s.stats.notModified += 1
             case .transient(.timedOut, _): s.stats.timeouts += 1
@@ -457,28 +398,6 @@ final class RefreshEngine: Sendable {
             case .transient(.invalidBody, _): s.stats.invalidBodies += 1
             default: break
             }
-            if let flags { s.parsed[request.id] = flags }
-        }
-    }
-
-    private func classify(_ response: TransportResponse) -> (RefreshMachine.Outcome, [ServedFlag]?, Int) {
-        let retryAfter = response.header("Retry-After").flatMap { RetryAfter.parse($0, now: clock.wallNow) }
-        switch response.status {
-        case 200:
-            do {
-                let decoded = try OFREPResponse.decode(response.body, limit: configuration.builder.maxResponseBytes)
-                return (.updated(etag: response.header("ETag")), decoded.flags, decoded.skippedItems)
-            } catch .tooLarge {
-                return (.transient(.tooLarge, retryAfter: nil), nil, 0)
-            } catch {
-                return (.transient(.invalidBody, retryAfter: nil), nil, 0)
-            }
-        case 304: return (.notModified, nil, 0)
-        case 400: return (.badRequest, nil, 0)
-        case 401, 403: return (.unauthorized(status: response.status), nil, 0)
-        case 429: return (.rateLimited(retryAfter: retryAfter), nil, 0)
-        case 200..<300: return (.transient(.invalidBody, retryAfter: nil), nil, 0)
-        default: return (.transient(.status(response.status), retryAfter: retryAfter), nil, 0)
         }
     }
 
@@ -499,21 +418,11 @@ final class RefreshEngine: Sendable {
 
     private func deliver(_ delivery: Delivery) {
         switch delivery {
-        case .publish(let publication):
-            publish(publication)
+        case .publish(let values):
+            let changed = observer.publish(values)
+            if !changed.isEmpty { observer.event(.configurationChanged(changed)) }
         case .event(let event):
-            let streams = state.withLock { Array($0.streams.values) }
-            for stream in streams { stream.yield(event) }
-        case .changed(let keys):
-            let listeners = state.withLock { Array($0.listeners.values) }
-            for listener in listeners {
-                let active = listener.active
-                let handler = listener.handler
-                listener.queue.async {
-                    guard active.withLock({ $0 }) else { return }
-                    try? handler(keys)
-                }
-            }
+            observer.event(event)
         case .resume(let continuations):
             for c in continuations { c.resume() }
         case .resumeBool(let continuations, let value):
@@ -521,14 +430,9 @@ final class RefreshEngine: Sendable {
         case .log(let level, let message):
             logHandler?(level, message)
         case .status(let status):
-            statusChanged(status)
-        case .finishStreams:
-            let streams = state.withLock { s -> [AsyncStream<ClientEvent>.Continuation] in
-                s.streamsFinished = true
-                defer { s.streams.removeAll() }
-                return Array(s.streams.values)
-            }
-            for stream in streams { stream.finish() }
+            observer.status(status)
+        case .closed:
+            observer.closed()
         }
     }
 }

@@ -1,4 +1,4 @@
-/// The refresh, backoff and status policy of SPEC §5–§6 as a pure value-type state machine.
+/// The refresh, backoff and status policy (docs/protocol.md) as a pure value-type state machine.
 ///
 /// No threads, no clock, no I/O: every input carries `now` (monotonic) and a random source, and
 /// the output is a list of ``Effect``s for the engine to perform (outside its lock) plus the
@@ -77,6 +77,8 @@ struct RefreshMachine: Sendable {
         case confirm
         /// Emit an event.
         case emit(ClientEvent)
+        /// Log a message at this level (the machine decides the level, the engine only writes).
+        case log(HalyardLogLevel, String)
         /// The request is over: resume the `refresh()` callers waiting on it.
         case finished(requestID: UInt64)
         /// Resume `identify` callers of this generation with this result.
@@ -188,7 +190,9 @@ struct RefreshMachine: Sendable {
                 step.wait = send(.start, now: now, into: &step, ignoreBackoff: true)
             } else {
                 contextInvalid = true
-                step.effects.append(.emit(.error(code: .invalidContext, message: "the initial context is invalid")))
+                let message = "the initial context is invalid"
+                step.effects.append(.log(.warning, message))
+                step.effects.append(.emit(.error(code: .invalidContext, message: message)))
             }
         case .refresh:
             guard started, !closed, !contextInvalid else { break }
@@ -207,11 +211,7 @@ struct RefreshMachine: Sendable {
             started = true
             generation &+= 1
             step.effects.append(.supersede(below: generation))
-            if let inFlight {
-                step.effects.append(.cancel(requestID: inFlight.request.id))
-                step.effects.append(.finished(requestID: inFlight.request.id))
-                self.inFlight = nil
-            }
+            cancelInFlight(into: &step)
             currentFingerprint = fingerprint
             contextInvalid = false
             authBlocked = false
@@ -231,11 +231,7 @@ struct RefreshMachine: Sendable {
             backoffUntil = nil
             etag = nil
             etagFingerprint = nil
-            if let inFlight {
-                step.effects.append(.cancel(requestID: inFlight.request.id))
-                step.effects.append(.finished(requestID: inFlight.request.id))
-                self.inFlight = nil
-            }
+            cancelInFlight(into: &step)
             step.wait = send(.refresh, now: now, into: &step, ignoreBackoff: true)
         case .timer:
             guard let wake = nextWake, wake <= now else { break }
@@ -254,11 +250,7 @@ struct RefreshMachine: Sendable {
         case .close:
             guard !closed else { break }
             closed = true
-            if let inFlight {
-                step.effects.append(.cancel(requestID: inFlight.request.id))
-                step.effects.append(.finished(requestID: inFlight.request.id))
-                self.inFlight = nil
-            }
+            cancelInFlight(into: &step)
             step.effects.append(.supersede(below: generation &+ 1))
             pendingFetch = false
             reconciling = false
@@ -276,14 +268,18 @@ struct RefreshMachine: Sendable {
 
     // MARK: - Internals
 
+    /// Cancels the request in flight, if any, and releases its `refresh()` callers.
+    private mutating func cancelInFlight(into step: inout Step) {
+        guard let inFlight else { return }
+        step.effects.append(.cancel(requestID: inFlight.request.id))
+        step.effects.append(.finished(requestID: inFlight.request.id))
+        self.inFlight = nil
+    }
+
     private mutating func send(_ trigger: Trigger, now: Duration, into step: inout Step, ignoreBackoff: Bool) -> Wait {
         guard let fingerprint = currentFingerprint else { return .none }
-        if let inFlight {
-            if inFlight.request.generation == generation { return .request(inFlight.request.id) }
-            step.effects.append(.cancel(requestID: inFlight.request.id))
-            step.effects.append(.finished(requestID: inFlight.request.id))
-            self.inFlight = nil
-        }
+        if let inFlight, inFlight.request.generation == generation { return .request(inFlight.request.id) }
+        cancelInFlight(into: &step)
         if let notBefore = retryNotBefore, now < notBefore {
             if trigger == .identify || trigger == .start { pendingFetch = true }
             return .none
@@ -364,6 +360,7 @@ struct RefreshMachine: Sendable {
         reconciling = false
         let code: FlagErrorCode
         let message: String
+        var level = HalyardLogLevel.warning
         switch outcome {
         case .badRequest:
             hardError = true
@@ -379,6 +376,7 @@ struct RefreshMachine: Sendable {
             backoffUntil = nil
             nextPollAt = nil
             code = hasValues ? .general : .providerFatal
+            level = .error
             message = "the control plane refused the key (\(statusCode)); background refresh stopped"
         case .rateLimited(let retryAfter):
             failures += 1
@@ -402,6 +400,7 @@ struct RefreshMachine: Sendable {
         case .updated, .notModified:
             return
         }
+        step.effects.append(.log(level, message))
         step.effects.append(.emit(.error(code: code, message: message)))
         step.effects.append(.identifyResolved(generation: request.generation, false))
     }

@@ -5,8 +5,9 @@ import Halyard
     import FoundationNetworking
 #endif
 
-/// Launches `Tests/ControlPlaneServer/server.py` (a loopback OFREP control plane) with `Process`,
-/// reads its port, and drives its admin endpoints. See the top of server.py for the fault format.
+/// Launches `Tests/ControlPlaneServer/server.py` (the one loopback test server: OFREP control
+/// plane and exposure endpoint) with `Process`, reads its port, and drives its admin endpoints.
+/// See the top of server.py for the fault format, and ExposureServer.swift for the exposure view.
 ///
 /// `@unchecked Sendable`: `Process` is not Sendable; it is only touched in `init` and `stop()`,
 /// which the `Locked` guards.
@@ -79,8 +80,12 @@ final class ControlPlaneServer: @unchecked Sendable {
         session.invalidateAndCancel()
     }
 
-    private func admin(_ method: String, _ path: String, json: Any? = nil) async throws -> Data {
-        var request = URLRequest(url: baseURL.appendingPathComponent(path))
+    /// One admin exchange (`path` below the base URL, may carry a query).
+    func admin(_ method: String, _ path: String, json: Any? = nil) async throws -> Data {
+        guard let url = URL(string: baseURL.absoluteString + "/" + path) else {
+            throw LaunchError(description: "bad admin path \(path)")
+        }
+        var request = URLRequest(url: url)
         request.httpMethod = method
         request.timeoutInterval = 10
         if let json { request.httpBody = try JSONSerialization.data(withJSONObject: json) }

@@ -1,4 +1,5 @@
 import Foundation
+import HalyardTesting
 
 @testable import Halyard
 

@@ -1,4 +1,5 @@
-/// The client's provider status (SPEC §6), as OpenFeature defines it.
+/// The client's provider status (docs/protocol.md), as OpenFeature defines it. Defined here, where
+/// the sync state machine computes it; the client holds the value it last reported.
 public enum ClientStatus: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// No values exist yet.
     case notReady = "NOT_READY"
@@ -20,7 +21,7 @@ public enum ClientStatus: String, Sendable, Hashable, CaseIterable, CustomString
     public var description: String { rawValue }
 }
 
-/// An event a ``FlagClient`` emits (SPEC §6), in the order it happened.
+/// An event a ``FlagClient`` emits, in the order it happened.
 public enum ClientEvent: Sendable, Hashable {
     /// Values confirmed by the control plane are served (after start, or after recovering from
     /// `stale` or `error`). Not emitted after an `identify`: that emits ``contextChanged``.
@@ -36,17 +37,4 @@ public enum ClientEvent: Sendable, Hashable {
     case reconciling
     /// Values for the new context are served (emitted once, for the last of overlapping identifies).
     case contextChanged
-}
-
-/// A registration made with `onChange`; keep it and call ``cancel()`` to stop the calls.
-///
-/// Dropping the subscription does not cancel it (like `NotificationCenter` observers); call
-/// ``cancel()`` explicitly.
-public final class ChangeSubscription: Sendable {
-    private let onCancel: @Sendable () -> Void
-
-    init(onCancel: @escaping @Sendable () -> Void) { self.onCancel = onCancel }
-
-    /// Stops further calls to the handler; calls already started finish. Idempotent.
-    public func cancel() { onCancel() }
 }

@@ -1,0 +1,93 @@
+import Foundation
+
+/// The client's side of status and events: it holds the status last reported by the sync
+/// engine, fans events out to `events` streams and `onChange` listeners, and sets the read
+/// path's fatal flag. The engine reports to it through a ``SyncObserver``; nothing in Sync knows
+/// about listeners, streams or read counters.
+final class ClientEventHub: Sendable {
+    private struct Listener {
+        var queue: DispatchQueue
+        var active: Locked<Bool>
+        var handler: @Sendable (Set<String>) throws -> Void
+    }
+
+    private struct State {
+        var status: ClientStatus = .notReady
+        var listeners: [UInt64: Listener] = [:]
+        var streams: [UInt64: AsyncStream<ClientEvent>.Continuation] = [:]
+        var finished = false
+        var nextID: UInt64 = 0
+    }
+
+    private let state = Locked(State())
+    private let readCounters: ReadCounters
+
+    init(readCounters: ReadCounters) { self.readCounters = readCounters }
+
+    /// The status last reported.
+    var status: ClientStatus { state.withLock { $0.status } }
+
+    /// Records a status change (and the fatal flag reads check when there is nothing to serve).
+    func statusChanged(_ status: ClientStatus) {
+        readCounters.isFatal = status == .fatal
+        state.withLock { $0.status = status }
+    }
+
+    /// Delivers an event to every stream and, for ``ClientEvent/configurationChanged(_:)``, to
+    /// every `onChange` listener on the listener's own serial queue.
+    func emit(_ event: ClientEvent) {
+        let (streams, listeners) = state.withLock { s in (Array(s.streams.values), Array(s.listeners.values)) }
+        for stream in streams { stream.yield(event) }
+        guard case .configurationChanged(let keys) = event else { return }
+        for listener in listeners {
+            let active = listener.active
+            let handler = listener.handler
+            listener.queue.async {
+                guard active.withLock({ $0 }) else { return }
+                try? handler(keys)
+            }
+        }
+    }
+
+    /// Ends every stream; later streams end at once.
+    func finish() {
+        let streams = state.withLock { s -> [AsyncStream<ClientEvent>.Continuation] in
+            s.finished = true
+            defer { s.streams.removeAll() }
+            return Array(s.streams.values)
+        }
+        for stream in streams { stream.finish() }
+    }
+
+    /// Registers a change listener with a serial queue of its own (a slow one delays only itself).
+    func onChange(_ handler: @escaping @Sendable (Set<String>) throws -> Void) -> ChangeSubscription {
+        let active = Locked(true)
+        let listener = Listener(queue: DispatchQueue(label: "halyard.onChange"), active: active, handler: handler)
+        let id = state.withLock { s -> UInt64 in
+            s.nextID &+= 1
+            s.listeners[s.nextID] = listener
+            return s.nextID
+        }
+        return ChangeSubscription { [weak self] in
+            active.withLock { $0 = false }
+            self?.state.withLock { _ = $0.listeners.removeValue(forKey: id) }
+        }
+    }
+
+    /// A new stream of the events emitted from now on.
+    var events: AsyncStream<ClientEvent> {
+        let (stream, continuation) = AsyncStream<ClientEvent>.makeStream(bufferingPolicy: .unbounded)
+        let finished = state.withLock { s -> Bool in
+            if s.finished { return true }
+            s.nextID &+= 1
+            let id = s.nextID
+            s.streams[id] = continuation
+            continuation.onTermination = { [weak self] _ in
+                self?.state.withLock { _ = $0.streams.removeValue(forKey: id) }
+            }
+            return false
+        }
+        if finished { continuation.finish() }
+        return stream
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+extension Snapshot {
+    /// The snapshot that follows `previous` with freshly served `flags`, and the keys whose served
+    /// result changed: the one path from decoded flags to a publishable snapshot.
+    ///
+    /// - `flags` must have unique keys (``OFREPResponse/decode(_:limit:)`` guarantees it).
+    /// - Flags whose variant did not change keep their exposure slots (same context only), so a
+    ///   refresh does not re-expose within the de-duplication window.
+    /// - `changed` holds exactly the keys whose value, variant, reason or error code differs from
+    ///   `previous`, plus the keys added or removed; every key when there is no previous snapshot.
+    package static func next(
+        after previous: Snapshot?,
+        flags: [ServedFlag],
+        source: Source,
+        confirmedAt: Date?,
+        contextFingerprint: String,
+        etag: String?
+    ) -> (snapshot: Snapshot, changed: Set<String>) {
+        let snapshot = Snapshot(
+            flags: flags, source: source, confirmedAt: confirmedAt, contextFingerprint: contextFingerprint,
+            etag: etag)
+        guard let previous else { return (snapshot, Set(flags.map(\.key))) }
+        snapshot.inheritExposureSlots(from: previous)
+        var changed = Set<String>()
+        for flag in flags {
+            guard let index = previous.index(of: flag.key) else {
+                changed.insert(flag.key)
+                continue
+            }
+            let old = previous.flags[index]
+            if old.value != flag.value || old.variant != flag.variant || old.reason != flag.reason
+                || old.errorCode != flag.errorCode
+            {
+                changed.insert(flag.key)
+            }
+        }
+        for old in previous.flags where snapshot.index(of: old.key) == nil { changed.insert(old.key) }
+        return (snapshot, changed)
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Who is calling the control plane: the credential, the install id, the app id and the user
+/// agent. Every request Halyard sends (flag fetches and exposure uploads) takes its identity
+/// headers from here, so they are built in one place.
+///
+/// A reference type shared by the sync engine and the exposure uploader: each holds it strongly,
+/// so an upload that outlives its client (the final flush after `close()` or a dropped client)
+/// still identifies itself. The key can be replaced (`setKey`); the rest is fixed.
+package final class ClientIdentity: Sendable {
+    /// The SDK name sent in `User-Agent` and in the `meta` of exposure uploads.
+    package static let sdkName = "Halyard"
+    /// The SDK version sent in `User-Agent` and in the `meta` of exposure uploads.
+    package static let sdkVersion = "0.1.0"
+    /// The header carrying the app id.
+    package static let appIDHeader = "X-Halyard-App-Id"
+    /// The header carrying the install id.
+    package static let installIDHeader = "X-Halyard-Install-Id"
+
+    /// `Halyard-Swift/<version> (<platform>)`.
+    package static var userAgent: String {
+        #if os(Linux)
+            let platform = "Linux"
+        #elseif os(macOS)
+            let platform = "macOS"
+        #elseif os(iOS)
+            let platform = "iOS"
+        #else
+            let platform = "Apple"
+        #endif
+        return "\(sdkName)-Swift/\(sdkVersion) (\(platform))"
+    }
+
+    /// The control plane's base URL.
+    package let baseURL: URL
+    /// The app id, sent as ``appIDHeader`` when set.
+    package let appID: String?
+    /// The persisted install id, sent as ``installIDHeader``.
+    package let installID: String
+    private let credential: Locked<String>
+
+    /// Creates an identity.
+    package init(baseURL: URL, key: String, appID: String?, installID: String) {
+        self.baseURL = baseURL
+        self.appID = appID
+        self.installID = installID
+        credential = Locked(key)
+    }
+
+    /// The key in use.
+    package var key: String { credential.value }
+
+    /// Uses `key` from the next request on.
+    package func setKey(_ key: String) { credential.withLock { $0 = key } }
+
+    /// The identity headers: `Authorization`, `User-Agent`, the install id and (when set) the app id.
+    package var headers: [String: String] {
+        var headers = [
+            "Authorization": "Bearer \(key)",
+            "User-Agent": Self.userAgent,
+            Self.installIDHeader: installID,
+        ]
+        if let appID { headers[Self.appIDHeader] = appID }
+        return headers
+    }
+
+    /// The URL of an endpoint below the base URL (see ``Foundation/URL/appendingEndpoint(_:)``).
+    package func endpoint(_ path: String) -> URL { baseURL.appendingEndpoint(path) }
+}

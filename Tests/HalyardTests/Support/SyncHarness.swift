@@ -1,0 +1,74 @@
+import Foundation
+import HalyardTesting
+
+@testable import Halyard
+
+/// The shared setup of the sync integration tests: the loopback control plane (server.py), a
+/// manual clock, a recording transport over the real `URLSessionTransport`, and an online client.
+struct SyncHarness {
+    let server: ControlPlaneServer
+    let clock: ManualClock
+    let transport: RecordingTransport
+    let client: FlagClient
+
+    var engine: RefreshEngine { client.sync!.engine }
+
+    func close() {
+        client.close()
+        server.stop()
+    }
+
+    /// The flag sets most sync tests serve: `a` and `n` for everyone, different values and an
+    /// extra flag for targeting key `u1`.
+    static var defaultFlags: [String: Any] {
+        [
+            "default": [
+                ["key": "a", "value": true, "reason": "STATIC", "variant": "on"],
+                ["key": "n", "value": 3, "reason": "TARGETING_MATCH"],
+            ],
+            "contexts": [
+                "u1": [
+                    ["key": "a", "value": false, "reason": "TARGETING_MATCH", "variant": "off"],
+                    ["key": "n", "value": 3, "reason": "TARGETING_MATCH"],
+                    ["key": "only-u1", "value": "x", "reason": "SPLIT"],
+                ]
+            ],
+        ]
+    }
+
+    /// Options for a client of `server` on `clock` through `transport`: a fixed install id, no
+    /// polling, a 2 s request timeout, exposures off (these tests script and count control-plane
+    /// requests exactly; uploads would take scripted faults; ClientExposureTests covers them).
+    static func options(
+        server: ControlPlaneServer, clock: ManualClock, transport: any FlagTransport,
+        key: String = "cli-integration-key", installID: String = "install-1"
+    ) -> FlagClientOptions {
+        var options = FlagClientOptions(baseURL: server.baseURL, key: key)
+        options.transport = transport
+        options.clock = clock
+        options.installIDStorage = .fixed(installID)
+        options.pollInterval = .zero
+        options.requestTimeout = .seconds(2)
+        options.exposures.enabled = false
+        return options
+    }
+
+    /// Starts a server with `flags` (and `startFaults` queued) and a client for `context`.
+    static func make(
+        flags: [String: Any] = defaultFlags,
+        context: EvaluationContext = .anonymous,
+        startFaults: [[String: Any]] = [],
+        configure: (inout FlagClientOptions) -> Void = { _ in }
+    ) async throws -> SyncHarness {
+        let server = try ControlPlaneServer(flags: flags)
+        if !startFaults.isEmpty { try await server.script(startFaults) }
+        let clock = ManualClock()
+        let transport = RecordingTransport(URLSessionTransport(), clock: clock)
+        var options = Self.options(server: server, clock: clock, transport: transport)
+        options.appID = "app-1"
+        options.initialContext = context
+        configure(&options)
+        let client = try FlagClient(options: options)
+        return SyncHarness(server: server, clock: clock, transport: transport, client: client)
+    }
+}
