@@ -1,7 +1,7 @@
 import Foundation
 import Halyard
 
-/// An in-memory control plane for application tests (SPEC §10): the real ``FlagClient`` talks
+/// An in-memory control plane for application tests (docs/configuration.md): the real ``FlagClient`` talks
 /// to it through the ``FlagTransport`` protocol, with no network and no disk.
 ///
 /// ```swift

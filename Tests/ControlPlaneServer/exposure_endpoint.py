@@ -1,4 +1,4 @@
-"""The test control plane's exposure endpoint (SPEC section 7, docs/exposures.md).
+"""The test control plane's exposure endpoint (docs/exposures.md).
 
 The control-plane test server imports this module for requests to /v1/exposures and calls
 ``handle(body, headers, state)``; it serves ``report(state)`` at GET /_admin/exposures.

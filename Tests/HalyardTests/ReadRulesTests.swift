@@ -2,7 +2,7 @@ import Testing
 
 @testable import Halyard
 
-/// SPEC §2 read rules, one test per rule.
+/// The read rules (README, docs/architecture.md), one test per rule.
 @Suite struct ReadRulesTests {
     static func client(_ flags: [ServedFlag], source: Snapshot.Source = .network) -> FlagClient {
         let client = FlagClient(mode: .online, exposureSink: nil)

@@ -1,4 +1,4 @@
-/// Programming errors that creating or configuring a ``FlagClient`` can throw (SPEC §9).
+/// Programming errors that creating or configuring a ``FlagClient`` can throw.
 ///
 /// Connection problems never throw: they show up in ``FlagClient`` status and events. No case
 /// carries the key itself.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Every setting of an online ``FlagClient`` (SPEC §5, §9), each with its default.
+/// Every setting of an online ``FlagClient``, each with its default.
 /// `docs/configuration.md` lists them all.
 ///
 /// ```swift
@@ -54,14 +54,14 @@ public struct FlagClientOptions: Sendable {
     /// Response bodies above this many bytes are refused (treated like a 5xx); *default* 8 MiB
     /// (a value ≤ 0 means the default).
     public var maxResponseBytes: Int = 8 << 20
-    /// The fitted context's size cap in UTF-16 code units (SPEC §4); *default* 4,096.
+    /// The fitted context's size cap in UTF-16 code units (docs/context.md); *default* 4,096.
     public var contextSizeLimit: Int = 4096
     /// Sent as the `X-Halyard-App-Id` header when set; *default* `nil` (header omitted).
     public var appID: String? = nil
     /// Where the install id (sent as `X-Halyard-Install-Id`) is kept; *default*
     /// ``InstallIDStorage/automatic``.
     public var installIDStorage: InstallIDStorage = .automatic
-    /// Placeholder for the on-device cache directory (SPEC §8). No cache is implemented yet; the
+    /// Placeholder for the on-device cache directory (docs/configuration.md). No cache is implemented yet; the
     /// value is accepted and ignored. *Default* `nil`.
     public var cacheDirectory: URL? = nil
     /// Receives log messages; *default* `nil` (silent).
@@ -70,7 +70,7 @@ public struct FlagClientOptions: Sendable {
     public var transport: (any FlagTransport)? = nil
     /// The clock for polling, backoff, `Retry-After` and staleness; *default* ``SystemClock``.
     public var clock: any HalyardClock = SystemClock()
-    /// Exposure recording and upload (SPEC §7): `enabled`, `sampleRate`, `dedupWindow`,
+    /// Exposure recording and upload (docs/exposures.md): `enabled`, `sampleRate`, `dedupWindow`,
     /// `capacity`, `batchSize`, `flushInterval`, `path`; see ``ExposureOptions``.
     public var exposures = ExposureOptions()
 
@@ -80,7 +80,7 @@ public struct FlagClientOptions: Sendable {
         self.key = key
     }
 
-    /// Checks the programming errors of SPEC §9 (everything but offline values).
+    /// Checks the programming errors listed in docs/configuration.md (everything but offline values).
     func validate() throws(FlagClientError) {
         if key.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw .blankKey }
         if role == .client, let prefix = serverKeyPrefixes.first(where: { !$0.isEmpty && key.hasPrefix($0) }) {

@@ -12,7 +12,7 @@ enum ReadOutcome: UInt8 {
 }
 
 extension Snapshot.Kind {
-    /// Whether a value of this kind can be read as `requested` (SPEC §2 Int/Double rules).
+    /// Whether a value of this kind can be read as `requested` (the Int/Double rules of docs/architecture.md).
     @inline(__always)
     func isReadable(as requested: _FlagValueKind) -> Bool {
         switch requested {

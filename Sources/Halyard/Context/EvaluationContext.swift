@@ -1,6 +1,6 @@
 import Foundation
 
-/// Who or what flags are evaluated for (SPEC §4): a targeting key, a kind, attributes, and the
+/// Who or what flags are evaluated for (docs/context.md): a targeting key, a kind, attributes, and the
 /// names of the attributes that must never leave the process.
 ///
 /// Building one from Swift values never throws; problems (an invalid kind, an attribute named

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A context ready to leave the process (SPEC §4): private attributes removed, serialized as
+/// A context ready to leave the process (docs/context.md): private attributes removed, serialized as
 /// canonical JSON within the size cap, with its fingerprint.
 ///
 /// Send ``canonicalJSON`` (or ``canonicalJSONData``) as the OFREP `context`, key caches and
@@ -46,7 +46,7 @@ public struct FittedContext: Sendable, Hashable {
 }
 
 extension EvaluationContext {
-    /// The default size cap of a fitted context, in UTF-16 code units (SPEC §4).
+    /// The default size cap of a fitted context, in UTF-16 code units (docs/context.md).
     public static let defaultFittingLimit = 4096
 
     /// Validates the context, removes private attributes, serializes the wire form as canonical

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Parses an HTTP `Retry-After` value into a delay from `now` (wall clock), for the sync
-/// engine (SPEC §5) and the exposure uploader (SPEC §7) alike.
+/// engine (docs/protocol.md) and the exposure uploader (docs/exposures.md) alike.
 ///
 /// Accepted forms: delay-seconds (`"120"`), an HTTP-date (IMF-fixdate
 /// `"Wed, 21 Oct 2015 07:28:00 GMT"`, the obsolete RFC 850 and asctime forms) and an ISO-8601

@@ -5,7 +5,7 @@
 public protocol FlagValue: Sendable {
     /// Not API: the value kind used by the read path.
     static var _flagValueKind: _FlagValueKind { get }
-    /// Not API: converts a served JSON value, applying the Int/Double rules of SPEC §2, or nil
+    /// Not API: converts a served JSON value, applying the Int/Double read rules, or nil
     /// on a type mismatch.
     static func _fromJSON(_ value: JSONValue) -> Self?
     /// Not API: rebuilds a scalar (Bool, Int, Double) from the bits the read path caches.

@@ -9,7 +9,7 @@ import Foundation
 ///
 /// Presets:
 /// - ``default``: the generic parser — 1 MiB of input, depth 64, 10,000 members per object.
-/// - ``context``: evaluation contexts (SPEC §4) — 64 KiB, depth 32, 1,000 members per object.
+/// - ``context``: evaluation contexts (docs/context.md) — 64 KiB, depth 32, 1,000 members per object.
 /// - ``ofrepResponse``: OFREP bulk responses and cache files — 8 MiB, depth 64,
 ///   100,000 members per object.
 ///
@@ -48,12 +48,12 @@ public struct JSONParsingLimits: Sendable, Hashable {
     public static let `default` = JSONParsingLimits(
         maxInputBytes: 1 << 20, maxDepth: 64, maxObjectMembers: 10_000)
 
-    /// Evaluation-context defaults (SPEC §4): 64 KiB input, depth 32, 1,000 members per object
+    /// Evaluation-context defaults (docs/context.md): 64 KiB input, depth 32, 1,000 members per object
     /// (the top-level object's members include `targetingKey` and `kind`).
     public static let context = JSONParsingLimits(
         maxInputBytes: 64 << 10, maxDepth: 32, maxObjectMembers: 1_000)
 
-    /// OFREP response and cache-file defaults (SPEC §5, §8): 8 MiB input, depth 64,
+    /// OFREP response and cache-file defaults (docs/protocol.md): 8 MiB input, depth 64,
     /// 100,000 members per object.
     public static let ofrepResponse = JSONParsingLimits(
         maxInputBytes: 8 << 20, maxDepth: 64, maxObjectMembers: 100_000)
