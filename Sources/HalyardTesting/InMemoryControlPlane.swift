@@ -32,6 +32,7 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
         var requests: [TransportRequest] = []
         /// Exposure events uploaded (any request that is not an OFREP evaluation).
         var exposures: [JSONValue] = []
+        var unauthorizedUploads = 0
     }
 
     private let state: Locked<State>
@@ -119,6 +120,9 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
     /// `variant`, `reason`, `contextFingerprint`, `creationDate`, `count`).
     public var receivedExposures: [JSONValue] { state.withLock { $0.exposures } }
 
+    /// Exposure uploads refused with 401 because they carried no `Authorization: Bearer <key>`.
+    public var unauthorizedUploads: Int { state.withLock { $0.unauthorizedUploads } }
+
     // MARK: - Clients
 
     /// Options for a client of this plane: its transport, a fixed install id, no polling.
@@ -138,6 +142,14 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
     }
 
     private func receiveExposures(_ request: TransportRequest) -> TransportResponse {
+        // Like a real collector: an upload without credentials is refused and recorded nowhere.
+        let authorization = request.headers.first { $0.key.lowercased() == "authorization" }?.value ?? ""
+        guard authorization.hasPrefix("Bearer "),
+            !authorization.dropFirst(7).trimmingCharacters(in: .whitespaces).isEmpty
+        else {
+            state.withLock { $0.unauthorizedUploads += 1 }
+            return TransportResponse(status: 401)
+        }
         let gzipped = request.headers.contains {
             $0.key.lowercased() == "content-encoding" && $0.value.lowercased() == "gzip"
         }
@@ -157,7 +169,8 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
 
     /// Answers one request: OFREP evaluations from the in-memory values; any other path is taken
     /// as an exposure upload (gzip or plain JSON `{"meta": ..., "events": [...]}`), whose events
-    /// are appended to ``receivedExposures`` and answered 202 (400 when unreadable).
+    /// are appended to ``receivedExposures`` and answered 202 (400 when unreadable, 401 without
+    /// an `Authorization: Bearer <key>` header, counted in ``unauthorizedUploads``).
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         if !request.url.path.hasSuffix("/ofrep/v1/evaluate/flags") {
             return receiveExposures(request)

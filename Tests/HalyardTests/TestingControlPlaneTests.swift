@@ -106,12 +106,29 @@ private func checkoutButtonTitle(_ flags: FlagClient) -> String {
         let response = try await plane.send(
             TransportRequest(
                 url: InMemoryControlPlane.baseURL.appendingPathComponent("v1/exposures"),
-                headers: ["Content-Encoding": "gzip"], body: gzipForTest(Data(document.utf8))))
+                headers: ["Content-Encoding": "gzip", "Authorization": "Bearer k"],
+                body: gzipForTest(Data(document.utf8))))
         #expect(response.status == 202)
         #expect(plane.receivedExposures == [["kind": "exposure", "key": "a", "count": 1]])
         let bad = try await plane.send(
             TransportRequest(
-                url: InMemoryControlPlane.baseURL.appendingPathComponent("v1/exposures"), body: Data("x".utf8)))
+                url: InMemoryControlPlane.baseURL.appendingPathComponent("v1/exposures"),
+                headers: ["Authorization": "Bearer k"], body: Data("x".utf8)))
         #expect(bad.status == 400)
+    }
+
+    /// Like a real collector, the plane refuses uploads without credentials (issue 14, bug 2).
+    @Test func exposureUploadsWithoutCredentialsAreRefused() async throws {
+        let plane = InMemoryControlPlane()
+        let document = #"{"meta":{"sdk":"Halyard"},"events":[{"kind":"exposure","key":"a","count":1}]}"#
+        for headers in [[:], ["Authorization": "Bearer "], ["Authorization": "Basic abc"]] {
+            let response = try await plane.send(
+                TransportRequest(
+                    url: InMemoryControlPlane.baseURL.appendingPathComponent("v1/exposures"), headers: headers,
+                    body: Data(document.utf8)))
+            #expect(response.status == 401)
+        }
+        #expect(plane.receivedExposures.isEmpty)
+        #expect(plane.unauthorizedUploads == 3)
     }
 }
