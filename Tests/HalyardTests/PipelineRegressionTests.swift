@@ -6,6 +6,25 @@ import Testing
 
 /// The bugs of the sync and exposure pipeline review (issue 14), each through the real client.
 @Suite(.serialized) struct PipelineRegressionTests {
+    /// Answers the first request with 429 and `Retry-After: 60`, then passes everything to `inner`.
+    final class RateLimitedOnce: FlagTransport {
+        let inner: any FlagTransport
+        private let sent = Locked(0)
+
+        init(_ inner: any FlagTransport) { self.inner = inner }
+
+        var count: Int { sent.value }
+
+        func send(_ request: TransportRequest) async throws -> TransportResponse {
+            let n = sent.withLock { n -> Int in
+                n += 1
+                return n
+            }
+            if n == 1 { return TransportResponse(status: 429, headers: ["Retry-After": "60"]) }
+            return try await inner.send(request)
+        }
+    }
+
     /// Bug 2: a client dropped without `close()` flushes its last exposures with its credentials.
     @Test func droppedClientUploadsItsLastExposuresWithCredentials() async throws {
         let plane = InMemoryControlPlane(values: ["a": .bool(true)])
@@ -19,5 +38,29 @@ import Testing
             "no exposure upload after the client was dropped")
         #expect(plane.unauthorizedUploads == 0, "the final flush was sent without credentials")
         #expect(plane.receivedExposures.count == 1)
+    }
+
+    /// Bug 3: `setKey` while a `Retry-After` is in force owes the fetch; it is sent when the
+    /// `Retry-After` ends, without an explicit `refresh()`.
+    @Test func setKeyDuringRetryAfterFetchesWhenItEnds() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let transport = RateLimitedOnce(plane)
+        let clock = ManualClock()
+        var options = plane.makeOptions()
+        options.transport = transport
+        options.clock = clock
+        options.exposures.enabled = false
+        let client = try FlagClient(options: options)
+        defer { client.close() }
+        #expect(await waitUntil { client.stats.sync.responsesByStatus[429] == 1 }, "the start-up fetch got no 429")
+        try await client.setKey("test-key-2")
+        #expect(transport.count == 1)  // deferred by the Retry-After
+        #expect(
+            await waitUntil(seconds: 2) { clock.sleeperCount >= 1 },
+            "nothing is scheduled: the deferred fetch was forgotten")
+        clock.advance(by: .seconds(61))
+        #expect(await waitUntil { transport.count == 2 }, "no fetch after the Retry-After ended")
+        #expect(await waitUntil { client.status == .ready })
+        #expect(client.bool("a", default: false))
     }
 }

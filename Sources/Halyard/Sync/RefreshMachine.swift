@@ -123,8 +123,11 @@ struct RefreshMachine: Sendable {
     private var nextRequestID: UInt64 = 0
     private(set) var started = false
     private(set) var closed = false
-    /// A fetch for the current context is owed (identify while rate limited).
+    /// A fetch for the current context is owed: a start, identify, key change or refresh that
+    /// a `Retry-After` deferred. Sent (ignoring backoff) as soon as the `Retry-After` ends.
     private(set) var pendingFetch = false
+    /// Why the owed fetch is owed (the trigger it is sent with).
+    private var owedTrigger: Trigger = .identify
     // Failures.
     private(set) var failures = 0
     private(set) var backoffUntil: Duration?
@@ -237,7 +240,7 @@ struct RefreshMachine: Sendable {
             guard let wake = nextWake, wake <= now else { break }
             let dueFetch = pendingFetch || failures > 0 || (nextPollAt.map { $0 <= now } ?? false)
             if dueFetch {
-                let trigger: Trigger = pendingFetch ? .identify : (failures > 0 ? .retry : .poll)
+                let trigger: Trigger = pendingFetch ? owedTrigger : (failures > 0 ? .retry : .poll)
                 _ = send(trigger, now: now, into: &step, ignoreBackoff: pendingFetch)
             }
         case .response(let requestID, let outcome):
@@ -281,7 +284,10 @@ struct RefreshMachine: Sendable {
         if let inFlight, inFlight.request.generation == generation { return .request(inFlight.request.id) }
         cancelInFlight(into: &step)
         if let notBefore = retryNotBefore, now < notBefore {
-            if trigger == .identify || trigger == .start { pendingFetch = true }
+            // Owed whatever caused it: a deferred key change or refresh must not be lost when
+            // nothing else (no poll, no retry) would wake the engine later.
+            if !pendingFetch || trigger == .identify || trigger == .start { owedTrigger = trigger }
+            pendingFetch = true
             return .none
         }
         if !ignoreBackoff, trigger != .retry, let until = backoffUntil, now < until {
