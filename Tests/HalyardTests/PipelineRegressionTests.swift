@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import HalyardTesting
 import Testing
@@ -61,6 +62,35 @@ import Testing
         clock.advance(by: .seconds(61))
         #expect(await waitUntil { transport.count == 2 }, "no fetch after the Retry-After ended")
         #expect(await waitUntil { client.status == .ready })
+        #expect(client.bool("a", default: false))
+    }
+
+    /// Bug 4: whenever `status` says ready or `ready()` returns true, the values are readable.
+    /// The log handler holds the delivery thread at the status-change message, the moment when
+    /// the old engine had reported ready but not yet published.
+    @Test func readyIsReportedOnlyAfterTheValuesArePublished() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let entered = Locked(false)
+        let release = DispatchSemaphore(value: 0)
+        var options = plane.makeOptions()
+        options.exposures.enabled = false
+        options.logHandler = { _, message in
+            guard message.hasSuffix("-> READY") else { return }
+            entered.withLock { $0 = true }
+            _ = release.wait(timeout: .now() + 5)
+        }
+        let client = try FlagClient(options: options)
+        defer { client.close() }
+        #expect(await waitUntil { entered.value }, "the status never became ready")
+        let status = client.status
+        let ready = await client.ready(timeout: .zero)
+        let detail = client.boolDetail("a", default: false)
+        release.signal()
+        if status == .ready || ready {
+            #expect(detail.errorCode == nil, "status \(status), ready() \(ready), but the read was \(detail)")
+            #expect(detail.value)
+        }
+        #expect(await client.ready(timeout: .seconds(5)))
         #expect(client.bool("a", default: false))
     }
 }

@@ -43,7 +43,15 @@ final class RefreshEngine: Sendable {
         case resumeBool([CheckedContinuation<Bool, Never>], Bool)
         case log(HalyardLogLevel, String)
         case status(ClientStatus)
+        /// What `ready()` may report from now on; resolves waiting `ready()` callers.
+        case readiness(Readiness)
         case closed
+    }
+
+    /// Whether values confirmed for the current context are served, and whether they still can be.
+    private struct Readiness: Equatable {
+        var confirmed: Bool
+        var canBecomeReady: Bool
     }
 
     private struct ReadyWaiter {
@@ -62,6 +70,10 @@ final class RefreshEngine: Sendable {
         var nextID: UInt64 = 0
         var timer: (wake: Duration, task: Task<Void, Never>)?
         var stats = SyncStats()
+        /// Readiness as delivered (after the values it describes were published)...
+        var reported = Readiness(confirmed: false, canBecomeReady: true)
+        /// ...and as last put in the outbox.
+        var announced: Readiness?
         var outbox: [Delivery] = []
         var draining = false
     }
@@ -168,7 +180,10 @@ final class RefreshEngine: Sendable {
     func ready(timeout: Duration) async -> Bool {
         await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
             let immediate: Bool? = state.withLock { s in
-                if s.machine.isConfirmedForCurrentContext { return true }
+                // True only once the confirmed values were published (the readiness delivery
+                // follows the publish), and only while the machine still agrees (an identify may
+                // have started since).
+                if s.machine.isConfirmedForCurrentContext && s.reported.confirmed { return true }
                 if !s.machine.canBecomeReady || timeout <= .zero { return false }
                 s.nextID &+= 1
                 let id = s.nextID
@@ -261,7 +276,12 @@ final class RefreshEngine: Sendable {
                     ], at: at)
             }
             after(&s, step)
-            settleReadyWaiters(&s, cancels: &cancels)
+            let readiness = Readiness(
+                confirmed: s.machine.isConfirmedForCurrentContext, canBecomeReady: s.machine.canBecomeReady)
+            if readiness != s.announced {
+                s.announced = readiness
+                s.outbox.append(.readiness(readiness))
+            }
             reschedule(&s, now: now, cancels: &cancels)
             return step.wait
         }
@@ -319,22 +339,6 @@ final class RefreshEngine: Sendable {
                 }
             }
         }
-    }
-
-    private func settleReadyWaiters(_ s: inout State, cancels: inout [Task<Void, Never>]) {
-        guard !s.readyWaiters.isEmpty else { return }
-        let result: Bool
-        if s.machine.isConfirmedForCurrentContext {
-            result = true
-        } else if !s.machine.canBecomeReady {
-            result = false
-        } else {
-            return
-        }
-        let waiters = s.readyWaiters.values
-        s.readyWaiters.removeAll()
-        cancels.append(contentsOf: waiters.compactMap(\.timeout))
-        s.outbox.append(.resumeBool(waiters.map(\.continuation), result))
     }
 
     private func reschedule(_ s: inout State, now: Duration, cancels: inout [Task<Void, Never>]) {
@@ -431,6 +435,17 @@ final class RefreshEngine: Sendable {
             logHandler?(level, message)
         case .status(let status):
             observer.status(status)
+        case .readiness(let readiness):
+            let waiters = state.withLock { s -> [ReadyWaiter] in
+                s.reported = readiness
+                guard readiness.confirmed || !readiness.canBecomeReady else { return [] }
+                defer { s.readyWaiters.removeAll() }
+                return Array(s.readyWaiters.values)
+            }
+            for waiter in waiters {
+                waiter.timeout?.cancel()
+                waiter.continuation.resume(returning: readiness.confirmed)
+            }
         case .closed:
             observer.closed()
         }
