@@ -136,7 +136,7 @@ struct MachineDriver {
             let delay = d.machine.nextWake! - sentAt
             let ceiling = min(Duration.seconds(1) * (1 << min(failure - 1, 20)), .seconds(300))
             ceilings.append(ceiling)
-            #expect(delay >= .seconds(1))
+            #expect(delay >= .zero)  // full jitter, from the first retry on
             #expect(delay <= ceiling)
             d.fireTimer()
             #expect(d.sent.last?.trigger == .retry)
@@ -155,6 +155,9 @@ struct MachineDriver {
         #expect(b.ceiling(failures: 10) == .seconds(300))
         #expect(b.ceiling(failures: 10_000) == .seconds(300))
         #expect(b.delay(failures: 5, unit: 0) == .seconds(1))
+        let full = Backoff(base: .seconds(1), maximum: .seconds(300))
+        #expect(full.delay(failures: 5, unit: 0) == .zero)
+        #expect(full.delay(failures: 1, unit: 0.5) == .milliseconds(500))
         #expect(b.delay(failures: 5, unit: 0.999_999) <= .seconds(16))
     }
 
@@ -348,5 +351,22 @@ struct MachineDriver {
         d.respond(.updated(etag: nil))
         #expect(d.machine.status == .ready)
         #expect(d.machine.nextWake != nil)
+    }
+
+    /// Issue 14: the first retry is jittered too, so clients that failed together do not all
+    /// retry at the same instant.
+    @Test func firstRetryIsJittered() {
+        var firstDelays = Set<Duration>()
+        for seed in 1...50 {
+            var d = MachineDriver()
+            d.random = SplitMix64(seed: UInt64(seed))
+            d.feed(.start(fingerprint: "fp"))
+            let sentAt = d.now
+            d.respond(.transient(.status(503), retryAfter: nil))
+            let delay = d.machine.nextWake! - sentAt
+            #expect(delay >= .zero && delay <= .seconds(1))
+            firstDelays.insert(delay)
+        }
+        #expect(firstDelays.count > 40, "first retries are not spread: \(firstDelays.count) distinct delays")
     }
 }

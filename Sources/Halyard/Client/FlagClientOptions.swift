@@ -47,7 +47,8 @@ public struct FlagClientOptions: Sendable {
     /// than this; *default* `nil` = three poll intervals (or 3 × ``refreshIfStaleThreshold``
     /// when polling is disabled).
     public var staleAfter: Duration? = nil
-    /// The first retry delay after a failure; *default* 1 s. Doubles per consecutive failure.
+    /// The ceiling of the first retry delay after a failure (full jitter: delays are drawn from
+    /// `[0, ceiling]`); *default* 1 s. Doubles per consecutive failure.
     public var initialBackoff: Duration = .seconds(1)
     /// The largest retry delay; *default* 5 min.
     public var maxBackoff: Duration = .seconds(300)

@@ -46,7 +46,8 @@ package final class OnlineSession: Sendable {
         let machine = RefreshMachine.Configuration(
             pollInterval: max(options.pollInterval, .zero),
             pollJitter: options.pollJitter,
-            backoff: Backoff(initial: options.initialBackoff, maximum: options.maxBackoff),
+            // Full jitter from the first retry: a herd of clients spreads out at once.
+            backoff: Backoff(base: options.initialBackoff, maximum: options.maxBackoff),
             staleAfter: options.effectiveStaleAfter,
             refreshIfStaleThreshold: options.refreshIfStaleThreshold)
         engine = RefreshEngine(

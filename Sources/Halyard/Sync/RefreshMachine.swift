@@ -7,7 +7,7 @@ struct RefreshMachine: Sendable {
     struct Configuration: Sendable, Hashable {
         var pollInterval: Duration = .seconds(30)
         var pollJitter: Double = 0.1
-        var backoff = Backoff(initial: .seconds(1), maximum: .seconds(300))
+        var backoff = Backoff(base: .seconds(1), maximum: .seconds(300))
         var staleAfter: Duration = .seconds(90)
         var refreshIfStaleThreshold: Duration = .seconds(15)
     }
