@@ -266,8 +266,34 @@ import Testing
         c = s.counters
         #expect(c.pending == 6 && c.dropped == 3 && Self.identityHolds(c))
         guard case .send(let retry) = s.nextBatch(now: .seconds(10)) else { Issue.record("no retry"); return }
-        #expect(retry.idempotencyKey == b.idempotencyKey)
+        // Trimmed: a different body, so a new Idempotency-Key (issue 14; a reused key with a
+        // different body gets 422 from servers that follow the Idempotency-Key draft).
+        #expect(retry.idempotencyKey != b.idempotencyKey)
         #expect(retry.events.map(\.key) == ["k3"])
+    }
+
+    /// Issue 14: a requeued batch keeps its key while its events are unchanged, and gets a new,
+    /// never-used key each time the full buffer trims it.
+    @Test func aTrimmedRetryBatchGetsANewIdempotencyKey() {
+        var s = ExposureState(
+            options: Self.options {
+                $0.batchSize = 3; $0.capacity = 3
+            }, idempotencyKeyPrefix: "p")
+        for i in 0..<3 { Self.record(&s, key: "k\(i)") }
+        guard case .send(let first) = s.nextBatch(now: .zero) else { Issue.record("no batch"); return }
+        _ = s.finish(first, outcome: .retry(retryAfter: nil), now: .zero, unit: 0)
+        guard case .send(let same) = s.nextBatch(now: .seconds(1)) else { Issue.record("no retry"); return }
+        #expect(same.idempotencyKey == first.idempotencyKey)  // unchanged body: same key
+        _ = s.finish(same, outcome: .retry(retryAfter: nil), now: .seconds(1), unit: 0)
+        Self.record(&s, key: "k3", at: 1)  // full: pushes k0 out of the requeued batch
+        guard case .send(let trimmed) = s.nextBatch(now: .seconds(2)) else { Issue.record("no retry"); return }
+        #expect(trimmed.events.map(\.key) == ["k1", "k2"])
+        #expect(trimmed.idempotencyKey != first.idempotencyKey)
+        _ = s.finish(trimmed, outcome: .retry(retryAfter: nil), now: .seconds(2), unit: 0)
+        Self.record(&s, key: "k4", at: 2)  // trims again: yet another key
+        guard case .send(let again) = s.nextBatch(now: .seconds(3)) else { Issue.record("no retry"); return }
+        #expect(again.events.map(\.key) == ["k2"])
+        #expect(Set([first.idempotencyKey, trimmed.idempotencyKey, again.idempotencyKey]).count == 3)
     }
 
     @Test func backoffIsExponentialWithFullJitterAndCapped() {

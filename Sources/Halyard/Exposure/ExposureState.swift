@@ -375,11 +375,23 @@ package struct ExposureState: Sendable {
         return RecordResult(windowEnd: windowEnd, decision: .buffered, startDrain: start)
     }
 
+    /// A fresh idempotency key (`prefix-sequence`).
+    private mutating func nextIdempotencyKey() -> String {
+        batchSequence += 1
+        return "\(keyPrefix)-\(batchSequence)"
+    }
+
     private mutating func dropOldest() {
         if !retryQueue.isEmpty {
             retryQueue[0].events.removeFirst()
             retryEventCount -= 1
-            if retryQueue[0].events.isEmpty { retryQueue.removeFirst() }
+            if retryQueue[0].events.isEmpty {
+                retryQueue.removeFirst()
+            } else {
+                // A changed body is a new request: servers that follow the Idempotency-Key draft
+                // answer 422 to a reused key with a different body.
+                retryQueue[0].idempotencyKey = nextIdempotencyKey()
+            }
         } else {
             buffer.popFirst()
         }
@@ -404,7 +416,8 @@ package struct ExposureState: Sendable {
 
     // MARK: - Draining
 
-    /// The next batch to send: a batch waiting for a retry first (same idempotency key), else
+    /// The next batch to send: a batch waiting for a retry first (same idempotency key while its
+    /// events are unchanged, a new one once the full buffer trimmed it), else
     /// up to `batchSize` of the oldest buffered events under a new key. `ignoreBackoff` is for the
     /// final flush at close.
     package mutating func nextBatch(now: Duration, ignoreBackoff: Bool = false) -> Next {
@@ -416,9 +429,8 @@ package struct ExposureState: Sendable {
             batch = retryQueue.removeFirst()
             retryEventCount -= batch.events.count
         } else {
-            batchSequence += 1
             batch = ExposureBatch(
-                idempotencyKey: "\(keyPrefix)-\(batchSequence)",
+                idempotencyKey: nextIdempotencyKey(),
                 events: buffer.popFirst(options.batchSize), attempts: 0)
         }
         batch.attempts += 1
@@ -460,6 +472,7 @@ package struct ExposureState: Sendable {
                 requeued.events.removeFirst(k)
                 totals.dropped += k
                 f.dropped = k
+                if !requeued.events.isEmpty { requeued.idempotencyKey = nextIdempotencyKey() }
             }
             if !requeued.events.isEmpty {
                 retryQueue.insert(requeued, at: 0)
