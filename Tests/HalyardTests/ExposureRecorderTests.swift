@@ -309,4 +309,17 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         #expect(total == threads * perThread)  // no duplicates
         #expect(seen.count == threads * perThread)  // none lost
     }
+
+    /// Issue 14: an answer refused for its size (the transport gives no status) is a delivery,
+    /// not a retry: the batch is not resent forever.
+    @Test func anOversizedAnswerCountsAsDelivered() async {
+        let transport = ScriptedExposureTransport()
+        transport.enqueue(.failure(.responseTooLarge(limit: 64 << 10)))
+        let r = Self.recorder(transport)
+        r.recordExposure(key: "k", variant: "on", reason: .split, contextFingerprint: Self.fp)
+        let result = await r.flush()
+        #expect(result.sentEvents == 1 && result.failedBatches == 0 && result.pendingEvents == 0)
+        #expect(r.counters.sent == 1 && r.counters.failed == 0)
+        #expect(transport.requests.count == 1)
+    }
 }

@@ -363,6 +363,12 @@ package final class ExposureRecorder: Sendable {
                 status: response.status,
                 retryAfterHeader: response.header("Retry-After"),
                 wallNow: clock.wallNow)
+        } catch TransportError.responseTooLarge {
+            // The transport refuses an answer whose body is over the limit without giving its
+            // status. The body is never used; an exposure endpoint that answers at length does
+            // so on success, and retrying a delivered batch forever would block the pipeline.
+            // Decided in docs/exposures.md ("Failure policy").
+            return .delivered
         } catch {
             return .retry(retryAfter: nil)
         }
