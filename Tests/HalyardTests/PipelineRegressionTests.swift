@@ -93,4 +93,53 @@ import Testing
         #expect(await client.ready(timeout: .seconds(5)))
         #expect(client.bool("a", default: false))
     }
+
+    /// Issue 14: `identify` during a long `Retry-After` returns `false` at once instead of waiting
+    /// for it to end (up to 24 h); the owed fetch is sent when it ends.
+    @Test func identifyDuringALongRetryAfterReturnsAtOnce() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let transport = RateLimitedOnce(plane)
+        let clock = ManualClock()
+        var options = plane.makeOptions()
+        options.transport = transport
+        options.clock = clock
+        options.exposures.enabled = false
+        let client = try FlagClient(options: options)
+        defer { client.close() }
+        #expect(await waitUntil { client.stats.sync.responsesByStatus[429] == 1 }, "the start-up fetch got no 429")
+        let events = EventRecorder(client)
+        defer { events.stop() }
+        let answer = Locked<Bool?>(nil)
+        let identify = Task {
+            answer.withLock { $0 = nil }; let ok = await client.identify(EvaluationContext(targetingKey: "u2"));
+            answer.withLock { $0 = ok }
+        }
+        #expect(await waitUntil(seconds: 2) { answer.value != nil }, "identify waits for the Retry-After to end")
+        #expect(answer.value == false)
+        #expect(await waitUntil(seconds: 2) { clock.sleeperCount >= 1 }, "the owed fetch is not scheduled")
+        clock.advance(by: .seconds(61))
+        #expect(await events.wait { $0.contains(.contextChanged) }, "no contextChanged after the Retry-After")
+        #expect(client.bool("a", default: false))
+        _ = await identify.value
+    }
+
+    /// Issue 14: cancelling the task that awaits `identify` returns `false` promptly.
+    @Test func identifyHonoursCancellation() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let client = try plane.makeClient()
+        defer { client.close() }
+        #expect(await client.ready(timeout: .seconds(5)))
+        plane.holdInitialization()  // the identify fetch hangs
+        let answer = Locked<Bool?>(nil)
+        let task = Task {
+            let ok = await client.identify(EvaluationContext(targetingKey: "u2"))
+            answer.withLock { $0 = ok }
+        }
+        #expect(await waitUntil { plane.requests.count == 2 }, "the identify fetch was not sent")
+        task.cancel()
+        #expect(await waitUntil(seconds: 2) { answer.value != nil }, "identify ignored the cancellation")
+        #expect(answer.value == false)
+        plane.completeInitialization()  // let the held fetch end
+        await task.value
+    }
 }

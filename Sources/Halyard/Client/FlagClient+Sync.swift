@@ -52,6 +52,11 @@ extension FlagClient {
     /// emits ``ClientEvent/contextChanged`` when it succeeds), when a newer `identify` superseded
     /// this one, when the client is closed, or at once, changing nothing, when `context` is
     /// invalid. Only the last of overlapping calls emits ``ClientEvent/contextChanged``.
+    ///
+    /// The wait is bounded: when a `Retry-After` defers the fetch beyond
+    /// ``FlagClientOptions/readyTimeout`` it returns `false` at once (the fetch is sent when the
+    /// `Retry-After` ends), and cancelling the calling task returns `false` at once. In both cases
+    /// the switch goes on in the background and ``ClientEvent/contextChanged`` reports its end.
     /// Offline clients return whether `context` is valid.
     public func identify(_ context: EvaluationContext) async -> Bool {
         guard let sync else { return (try? context.fitted()) != nil }

@@ -127,7 +127,7 @@ package final class OnlineSession: Sendable {
     func identify(_ context: EvaluationContext) async -> Bool {
         guard !isClosed, let fitted = try? context.fitted(limit: options.contextSizeLimit) else { return false }
         lifecycle.withLock { $0.context = context }
-        return await engine.identify(fitted)
+        return await engine.identify(fitted, maxWait: options.readyTimeout)
     }
 
     /// Stops the engine, then closes the exposure recorder (its final flush runs detached).

@@ -65,7 +65,8 @@ final class RefreshEngine: Sendable {
         var context: FittedContext?
         var tasks: [UInt64: Task<Void, Never>] = [:]
         var refreshWaiters: [UInt64: [CheckedContinuation<Void, Never>]] = [:]
-        var identifyWaiters: [UInt64: [CheckedContinuation<Bool, Never>]] = [:]
+        /// `identify` callers by generation, then by waiter id (so a cancelled caller can leave).
+        var identifyWaiters: [UInt64: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
         var readyWaiters: [UInt64: ReadyWaiter] = [:]
         var nextID: UInt64 = 0
         var timer: (wake: Duration, task: Task<Void, Never>)?
@@ -140,21 +141,44 @@ final class RefreshEngine: Sendable {
     }
 
     /// Switches to a new (valid, fitted) context and returns whether its values are now served.
-    func identify(_ context: FittedContext) async -> Bool {
-        await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-            var resumeNow = false
-            process(.identify(fingerprint: context.fingerprint)) { s in
-                guard !s.machine.closed else { return }
-                s.context = context
-                Self.noteTrim(context, in: &s)
-            } after: { s, _ in
-                if s.machine.closed {
-                    resumeNow = true
-                } else {
-                    s.identifyWaiters[s.machine.generation, default: []].append(c)
+    ///
+    /// The wait is bounded: when a `Retry-After` defers the fetch past `maxWait` from now, it
+    /// returns `false` at once (the fetch stays owed and is sent when the `Retry-After` ends;
+    /// ``ClientEvent/contextChanged`` follows). Cancelling the calling task returns `false` at
+    /// once too; the context switch itself goes on.
+    func identify(_ context: FittedContext, maxWait: Duration) async -> Bool {
+        let id = state.withLock { s -> UInt64 in
+            s.nextID &+= 1
+            return s.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                var resumeNow = false
+                let now = clock.monotonicNow
+                process(.identify(fingerprint: context.fingerprint)) { s in
+                    guard !s.machine.closed else { return }
+                    s.context = context
+                    Self.noteTrim(context, in: &s)
+                } after: { s, step in
+                    let deferredTooLong =
+                        step.wait == .none && s.machine.pendingFetch
+                        && (s.machine.retryNotBefore ?? .zero) - now > maxWait
+                    if s.machine.closed || deferredTooLong || Task.isCancelled {
+                        resumeNow = true
+                    } else {
+                        s.identifyWaiters[s.machine.generation, default: [:]][id] = c
+                    }
                 }
+                if resumeNow { c.resume(returning: false) }
             }
-            if resumeNow { c.resume(returning: false) }
+        } onCancel: {
+            let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+                for generation in s.identifyWaiters.keys {
+                    if let c = s.identifyWaiters[generation]?.removeValue(forKey: id) { return c }
+                }
+                return nil
+            }
+            waiter?.resume(returning: false)
         }
     }
 
@@ -330,12 +354,12 @@ final class RefreshEngine: Sendable {
             if let waiters = s.refreshWaiters.removeValue(forKey: id) { s.outbox.append(.resume(waiters)) }
         case .identifyResolved(let generation, let ok):
             if let waiters = s.identifyWaiters.removeValue(forKey: generation) {
-                s.outbox.append(.resumeBool(waiters, ok))
+                s.outbox.append(.resumeBool(Array(waiters.values), ok))
             }
         case .supersede(let below):
             for generation in s.identifyWaiters.keys where generation < below {
                 if let waiters = s.identifyWaiters.removeValue(forKey: generation) {
-                    s.outbox.append(.resumeBool(waiters, false))
+                    s.outbox.append(.resumeBool(Array(waiters.values), false))
                 }
             }
         }
