@@ -322,4 +322,33 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         #expect(r.counters.sent == 1 && r.counters.failed == 0)
         #expect(transport.requests.count == 1)
     }
+
+    /// Issue 14: the ticker runs only while there is work. Once the batch is sent and the
+    /// de-duplication window handed to the read has ended, nothing sleeps on the clock; the next
+    /// exposure starts it again.
+    @Test func tickerGoesQuietWhenIdleAndRestarts() async {
+        let transport = ScriptedExposureTransport()
+        let clock = ManualClock()
+        let r = Self.recorder(transport, clock: clock, ticker: true) {
+            $0.dedupWindow = .seconds(2)
+            $0.flushInterval = .seconds(1)
+        }
+        r.recordExposure(key: "k", variant: "on", reason: .split, contextFingerprint: Self.fp)
+        #expect(await eventually { clock.sleeperCount == 1 })
+        var ticks = 0
+        while clock.sleeperCount > 0, ticks < 20 {
+            clock.advance(by: .seconds(1))
+            ticks += 1
+            _ = await eventually(1) {
+                clock.sleeperCount == 1 || transport.requests.count == 1 && r.counters.pending == 0
+            }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(clock.sleeperCount == 0, "the ticker still runs after \(ticks) idle ticks")
+        #expect(ticks <= 6)
+        #expect(r.counters.sent == 1)
+        r.recordExposure(key: "k2", variant: "on", reason: .split, contextFingerprint: Self.fp)
+        #expect(await eventually { clock.sleeperCount == 1 }, "the ticker did not restart")
+        r.close()
+    }
 }

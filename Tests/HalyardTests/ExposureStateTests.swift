@@ -349,4 +349,20 @@ import Testing
         #expect(
             RetryAfter.unixSeconds(year: 2000, month: 3, day: 1, hour: 0, minute: 0, second: 0) == 951_868_800)
     }
+
+    /// Issue 14: during a backoff or Retry-After the ticker starts no drain (there is nothing it
+    /// could send), even when the periodic flush is due.
+    @Test func noDrainIsStartedDuringABackoff() {
+        var s = ExposureState(options: Self.options { $0.flushInterval = .seconds(1) }, idempotencyKeyPrefix: "p")
+        Self.record(&s, key: "k")
+        guard case .send(let b) = s.nextBatch(now: .zero) else { Issue.record("no batch"); return }
+        _ = s.finish(b, outcome: .retry(retryAfter: .seconds(60)), now: .zero, unit: 0)
+        Self.record(&s, key: "k2")
+        var started: [Int] = []
+        for second in 1..<60 where s.tick(now: .seconds(Int64(second))) { started.append(second) }
+        #expect(started.isEmpty, "drains started at \(started) s")
+        let due = s.tick(now: .seconds(60))
+        #expect(due)
+
+    }
 }

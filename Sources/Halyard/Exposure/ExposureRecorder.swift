@@ -49,10 +49,11 @@ package final class ExposureCoarseClock: @unchecked Sendable {
 /// and performs what it decides (uploads, timers) outside the lock.
 ///
 /// Lifecycle: a ticker task (when `startsTicker`) advances ``coarseNow()`` every second and
-/// starts the periodic flush and retries. It starts with the first recorded exposure, not at
-/// creation, so a client that records nothing keeps no timer waking every second (an idle
-/// app's battery) and nothing happens on its clock. ``close()`` stops it and flushes once
-/// more, detached.
+/// starts the periodic flush and retries. It runs only while there is work: it starts with a
+/// recorded exposure (not at creation) and stops once nothing is pending and every
+/// de-duplication window handed to a read has ended (``ExposureState/needsTicker(coarseNow:)``),
+/// so an idle client keeps no timer waking every second (an idle app's battery). The next
+/// recorded exposure starts it again. ``close()`` stops it and flushes once more, detached.
 package final class ExposureRecorder: Sendable {
     /// `false` when automatic recording is disabled by the options; reads skip everything.
     /// (``recordExposure(key:variant:reason:contextFingerprint:)`` still records explicit calls.)
@@ -82,6 +83,8 @@ package final class ExposureRecorder: Sendable {
 
     private struct Tasks {
         var startsTicker = false
+        /// A ticker is running (or being started).
+        var ticking = false
         var closed = false
         var ticker: Task<Void, Never>?
         var final: Task<ExposureFlushResult, Never>?
@@ -230,11 +233,26 @@ package final class ExposureRecorder: Sendable {
 
     private func startTickerIfNeeded() {
         let start = tasks.withLock { t -> Bool in
-            guard t.startsTicker, !t.closed, t.ticker == nil else { return false }
-            t.startsTicker = false  // once
+            guard t.startsTicker, !t.closed, !t.ticking else { return false }
+            t.ticking = true
             return true
         }
         if start { startTicker() }
+    }
+
+    /// Whether the ticker should keep running; when not, marks it stopped, atomically with the
+    /// check, so a record that lands right after starts a new one (records update the state
+    /// before they look at the ticker).
+    private func keepTicking() -> Bool {
+        let seconds = coarseNow()
+        return tasks.withLock { t -> Bool in
+            let keep = !t.closed && state.withLock { $0.needsTicker(coarseNow: seconds) }
+            if !keep {
+                t.ticking = false
+                t.ticker = nil
+            }
+            return keep
+        }
     }
 
     private func startTicker() {
@@ -245,11 +263,12 @@ package final class ExposureRecorder: Sendable {
                 do { try await clock.sleep(for: period) } catch { return }
                 guard let self else { return }
                 self.tick()
+                if !self.keepTicking() { return }
             }
         }
         let cancelNow = tasks.withLock { t -> Bool in
             if t.closed { return true }
-            t.ticker = task
+            if t.ticking { t.ticker = task }  // else it already stopped itself
             return false
         }
         if cancelNow { task.cancel() }

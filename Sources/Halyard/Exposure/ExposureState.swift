@@ -312,6 +312,9 @@ package struct ExposureState: Sendable {
     package private(set) var automaticDrainRequested = false
     /// Whether ``close()`` was called.
     package private(set) var isClosed = false
+    /// The latest window end handed to a read (coarse seconds): until then some read's slot may
+    /// still be in the future, so the coarse clock must keep moving.
+    package private(set) var latestWindowEnd: UInt32 = 0
 
     /// Creates the state; `idempotencyKeyPrefix` should be random per recorder (keys are
     /// `prefix-sequence`).
@@ -349,11 +352,13 @@ package struct ExposureState: Sendable {
         totals.recorded += 1
         if windowSeconds > 0, let end = dedup.check(dedupKey, now: nowSeconds, window: windowSeconds) {
             totals.deduplicated += 1
+            latestWindowEnd = max(latestWindowEnd, end)
             return RecordResult(windowEnd: end, decision: .deduplicated, startDrain: false)
         }
         let windowEnd =
             windowSeconds > 0
             ? (nowSeconds &+ windowSeconds < nowSeconds ? .max : nowSeconds + windowSeconds) : nowSeconds
+        latestWindowEnd = max(latestWindowEnd, windowEnd)
         if options.sampleRate < 1,
             !ExposureHash.keeps(
                 ExposureHash.hash(fingerprint: contextFingerprint, key: key, variant: variant), rate: options.sampleRate
@@ -402,12 +407,21 @@ package struct ExposureState: Sendable {
     /// due, a retry's backoff over, or a full batch waiting).
     package mutating func tick(now: Duration) -> Bool {
         if isClosed || automaticDrainRequested || queuedCount == 0 { return false }
+        // Nothing can be sent before the backoff or Retry-After ends: no no-op drain per tick.
+        if now < notBefore { return false }
         let due =
             now >= nextPeriodicFlush
             || (!retryQueue.isEmpty && now >= notBefore)
             || (buffer.count >= options.batchSize && now >= notBefore)
         if due { automaticDrainRequested = true }
         return due
+    }
+
+    /// Whether the once-a-second ticker is still needed: something is pending (to flush or
+    /// retry), a drain is running, or a read's de-duplication window has not ended yet (the
+    /// coarse clock must move for the read to call the recorder again after it).
+    package func needsTicker(coarseNow: UInt32) -> Bool {
+        !isClosed && (queuedCount > 0 || inFlightCount > 0 || automaticDrainRequested || coarseNow < latestWindowEnd)
     }
 
     /// Marks the automatic drain finished (call at the end of a drain started by ``tick(now:)``
