@@ -142,4 +142,73 @@ import Testing
         plane.completeInitialization()  // let the held fetch end
         await task.value
     }
+
+    /// Holds every exposure upload until released (OFREP requests pass through).
+    final class HeldUploads: FlagTransport {
+        let inner: any FlagTransport
+        private let held = Locked<(released: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+        init(_ inner: any FlagTransport) { self.inner = inner }
+
+        func release() {
+            let waiters = held.withLock { h -> [CheckedContinuation<Void, Never>] in
+                h.released = true
+                defer { h.waiters = [] }
+                return h.waiters
+            }
+            for w in waiters { w.resume() }
+        }
+
+        func send(_ request: TransportRequest) async throws -> TransportResponse {
+            if !request.url.path.hasSuffix("/ofrep/v1/evaluate/flags") {
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    let now = held.withLock { h -> Bool in
+                        if h.released { return true }
+                        h.waiters.append(c)
+                        return false
+                    }
+                    if now { c.resume() }
+                }
+            }
+            return try await inner.send(request)
+        }
+    }
+
+    /// Issue 14: `shutdown(timeout:)` closes, waits for the final flush and says what was sent.
+    @Test func shutdownWaitsForTheFinalFlush() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true), "b": .int(2)])
+        let client = try plane.makeClient()
+        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(client.bool("a", default: false))
+        #expect(client.int("b", default: 0) == 2)
+        let report = await client.shutdown(timeout: .seconds(5))
+        #expect(report == ShutdownReport(sentEvents: 2, lostEvents: 0, completed: true))
+        #expect(plane.receivedExposures.count == 2)
+        #expect(await client.shutdown(timeout: .seconds(1)) == ShutdownReport())  // again: nothing left
+    }
+
+    /// Issue 14: past its deadline, `shutdown(timeout:)` returns and reports the events at risk.
+    @Test func shutdownReportsWhatIsLostAtTheDeadline() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let transport = HeldUploads(plane)
+        let clock = ManualClock()
+        var options = plane.makeOptions()
+        options.transport = transport
+        options.clock = clock
+        let client = try FlagClient(options: options)
+        #expect(await waitUntil { client.status == .ready })
+        #expect(client.bool("a", default: false))
+        let report = Locked<ShutdownReport?>(nil)
+        let task = Task {
+            let r = await client.shutdown(timeout: .seconds(2))
+            report.withLock { $0 = r }
+        }
+        #expect(await waitUntil { clock.sleeperCount >= 1 }, "shutdown set no deadline")
+        clock.advance(by: .seconds(2))
+        #expect(await waitUntil { report.value != nil }, "shutdown did not return at its deadline")
+        #expect(report.value == ShutdownReport(sentEvents: 0, lostEvents: 1, completed: false))
+        transport.release()
+        await task.value
+        #expect(await waitUntil { plane.receivedExposures.count == 1 })  // the flush went on
+    }
 }
