@@ -5,7 +5,8 @@ import Testing
 
 /// The status policy and every fault against the loopback control plane (server.py), through
 /// the real URLSessionTransport. Time-based behaviour runs on a ManualClock: the tests move time
-/// and assert on order and counts, never on wall-clock durations.
+/// and assert on order and counts, never on wall-clock durations. Every wait is bounded (``Wait``):
+/// a broken status policy fails here with a message instead of hanging the run.
 @Suite(.serialized) struct SyncIntegrationTests {
     static var defaultFlags: [String: Any] {
         [
@@ -29,7 +30,9 @@ import Testing
         let transport: RecordingTransport
         let client: FlagClient
 
-        var engine: RefreshEngine { client.sync!.engine }
+        var engine: RefreshEngine {
+            get throws { try #require(client.sync, "an online client has a sync controller").engine }
+        }
 
         func close() {
             client.close()
@@ -96,13 +99,14 @@ import Testing
         defer { recorder.stop() }
         await h.client.refresh()
         #expect(h.client.bool("a", default: false))
-        #expect(await h.client.identify(EvaluationContext(targetingKey: "u1")))
+        #expect(
+            try await Wait.result("identify(u1)") { await h.client.identify(EvaluationContext(targetingKey: "u1")) })
         #expect(h.client.bool("a", default: true) == false)
         #expect(h.client.string("only-u1", default: "") == "x")
         #expect(h.client.status == .ready)
         let requests = try await h.server.requests()
         #expect(requests.last?.header("If-None-Match") == nil)
-        await recorder.wait { $0.contains(.contextChanged) }
+        try await Wait.until("a contextChanged event") { recorder.all.contains(.contextChanged) }
         let events = recorder.all
         // Exactly the keys whose result changed: a (value/variant/reason) and only-u1 (added).
         #expect(events.compactMap(\.changedKeys).last == ["a", "only-u1"])
@@ -131,29 +135,38 @@ import Testing
         await h.client.refresh()
         #expect(h.client.status == .error)
         #expect(h.client.bool("a", default: false))
-        await recorder.wait { $0.contains { $0.errorCode == .invalidContext } }
-        #expect(recorder.all.contains { $0.errorCode == .invalidContext })
+        try await Wait.until("an INVALID_CONTEXT error event") {
+            recorder.all.contains { $0.errorCode == .invalidContext }
+        }
         await h.client.refresh()
         #expect(h.client.status == .ready)
     }
 
     @Test func status401AtStartIsFatalAndStopsBackgroundRefresh() async throws {
-        let h = try await Self.harness(startFaults: [["action": "status", "status": 401, "count": 5]]) {
+        let h = try await Self.harness(startFaults: [["action": "status", "status": 401]]) {
             $0.pollInterval = .seconds(30)
         }
         defer { h.close() }
         await h.client.refresh()
         #expect(h.client.status == .fatal)
         #expect(h.client.boolDetail("a", default: false).errorCode == .providerFatal)
-        #expect(await h.client.ready(timeout: .seconds(5)) == false)
-        #expect(h.engine.nextWake == nil)
+        // Fatal: ready answers false at once, without waiting on the (manual) clock.
+        #expect(
+            try await Wait.result("ready(timeout:) on a fatal client") { await h.client.ready(timeout: .seconds(5)) }
+                == false)
+        // Nothing is armed on the clock, so no amount of time can send a request...
+        #expect(try h.engine.nextWake == nil)
+        #expect(h.clock.sleeperCount == 0, "a timer is armed after 401")
         h.clock.advance(by: .seconds(3600))
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(try await h.server.requests().count == 1)
-        // A context change resumes.
-        try await h.server.reset()
-        #expect(await h.client.identify(EvaluationContext(targetingKey: "u1")))
+        // ...and a context change resumes: its request is the second the server ever sees.
+        #expect(
+            try await Wait.result("identify(u1) after 401") {
+                await h.client.identify(EvaluationContext(targetingKey: "u1"))
+            })
         #expect(h.client.status == .ready)
+        let requests = try await h.server.requests()
+        #expect(requests.map(\.fault) == ["status", nil])
+        #expect(requests.last?.body.contains(#""targetingKey":"u1""#) == true)
     }
 
     @Test func status403WhileServingIsAnErrorAndKeepsValues() async throws {
@@ -161,13 +174,18 @@ import Testing
         defer { h.close() }
         await h.client.refresh()
         try await h.server.script([["action": "status", "status": 403]])
-        await h.clock.advanceWhenArmed(by: .seconds(60))  // the poll fires
-        #expect(await waitUntil { h.client.status == .error })
+        try await Wait.advance(h.clock, by: .seconds(60), "the poll timer")  // the poll fires
+        try await Wait.until("status .error after 403") { h.client.status == .error }
         #expect(h.client.bool("a", default: false))
-        #expect(h.engine.nextWake == nil)
+        #expect(try h.engine.nextWake == nil)
+        try await Wait.until("the poll's exchange to complete") { h.transport.inFlight == 0 }
+        #expect(h.clock.sleeperCount == 0, "a timer is armed after 403")
         h.clock.advance(by: .seconds(3600))
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(try await h.server.requests().count == 2)
+        // An explicit refresh still sends (the stop is on background refresh only): it is the
+        // third request, so the hour of manual time sent nothing.
+        await h.client.refresh()
+        #expect(try await h.server.requests().count == 3)
+        #expect(h.transport.exchanges.map(\.status).prefix(2) == [200, 403])
     }
 
     @Test(arguments: ["delay-seconds", "http-date", "iso-8601"])
@@ -201,8 +219,9 @@ import Testing
         #expect(h.transport.exchanges.count == 2)
         h.clock.advance(by: .seconds(4))
         await h.client.refresh()
-        #expect(await waitUntil { h.transport.exchanges.count == 3 })
-        #expect(h.transport.exchanges.last!.sentAt >= t429 + .seconds(120))
+        try await Wait.until("the request after Retry-After") { h.transport.exchanges.count == 3 }
+        let last = try #require(h.transport.exchanges.last)
+        #expect(last.sentAt >= t429 + .seconds(120))
         #expect(h.client.status == .ready)
     }
 
@@ -217,14 +236,14 @@ import Testing
             failureTimes.append(h.clock.monotonicNow)
             #expect(h.client.bool("a", default: false))
             #expect(h.client.status == .ready)
-            let wake = try #require(h.engine.nextWake)
+            let wake = try #require(try h.engine.nextWake)
             #expect(wake - h.clock.monotonicNow >= .seconds(1))
             #expect(wake - h.clock.monotonicNow <= .seconds(4))
             await h.client.refresh()  // backing off: nothing sent
             h.clock.advance(by: wake - h.clock.monotonicNow)
         }
         await h.client.refresh()
-        #expect(await waitUntil { h.client.stats.sync.consecutiveFailures == 0 })
+        try await Wait.until("a successful fetch after the backoff") { h.client.stats.sync.consecutiveFailures == 0 }
         #expect(h.client.stats.sync.responsesByStatus[503] == 3)
         #expect(h.client.stats.sync.deferredRefreshes >= 3)
     }
@@ -353,20 +372,26 @@ import Testing
     @Test func steadyStatePollsOncePerIntervalWith304() async throws {
         let h = try await Self.harness { $0.pollInterval = .seconds(30) }
         defer { h.close() }
-        #expect(await waitUntil { h.client.status == .ready && h.engine.nextWake != nil })
+        let engine = try h.engine
+        try await Wait.until("ready with a poll armed") { h.client.status == .ready && engine.nextWake != nil }
         for round in 1...10 {
-            let wake = try #require(h.engine.nextWake)
+            let wake = try #require(engine.nextWake)
             let delay = wake - h.clock.monotonicNow
             #expect(delay >= .seconds(27) && delay <= .seconds(33))
-            await h.clock.advanceWhenArmed(by: delay)
-            #expect(await waitUntil { h.transport.exchanges.count == round + 1 && h.transport.inFlight == 0 })
-            #expect(await waitUntil { h.engine.nextWake.map { $0 > h.clock.monotonicNow } ?? false })
+            try await Wait.advance(h.clock, by: delay, "poll timer \(round)")
+            try await Wait.until("poll \(round) to complete") {
+                h.transport.exchanges.count == round + 1 && h.transport.inFlight == 0
+            }
+            try await Wait.until("the poll after \(round) to be armed") {
+                engine.nextWake.map { $0 > h.clock.monotonicNow } ?? false
+            }
         }
         let statuses = h.transport.exchanges.map(\.status)
         #expect(statuses == [200] + Array(repeating: 304, count: 10))
         // A change on the server is picked up by the next poll.
         try await h.server.setFlags(["default": [["key": "a", "value": false, "reason": "STATIC"]]])
-        await h.clock.advanceWhenArmed(by: h.engine.nextWake! - h.clock.monotonicNow)
-        #expect(await waitUntil { !h.client.bool("a", default: true) })
+        let next = try #require(engine.nextWake)
+        try await Wait.advance(h.clock, by: next - h.clock.monotonicNow, "the next poll timer")
+        try await Wait.until("the changed value") { !h.client.bool("a", default: true) }
     }
 }
