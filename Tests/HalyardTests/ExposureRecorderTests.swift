@@ -188,15 +188,15 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         #expect(lines.count == 1 && lines[0].contains("400") && !lines[0].contains("secret"))
     }
 
-    @Test func reachingTheBatchSizeStartsAnUpload() async {
+    @Test func reachingTheBatchSizeStartsAnUpload() async throws {
         let t = ScriptedExposureTransport()
         let r = Self.recorder(t) { $0.batchSize = 5 }
         for i in 0..<4 { r.recordExposure(key: "k\(i)", variant: "v", reason: .split, contextFingerprint: Self.fp) }
-        try? await Task.sleep(for: .milliseconds(50))
-        #expect(t.requests.isEmpty)
         r.recordExposure(key: "k4", variant: "v", reason: .split, contextFingerprint: Self.fp)
-        #expect(await eventually { r.counters.sent == 5 })
+        try await Wait.until("the automatic upload") { r.counters.sent == 5 }
+        // One upload of all five: none started before the fifth (no ticker, no flush here).
         #expect(t.requests.count == 1)
+        #expect(t.requests.map { ScriptedExposureTransport.events(of: $0).count } == [5])
     }
 
     @Test func tickerAdvancesCoarseTimeAndFlushesPeriodically() async {
@@ -262,8 +262,9 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         #expect(await r.flush().sentEvents == 1)
     }
 
-    /// Starts `count` threads that run `body` at once (released together) and waits for all.
-    static func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    /// Starts `count` threads that run `body` at once (released together) and waits for all
+    /// (at most 60 s).
+    static func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) throws {
         let group = DispatchGroup()
         let start = DispatchSemaphore(value: 0)
         for index in 0..<count {
@@ -276,17 +277,17 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
             worker.start()
         }
         for _ in 0..<count { start.signal() }
-        group.wait()
+        try Wait.blocking(group, "\(count) recording threads", seconds: 60)
     }
 
-    @Test func sixtyFourThreadsRecordingFirstExposuresLoseNothing() async {
+    @Test func sixtyFourThreadsRecordingFirstExposuresLoseNothing() async throws {
         let threads = 64, perThread = 500
         let t = ScriptedExposureTransport()
         let r = Self.recorder(t) {
             $0.capacity = threads * perThread; $0.batchSize = 1_000
         }
         // Uploads may start while the threads run (batch size reached); all must add up.
-        Self.runThreads(threads) { thread in
+        try Self.runThreads(threads) { thread in
             for i in 0..<perThread {
                 r.recordExposure(key: "flag-\(i)", variant: "v", reason: .split, contextFingerprint: "ctx-\(thread)")
             }

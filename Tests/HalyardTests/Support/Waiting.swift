@@ -28,6 +28,7 @@ enum Wait {
     /// ```swift
     /// #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) } == false)
     /// ```
+    @discardableResult
     static func result<T: Sendable>(
         _ what: String, seconds: Double = defaultSeconds, _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
@@ -65,6 +66,17 @@ enum Wait {
         while !condition() {
             guard ContinuousClock.now < deadline else { throw WaitTimedOut(what: what, seconds: seconds) }
             try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    /// ``until(_:seconds:_:)`` for a condition that must await (a server's request log).
+    static func untilAsync(
+        _ what: String, seconds: Double = defaultSeconds, _ condition: () async throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while try await !condition() {
+            guard ContinuousClock.now < deadline else { throw WaitTimedOut(what: what, seconds: seconds) }
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 
