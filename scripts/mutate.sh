@@ -17,7 +17,8 @@
 #
 # Output: one tab-separated line per mutant (name, result, seconds, killing tests) on stdout,
 # the full logs in .build/mutants/<name>.log. Results: KILLED (tests failed), SURVIVED (tests
-# passed: a gap), HUNG (the time limit ended it: a wait that is not bounded), STILLBORN (the
+# passed: a gap), KILLED(crash) (the test process died: a crash hides every later result),
+# HUNG (the time limit ended it: a wait that is not bounded), STILLBORN (the
 # mutant does not compile: re-make it), NOT-APPLIED (the code moved: re-make it from `What:`).
 set -u
 cd "$(dirname "$0")/.."
@@ -40,6 +41,18 @@ swift build --build-tests >.build/mutants/baseline-build.log 2>&1 || {
     exit 2
 }
 
+# The tests run from the test binary itself, not through `swift test`: the binary runs in a
+# process group of its own under `swift test`, so `timeout` would end `swift test` and leave a
+# hung test process behind. (Swift Testing only: the target has no XCTest cases.)
+tests=$(swift build --show-bin-path)/HalyardPackageTests.xctest
+run_tests() {
+    if [ -n "$filter" ]; then
+        timeout -k 10 "$timeout_seconds" "$tests" --testing-library swift-testing --filter "$filter"
+    else
+        timeout -k 10 "$timeout_seconds" "$tests" --testing-library swift-testing
+    fi
+}
+
 printf 'mutant\tresult\tseconds\tkilled by\n'
 survivors=0
 for patch in "${patches[@]}"; do
@@ -57,18 +70,16 @@ for patch in "${patches[@]}"; do
         continue
     fi
     start=$(date +%s)
-    if [ -n "$filter" ]; then
-        timeout "$timeout_seconds" swift test --skip-build --filter "$filter" >>"$log" 2>&1
-    else
-        timeout "$timeout_seconds" swift test --skip-build >>"$log" 2>&1
-    fi
+    run_tests >>"$log" 2>&1
     status=$?
     seconds=$(($(date +%s) - start))
     # The tests that recorded an issue (Swift Testing) or failed (XCTest), or a crash.
     killers=$(grep -oE '✘ Test [A-Za-z0-9_]+\([^)]*\)' "$log" | sed 's/✘ Test //' | sort -u | head -n 6 | paste -sd ' ' -)
     [ -z "$killers" ] && killers=$(grep -m 1 -oE 'Fatal error.*|error: .*|Test Case .* failed' "$log" | cut -c 1-120)
-    if [ $status -eq 124 ]; then
+    if [ $status -eq 124 ] || [ $status -eq 137 ]; then
         result=HUNG
+    elif [ $status -gt 128 ]; then
+        result="KILLED(crash)"
     elif [ $status -eq 0 ]; then
         result=SURVIVED
         survivors=$((survivors + 1))
