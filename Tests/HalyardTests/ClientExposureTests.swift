@@ -144,7 +144,7 @@ import Testing
         _ = client.string("v", default: "")
         _ = h.value
         plane.setFlag(ServedFlag(key: "v", value: .string("green"), variant: "green", reason: .split))
-        await client.refresh()
+        try await client.refreshOrFail()
         #expect(client.string("v", default: "") == "green")
         _ = h.value
         try await Wait.result("flushExposures()") { await client.flushExposures() }
@@ -164,7 +164,7 @@ import Testing
         _ = client.bool("v", default: false)
         _ = client.int("w", default: 0)
         plane.setFlag(ServedFlag(key: "w", value: .int(2), variant: "two", reason: .split))
-        await client.refresh()
+        try await client.refreshOrFail()
         #expect(client.int("w", default: 0) == 2)
         _ = client.bool("v", default: false)  // same variant in the new snapshot: slot inherited
         let counters = client.stats.exposures

@@ -84,10 +84,10 @@ import Testing
         #expect(client.status == .notReady)
         plane.completeInitialization()
         #expect(try await Self.ready(client))
-        await client.refresh()  // 304: nothing to report
+        try await client.refreshOrFail()  // 304: nothing to report
         // A marker change: its event comes after anything the start or the 304 emitted.
         plane.setValue(true, for: "marker")
-        await client.refresh()
+        try await client.refreshOrFail()
         try await Wait.until("the marker's configurationChanged") {
             recorder.all.contains(.configurationChanged(["marker"]))
         }
@@ -103,7 +103,7 @@ import Testing
         let client = try Self.client(plane, clock: clock)
         defer { client.close() }
         let recorder = EventRecorder(client)
-        await client.refresh()  // joins the failed start
+        try await client.refreshOrFail()  // joins the failed start
         #expect(client.status == .error)
         try await Wait.until("an error event") { recorder.all.contains { $0.isError } }
         try await Wait.advance(clock, by: .seconds(2), "the retry timer")  // the retry fires
@@ -152,24 +152,24 @@ import Testing
         defer { subscription.cancel() }
 
         plane.setValue(10, for: "a")
-        await client.refresh()
+        try await client.refreshOrFail()
         try await Wait.until("the first change") { changes.value.count == 1 }
         // Same value and a new reason: changed. Variant only: changed.
         plane.setFlag(ServedFlag(key: "b", value: 2, reason: .targetingMatch))
         plane.setFlag(ServedFlag(key: "c", value: 3, variant: "v2", reason: .staticValue))
-        await client.refresh()
+        try await client.refreshOrFail()
         try await Wait.until("the second change") { changes.value.count == 2 }
         // Metadata only: not a change of the served result; the same set again: nothing.
         plane.setFlag(ServedFlag(key: "c", value: 3, variant: "v2", reason: .staticValue, metadata: ["m": .bool(true)]))
-        await client.refresh()
+        try await client.refreshOrFail()
         plane.replaceValues(["a": 10, "b": 2, "c": 3, "d": 4])  // d added; b/c lose reason/variant
         plane.removeValue(for: "a")
-        await client.refresh()
-        await client.refresh()  // 304
+        try await client.refreshOrFail()
+        try await client.refreshOrFail()  // 304
         // The marker: one listener runs its calls in order, so anything the metadata-only
         // refresh or the 304 emitted would come before it.
         plane.setValue(1, for: "marker")
-        await client.refresh()
+        try await client.refreshOrFail()
         try await Wait.until("the marker change") { changes.value.last == ["marker"] }
         #expect(changes.value == [["a"], ["b", "c"], ["a", "b", "c", "d"], ["marker"]])
     }
@@ -200,7 +200,7 @@ import Testing
         let quick = client.onChange { _ in fast.withLock { $0 += 1 } }
         let marker = client.onChange { keys in sibling.withLock { $0.append(keys) } }
         plane.setValue(2, for: "a")
-        await client.refresh()
+        try await client.refreshOrFail()
         try await Wait.until("the quick listener's call") { fast.value == 1 }
         try await Wait.until("the slow listener to start") { slowCalls.value == 1 }
         // The quick listener ran and reads answer while the slow one is still blocked.
@@ -210,9 +210,9 @@ import Testing
         try await Wait.until("the slow listener to return") { slowReturned.value }
         quick.cancel()
         plane.setValue(3, for: "a")
-        await client.refresh()
+        try await client.refreshOrFail()
         plane.setValue(4, for: "a")
-        await client.refresh()
+        try await client.refreshOrFail()
         // A listener registered after `quick` saw both later changes: the cancelled one was
         // not called for them.
         try await Wait.until("the sibling listener's two later calls") { sibling.value.count == 3 }
@@ -257,7 +257,7 @@ import Testing
         #expect(try await Wait.result("identify(u2)") { await second.value })
         // A marker change: its event comes after anything the identifies emitted.
         plane.setValue(true, for: "marker")
-        await client.refresh()
+        try await client.refreshOrFail()
         try await Wait.until("the marker's configurationChanged") {
             recorder.all.contains(.configurationChanged(["marker"]))
         }
@@ -282,7 +282,7 @@ import Testing
         #expect(try #require(client.sync).currentContext.targetingKey == "u1")
         // A marker change: its event must be the first one.
         plane.setValue(2, for: "a")
-        await client.refresh()
+        try await client.refreshOrFail()
         try await Wait.until("the marker's configurationChanged") { !recorder.all.isEmpty }
         #expect(recorder.all == [.configurationChanged(["a"])])
     }
@@ -318,7 +318,7 @@ import Testing
         #expect(ended)
         #expect(client.int("a", default: 0) == 1)
         let requests = plane.requests.count
-        await client.refresh()
+        try await client.refreshOrFail()
         // Nothing sleeps on the clock, so advancing it cannot send anything.
         #expect(clock.sleeperCount == 0, "a timer is still armed after close()")
         clock.advance(by: .seconds(3600))
@@ -339,7 +339,7 @@ import Testing
             options.logHandler = { level, message in lines.withLock { $0.append("\(level): \(message)") } }
         }
         defer { client.close() }
-        await client.refresh()
+        try await client.refreshOrFail()
         try await Wait.until("a log line about 401") { lines.value.contains { $0.contains("401") } }
         #expect(!lines.value.contains { $0.contains("SECRET") })
         #expect(plane.requests.first?.headers["Authorization"] == "Bearer cli-SECRET-123")
@@ -350,14 +350,14 @@ import Testing
         plane.failInitialization(status: 401)
         let client = try Self.client(plane)
         defer { client.close() }
-        await client.refresh()
+        try await Wait.until("the start-up fetch to end") { plane.requests.count == 1 && client.status != .notReady }
         #expect(client.status == .fatal)
         await #expect(throws: FlagClientError.blankKey) { try await client.setKey(" ") }
         await #expect(throws: FlagClientError.serverKeyInClientRole(prefix: "srv-")) {
             try await client.setKey("srv-1")
         }
         #expect(plane.requests.count == 1)
-        try await client.setKey("cli-rotated")
+        try await Wait.result("setKey(_:)") { try await client.setKey("cli-rotated") }
         #expect(client.status == .ready)
         #expect(client.int("a", default: 0) == 1)
         #expect(plane.requests.last?.headers["Authorization"] == "Bearer cli-rotated")

@@ -71,10 +71,10 @@ import Testing
     @Test func requestsFollowTheOFREPWireFormat() async throws {
         let h = try await Self.harness(context: EvaluationContext(targetingKey: "u9", attributes: ["plan": "pro"]))
         defer { h.close() }
-        await h.client.refresh()  // joins the start-up fetch
+        try await h.client.refreshOrFail()  // joins the start-up fetch
         #expect(h.client.status == .ready)
         #expect(h.client.bool("a", default: false))
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         let requests = try await h.server.requests()
         #expect(requests.count == 2)
         let first = requests[0]
@@ -97,7 +97,7 @@ import Testing
         defer { h.close() }
         let recorder = EventRecorder(h.client)
         defer { recorder.stop() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(h.client.bool("a", default: false))
         #expect(
             try await Wait.result("identify(u1)") { await h.client.identify(EvaluationContext(targetingKey: "u1")) })
@@ -118,7 +118,7 @@ import Testing
         let h = try await Self.harness()
         defer { h.close() }
         try await h.server.script([["action": "gzip"]])
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(h.client.status == .ready)
         #expect(h.client.int("n", default: 0) == 3)
     }
@@ -128,17 +128,17 @@ import Testing
     @Test func status400IsAnErrorEventAndKeepsServing() async throws {
         let h = try await Self.harness()
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         let recorder = EventRecorder(h.client)
         defer { recorder.stop() }
         try await h.server.script([["action": "status", "status": 400]])
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(h.client.status == .error)
         #expect(h.client.bool("a", default: false))
         try await Wait.until("an INVALID_CONTEXT error event") {
             recorder.all.contains { $0.errorCode == .invalidContext }
         }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(h.client.status == .ready)
     }
 
@@ -147,7 +147,9 @@ import Testing
             $0.pollInterval = .seconds(30)
         }
         defer { h.close() }
-        await h.client.refresh()
+        try await Wait.until("the start-up fetch to end") {
+            h.transport.exchanges.count == 1 && h.client.status != .notReady
+        }
         #expect(h.client.status == .fatal)
         #expect(h.client.boolDetail("a", default: false).errorCode == .providerFatal)
         // Fatal: ready answers false at once, without waiting on the (manual) clock.
@@ -172,7 +174,7 @@ import Testing
     @Test func status403WhileServingIsAnErrorAndKeepsValues() async throws {
         let h = try await Self.harness { $0.pollInterval = .seconds(30) }
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         try await h.server.script([["action": "status", "status": 403]])
         try await Wait.advance(h.clock, by: .seconds(60), "the poll timer")  // the poll fires
         try await Wait.until("status .error after 403") { h.client.status == .error }
@@ -183,7 +185,7 @@ import Testing
         h.clock.advance(by: .seconds(3600))
         // An explicit refresh still sends (the stop is on background refresh only): it is the
         // third request, so the hour of manual time sent nothing.
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(try await h.server.requests().count == 3)
         #expect(h.transport.exchanges.map(\.status).prefix(2) == [200, 403])
     }
@@ -192,7 +194,7 @@ import Testing
     func status429BlocksRequestsUntilRetryAfter(format: String) async throws {
         let h = try await Self.harness()
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         let due = h.clock.wallNow.addingTimeInterval(120)
         let header: String
         switch format {
@@ -207,18 +209,18 @@ import Testing
             header = ISO8601DateFormatter().string(from: due)
         }
         try await h.server.script([["action": "status", "status": 429, "headers": ["Retry-After": header]]])
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         let t429 = h.clock.monotonicNow
         #expect(h.client.bool("a", default: false))  // keeps serving
         for _ in 0..<4 {
             h.clock.advance(by: .seconds(29))
-            await h.client.refresh()
-            await h.client.refreshIfStale()
+            try await h.client.refreshOrFail()
+            try await h.client.refreshIfStaleOrFail()
         }
         #expect(h.clock.monotonicNow - t429 == .seconds(116))
         #expect(h.transport.exchanges.count == 2)
         h.clock.advance(by: .seconds(4))
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         try await Wait.until("the request after Retry-After") { h.transport.exchanges.count == 3 }
         let last = try #require(h.transport.exchanges.last)
         #expect(last.sentAt >= t429 + .seconds(120))
@@ -228,21 +230,21 @@ import Testing
     @Test func serverErrorsKeepServingAndBackOff() async throws {
         let h = try await Self.harness()
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         try await h.server.script([["action": "status", "status": 503, "count": 3]])
         var failureTimes: [Duration] = []
         for _ in 0..<3 {
-            await h.client.refresh()
+            try await h.client.refreshOrFail()
             failureTimes.append(h.clock.monotonicNow)
             #expect(h.client.bool("a", default: false))
             #expect(h.client.status == .ready)
             let wake = try #require(try h.engine.nextWake)
             #expect(wake - h.clock.monotonicNow >= .seconds(1))
             #expect(wake - h.clock.monotonicNow <= .seconds(4))
-            await h.client.refresh()  // backing off: nothing sent
+            try await h.client.refreshOrFail()  // backing off: nothing sent
             h.clock.advance(by: wake - h.clock.monotonicNow)
         }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         try await Wait.until("a successful fetch after the backoff") { h.client.stats.sync.consecutiveFailures == 0 }
         #expect(h.client.stats.sync.responsesByStatus[503] == 3)
         #expect(h.client.stats.sync.deferredRefreshes >= 3)
@@ -251,7 +253,7 @@ import Testing
     @Test func failedStartWithNothingConfirmedIsAnError() async throws {
         let h = try await Self.harness(startFaults: [["action": "status", "status": 500]])
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(h.client.status == .error)
         #expect(h.client.boolDetail("a", default: false).errorCode == .providerNotReady)
     }
@@ -266,12 +268,12 @@ import Testing
             $0.requestTimeout = timeout; $0.maxResponseBytes = 64 * 1024
         }
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(h.client.status == .ready)
         let before = h.client.store.generation
         try await h.server.script([fault])
         h.clock.advance(by: .seconds(30))
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         let stats = h.client.stats.sync
         #expect(check(stats), "fault \(fault): \(stats)")
         #expect(h.client.store.generation == before)  // nothing applied
@@ -282,7 +284,7 @@ import Testing
         // after a reset).
         for _ in 0..<3 where h.client.stats.sync.consecutiveFailures > 0 {
             h.clock.advance(by: .seconds(400))
-            await h.client.refresh()
+            try await h.client.refreshOrFail()
         }
         #expect(h.client.stats.sync.consecutiveFailures == 0)
         #expect(h.client.status == .ready)
@@ -356,12 +358,14 @@ import Testing
     @Test func tenThousandConcurrentRefreshesSendOneRequest() async throws {
         let h = try await Self.harness()
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         try await h.server.script([["action": "delay", "seconds": 0.3]])
         let coalescedBefore = h.client.stats.sync.coalescedRefreshes
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<10_000 {
-                group.addTask { await h.client.refresh() }
+        try await Wait.result("10,000 concurrent refresh() calls", seconds: 60) {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<10_000 {
+                    group.addTask { await h.client.refresh() }
+                }
             }
         }
         #expect(h.transport.exchanges.count == 2)

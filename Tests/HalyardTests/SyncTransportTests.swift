@@ -99,7 +99,7 @@ import Testing
         #expect(client.stats.sync.contextTrims == 2)
         // A marker log line: a failed refresh is logged after anything the identify logged.
         plane.failInitialization(status: 503)
-        await client.refresh()
+        try await client.refreshOrFail()
         try await Wait.until("the marker log line (503)") { lines.value.contains { $0.contains("503") } }
         #expect(lines.value.filter { $0.contains("trimmed") }.count == 1)
     }

@@ -39,23 +39,31 @@ enum Wait {
                 return !done
             }
         }
-        let timer = Locked<Task<Void, Never>?>(nil)
+        let work = Locked<Task<Void, Never>?>(nil)
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let work = Task {
+            let timer = Task {
+                try? await Task.sleep(for: .seconds(seconds))
+                guard !Task.isCancelled, claim() else { return }
+                work.withLock { $0?.cancel() }
+                continuation.resume(throwing: WaitTimedOut(what: what, seconds: seconds))
+            }
+            let body: @Sendable () async -> Void = {
                 let outcome: Result<T, any Error>
                 do { outcome = .success(try await operation()) } catch { outcome = .failure(error) }
                 guard claim() else { return }
-                timer.withLock { $0?.cancel() }
+                timer.cancel()
                 continuation.resume(with: outcome)
             }
-            timer.withLock {
-                $0 = Task {
-                    try? await Task.sleep(for: .seconds(seconds))
-                    guard !Task.isCancelled, claim() else { return }
-                    work.cancel()
-                    continuation.resume(throwing: WaitTimedOut(what: what, seconds: seconds))
-                }
+            // Where the runtime has it, the operation starts at once on this thread, so it runs
+            // in the same order as a plain `await` would (a `refresh()` right after creating a
+            // client still joins the start-up fetch).
+            let task: Task<Void, Never>
+            if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+                task = Task.immediate { await body() }
+            } else {
+                task = Task { await body() }
             }
+            work.withLock { $0 = task }
         }
     }
 
