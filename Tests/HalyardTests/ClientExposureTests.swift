@@ -17,7 +17,7 @@ import Testing
         options.exposures.flushInterval = .zero
         configure(&options)
         let client = try FlagClient(options: options)
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
         return client
     }
 
@@ -38,7 +38,7 @@ import Testing
         _ = client.bool("missing", default: false)  // FLAG_NOT_FOUND: nothing
         _ = client.bool("s", default: false)  // TYPE_MISMATCH: nothing
         _ = client.intDetail("s", default: 0)
-        let result = await client.flushExposures()
+        let result = try await Wait.result("flushExposures()") { await client.flushExposures() }
         #expect(result.sentEvents == 2)
         #expect(Self.keys(plane) == ["a", "n"])
         let stats = client.stats.exposures
@@ -55,6 +55,50 @@ import Testing
         client.close()
     }
 
+    /// One value of each JSON type; each family reads the one of its type.
+    static let familyValues: [String: JSONValue] = [
+        "b": .bool(true), "s": .string("x"), "n": .int(3), "d": .double(1.5),
+        "o": .object(["enabled": .bool(true), "title": .string("t")]),
+    ]
+
+    /// Every read family of SPEC §2: a missing flag and a flag of another JSON type record no
+    /// exposure; the first successful read records one, and a second read in the window none.
+    @Test(arguments: ReadFamily.allCases)
+    func everyReadFamilyRecordsSuccessfulReadsOnly(_ family: ReadFamily) async throws {
+        let plane = InMemoryControlPlane(values: Self.familyValues)
+        let client = try await Self.client(plane)
+        defer { client.close() }
+        family.read(client, "missing")
+        #expect(client.stats.exposures.recorded == 0, "\(family) of a missing flag recorded an exposure")
+        if let other = family.mismatchedKey {
+            family.read(client, other)
+            #expect(
+                client.stats.exposures.recorded == 0,
+                "\(family) of a \(other) flag (type mismatch) recorded an exposure")
+        }
+        family.read(client, family.matchingKey)
+        family.read(client, family.matchingKey)
+        #expect(client.stats.exposures.recorded == 1, "\(family) of \(family.matchingKey)")
+        let flushed = try await Wait.result("flushExposures()") { await client.flushExposures() }
+        #expect(flushed.sentEvents == 1)
+        #expect(Self.keys(plane) == [family.matchingKey])
+    }
+
+    /// `flagObject` of a flag that is not an object gives the defaults (like a type mismatch),
+    /// yet records an exposure: the program never saw the flag's value (SPEC §7: TYPE_MISMATCH
+    /// reads record nothing). Known issue, reported to the lead; the client code is owned by
+    /// the issue-8 refactoring.
+    @Test func flagObjectOfANonObjectRecordsNoExposure() async throws {
+        let plane = InMemoryControlPlane(values: Self.familyValues)
+        let client = try await Self.client(plane)
+        defer { client.close() }
+        let view = client.flagObject("s")
+        #expect(!view.isObject && !view.isEnabled)
+        withKnownIssue("flagObject records an exposure for a non-object value") {
+            #expect(client.stats.exposures.recorded == 0)
+        }
+    }
+
     @Test func handleReadsRecordAndShareDedupWithKeyedReads() async throws {
         let plane = InMemoryControlPlane(values: ["h": .bool(true), "d": .double(1.5)])
         let client = try await Self.client(plane)
@@ -65,7 +109,7 @@ import Testing
             _ = d.value
             _ = client.bool("h", default: false)
         }
-        await client.flushExposures()
+        try await Wait.result("flushExposures()") { await client.flushExposures() }
         #expect(Self.keys(plane) == ["d", "h"])
         client.close()
     }
@@ -81,13 +125,13 @@ import Testing
         client.exposureRecorder?.tick()
         _ = client.bool("a", default: false)
         _ = h.value
-        await client.flushExposures()
+        try await Wait.result("flushExposures()") { await client.flushExposures() }
         #expect(Self.keys(plane) == ["a"])
         clock.advance(by: .seconds(200))  // 400 s: a new window
         client.exposureRecorder?.tick()
         _ = client.bool("a", default: false)
         _ = h.value
-        await client.flushExposures()
+        try await Wait.result("flushExposures()") { await client.flushExposures() }
         #expect(Self.keys(plane) == ["a", "a"])
         client.close()
     }
@@ -100,10 +144,10 @@ import Testing
         _ = client.string("v", default: "")
         _ = h.value
         plane.setFlag(ServedFlag(key: "v", value: .string("green"), variant: "green", reason: .split))
-        await client.refresh()
+        try await client.refreshOrFail()
         #expect(client.string("v", default: "") == "green")
         _ = h.value
-        await client.flushExposures()
+        try await Wait.result("flushExposures()") { await client.flushExposures() }
         let variants = plane.receivedExposures.compactMap { event -> String? in
             if case .object(let m) = event, case .string(let v)? = m["variant"] { return v }
             return nil
@@ -120,7 +164,7 @@ import Testing
         _ = client.bool("v", default: false)
         _ = client.int("w", default: 0)
         plane.setFlag(ServedFlag(key: "w", value: .int(2), variant: "two", reason: .split))
-        await client.refresh()
+        try await client.refreshOrFail()
         #expect(client.int("w", default: 0) == 2)
         _ = client.bool("v", default: false)  // same variant in the new snapshot: slot inherited
         let counters = client.stats.exposures
@@ -136,7 +180,7 @@ import Testing
         _ = client.handle("a", default: false).value
         client.recordExposure("b")
         client.recordExposure("missing")
-        await client.flushExposures()
+        try await Wait.result("flushExposures()") { await client.flushExposures() }
         #expect(Self.keys(plane) == ["b"])
         client.close()
     }
@@ -147,7 +191,7 @@ import Testing
         client.close()
         #expect(client.bool("a", default: false) == true)  // last values keep answering
         client.recordExposure("a")
-        _ = await client.exposureRecorder?.waitUntilClosed()
+        _ = try await Wait.result("the final flush") { await client.exposureRecorder?.waitUntilClosed() }
         #expect(plane.receivedExposures.isEmpty)
         #expect(client.stats.exposures.recorded == 0)
     }
@@ -157,7 +201,7 @@ import Testing
         let client = try await Self.client(plane)
         _ = client.bool("a", default: false)
         client.close()  // does not block; the final flush runs detached
-        _ = await client.exposureRecorder?.waitUntilClosed()
+        _ = try await Wait.result("the final flush") { await client.exposureRecorder?.waitUntilClosed() }
         #expect(Self.keys(plane) == ["a"])
     }
 
@@ -165,7 +209,63 @@ import Testing
         let flags = try FlagClient(offlineValues: ["a": .bool(true)])
         _ = flags.bool("a", default: false)
         flags.recordExposure("a")
-        #expect(await flags.flushExposures().sentEvents == 0)
+        #expect(try await Wait.result("flushExposures()") { await flags.flushExposures() }.sentEvents == 0)
         #expect(flags.stats.exposures.recorded == 0)
+    }
+}
+
+/// The read families of SPEC §2, for tests that must cover every one.
+enum ReadFamily: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case bool, string, int, double, json, detail
+    case boolDetail, stringDetail, intDetail, doubleDetail
+    case boolHandle, stringHandle, intHandle, doubleHandle, jsonHandle, handleDetail
+    case flagObject
+
+    var testDescription: String { rawValue }
+
+    /// The key of `ClientExposureTests.familyValues` whose value has this family's type.
+    var matchingKey: String {
+        switch self {
+        case .bool, .boolDetail, .boolHandle, .handleDetail: "b"
+        case .string, .stringDetail, .stringHandle: "s"
+        case .int, .intDetail, .intHandle: "n"
+        case .double, .doubleDetail, .doubleHandle: "d"
+        case .json, .detail, .jsonHandle, .flagObject: "o"
+        }
+    }
+
+    /// A key whose value this family cannot read (`TYPE_MISMATCH`); nil for the families that
+    /// accept any JSON type. Int reads get a fractional number: it never narrows.
+    var mismatchedKey: String? {
+        switch self {
+        case .bool, .boolDetail, .boolHandle, .handleDetail: "s"
+        case .string, .stringDetail, .stringHandle: "n"
+        case .int, .intDetail, .intHandle: "d"
+        case .double, .doubleDetail, .doubleHandle: "b"
+        case .json, .detail, .jsonHandle, .flagObject: nil
+        }
+    }
+
+    /// Reads `key` through this family once (a handle is created and its value read).
+    func read(_ client: FlagClient, _ key: String) {
+        switch self {
+        case .bool: _ = client.bool(key, default: false)
+        case .string: _ = client.string(key, default: "")
+        case .int: _ = client.int(key, default: 0)
+        case .double: _ = client.double(key, default: 0)
+        case .json: _ = client.json(key, default: .null)
+        case .detail: _ = client.detail(key, default: .null)
+        case .boolDetail: _ = client.boolDetail(key, default: false)
+        case .stringDetail: _ = client.stringDetail(key, default: "")
+        case .intDetail: _ = client.intDetail(key, default: 0)
+        case .doubleDetail: _ = client.doubleDetail(key, default: 0)
+        case .boolHandle: _ = client.handle(key, default: false).value
+        case .stringHandle: _ = client.handle(key, default: "").value
+        case .intHandle: _ = client.handle(key, default: 0).value
+        case .doubleHandle: _ = client.handle(key, default: 0.0).value
+        case .jsonHandle: _ = client.handle(key, default: JSONValue.null).value
+        case .handleDetail: _ = client.handle(key, default: false).detail
+        case .flagObject: _ = client.flagObject(key)
+        }
     }
 }

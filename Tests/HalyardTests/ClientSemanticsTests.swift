@@ -6,6 +6,9 @@ import Testing
 
 /// OpenFeature semantics of the online client, end to end through the in-memory control plane:
 /// reasons, error codes, status transitions, events, listeners, identify and close.
+///
+/// Negatives ("nothing else was emitted", "nothing was sent") are proved with a later marker
+/// (a change whose event must come next) or with the manual clock, never by sleeping.
 @Suite struct ClientSemanticsTests {
     static func client(
         _ plane: InMemoryControlPlane, clock: ManualClock? = nil, context: EvaluationContext = .anonymous,
@@ -16,6 +19,15 @@ import Testing
         options.initialContext = context
         configure(&options)
         return try FlagClient(options: options)
+    }
+
+    static func engine(_ client: FlagClient) throws -> RefreshEngine {
+        try #require(client.sync, "an online client has a sync controller").engine
+    }
+
+    /// `ready(timeout:)`, bounded in real time whatever clock the client runs on.
+    static func ready(_ client: FlagClient, _ timeout: Duration = .seconds(5)) async throws -> Bool {
+        try await Wait.result("ready(timeout: \(timeout))") { await client.ready(timeout: timeout) }
     }
 
     // MARK: Reasons and error codes
@@ -29,7 +41,7 @@ import Testing
         plane.setFlag(ServedFlag(key: "off", value: nil, reason: .disabled))
         let client = try Self.client(plane)
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(try await Self.ready(client))
         let t = client.boolDetail("t", default: false)
         #expect(t.value == true && t.variant == "on" && t.reason == .targetingMatch && t.errorCode == nil)
         #expect(t.metadata == ["team": .string("x")])
@@ -51,7 +63,7 @@ import Testing
         defer { client.close() }
         #expect(client.intDetail("n", default: 9).errorCode == .providerNotReady)
         plane.completeInitialization()
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(try await Self.ready(client))
         for code in [FlagErrorCode.flagNotFound, .parseError, .targetingKeyMissing, .invalidContext, .general] {
             let detail = client.intDetail("e-\(code.rawValue)", default: 9)
             #expect(detail.value == 9 && detail.reason == .error && detail.errorCode == code)
@@ -71,13 +83,17 @@ import Testing
         let recorder = EventRecorder(client)
         #expect(client.status == .notReady)
         plane.completeInitialization()
-        #expect(await client.ready(timeout: .seconds(5)))
-        await client.refresh()  // 304: nothing to report
-        #expect(await recorder.wait { $0.contains(.ready) })
-        try await Task.sleep(for: .milliseconds(20))
+        #expect(try await Self.ready(client))
+        try await client.refreshOrFail()  // 304: nothing to report
+        // A marker change: its event comes after anything the start or the 304 emitted.
+        plane.setValue(true, for: "marker")
+        try await client.refreshOrFail()
+        try await Wait.until("the marker's configurationChanged") {
+            recorder.all.contains(.configurationChanged(["marker"]))
+        }
         #expect(
-            recorder.all == [.ready, .configurationChanged(["a"])]
-                || recorder.all == [.configurationChanged(["a"]), .ready])
+            recorder.all == [.ready, .configurationChanged(["a"]), .configurationChanged(["marker"])]
+                || recorder.all == [.configurationChanged(["a"]), .ready, .configurationChanged(["marker"])])
     }
 
     @Test func failedStartIsErrorThenReadyAfterBackoff() async throws {
@@ -87,12 +103,12 @@ import Testing
         let client = try Self.client(plane, clock: clock)
         defer { client.close() }
         let recorder = EventRecorder(client)
-        await client.refresh()  // joins the failed start
+        try await client.refreshOrFail()  // joins the failed start
         #expect(client.status == .error)
-        #expect(await recorder.wait { $0.contains { $0.isError } })
-        await clock.advanceWhenArmed(by: .seconds(2))  // the retry fires
-        #expect(await waitUntil { client.status == .ready })
-        #expect(await recorder.wait { $0.contains(.ready) })
+        try await Wait.until("an error event") { recorder.all.contains { $0.isError } }
+        try await Wait.advance(clock, by: .seconds(2), "the retry timer")  // the retry fires
+        try await Wait.until("status .ready after the retry") { client.status == .ready }
+        try await Wait.until("a ready event") { recorder.all.contains(.ready) }
         #expect(
             recorder.all.filter { $0 == .ready || $0.isError } == [
                 .error(code: .general, message: "the control plane answered 503"), .ready,
@@ -105,53 +121,57 @@ import Testing
         let client = try Self.client(plane, clock: clock) { $0.pollInterval = .seconds(30) }
         defer { client.close() }
         let recorder = EventRecorder(client)
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(try await Self.ready(client))
+        let engine = try Self.engine(client)
         var elapsed: Duration = .zero
         while client.status != .stale && elapsed < .seconds(600) {
             plane.failInitialization(status: 500)
-            let step = client.sync!.engine.nextWake! - clock.monotonicNow
-            await clock.advanceWhenArmed(by: step)
+            let step = try #require(engine.nextWake, "no timer armed while failing") - clock.monotonicNow
+            try await Wait.advance(clock, by: step, "the poll/retry timer")
             elapsed += step
-            #expect(await waitUntil { client.sync!.engine.nextWake.map { $0 > clock.monotonicNow } ?? false })
+            try await Wait.until("the next timer to be armed") {
+                engine.nextWake.map { $0 > clock.monotonicNow } ?? false
+            }
         }
         #expect(client.status == .stale)
         #expect(elapsed >= .seconds(90))
         #expect(client.bool("a", default: false))  // still serving
-        #expect(await recorder.wait { $0.contains(.stale) })
-        await clock.advanceWhenArmed(by: .seconds(600))
-        #expect(await waitUntil { client.status == .ready })
-        #expect(await recorder.wait { $0.last == .ready })
+        try await Wait.until("a stale event") { recorder.all.contains(.stale) }
+        try await Wait.advance(clock, by: .seconds(600), "the retry timer")
+        try await Wait.until("status .ready after recovery") { client.status == .ready }
+        try await Wait.until("a final ready event") { recorder.all.last == .ready }
     }
 
     @Test func configurationChangedCarriesExactlyTheChangedKeys() async throws {
         let plane = InMemoryControlPlane(values: ["a": 1, "b": 2, "c": 3])
         let client = try Self.client(plane)
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(try await Self.ready(client))
         let changes = Locked<[Set<String>]>([])
         let subscription = client.onChange { keys in changes.withLock { $0.append(keys) } }
         defer { subscription.cancel() }
 
         plane.setValue(10, for: "a")
-        await client.refresh()
-        #expect(await waitUntil { changes.value == [["a"]] })
+        try await client.refreshOrFail()
+        try await Wait.until("the first change") { changes.value.count == 1 }
         // Same value and a new reason: changed. Variant only: changed.
         plane.setFlag(ServedFlag(key: "b", value: 2, reason: .targetingMatch))
         plane.setFlag(ServedFlag(key: "c", value: 3, variant: "v2", reason: .staticValue))
-        await client.refresh()
-        #expect(await waitUntil { changes.value.count == 2 })
-        #expect(changes.value.last == ["b", "c"])
+        try await client.refreshOrFail()
+        try await Wait.until("the second change") { changes.value.count == 2 }
         // Metadata only: not a change of the served result; the same set again: nothing.
         plane.setFlag(ServedFlag(key: "c", value: 3, variant: "v2", reason: .staticValue, metadata: ["m": .bool(true)]))
-        await client.refresh()
+        try await client.refreshOrFail()
         plane.replaceValues(["a": 10, "b": 2, "c": 3, "d": 4])  // d added; b/c lose reason/variant
         plane.removeValue(for: "a")
-        await client.refresh()
-        #expect(await waitUntil { changes.value.count == 3 })
-        #expect(changes.value.last == ["a", "b", "c", "d"])
-        await client.refresh()  // 304
-        try await Task.sleep(for: .milliseconds(20))
-        #expect(changes.value.count == 3)
+        try await client.refreshOrFail()
+        try await client.refreshOrFail()  // 304
+        // The marker: one listener runs its calls in order, so anything the metadata-only
+        // refresh or the 304 emitted would come before it.
+        plane.setValue(1, for: "marker")
+        try await client.refreshOrFail()
+        try await Wait.until("the marker change") { changes.value.last == ["marker"] }
+        #expect(changes.value == [["a"], ["b", "c"], ["a", "b", "c", "d"], ["marker"]])
     }
 
     @Test func slowAndThrowingListenersDoNotDelayOthers() async throws {
@@ -159,29 +179,47 @@ import Testing
         let plane = InMemoryControlPlane(values: ["a": 1])
         let client = try Self.client(plane)
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(try await Self.ready(client))
         let fast = Locked(0)
-        let slowStarted = Locked(false)
+        let sibling = Locked<[Set<String>]>([])
+        let slowCalls = Locked(0)
+        let slowReturned = Locked(false)
+        // The slow listener blocks until the test lets it go (bounded, so a broken test
+        // cannot leave a thread stuck).
+        let release = DispatchSemaphore(value: 0)
         let slow = client.onChange { _ in
-            slowStarted.withLock { $0 = true }
-            Thread.sleep(forTimeInterval: 2)
+            let call = slowCalls.withLock { calls -> Int in
+                calls += 1
+                return calls
+            }
+            guard call == 1 else { return }
+            _ = release.wait(timeout: .now() + 10)
+            slowReturned.withLock { $0 = true }
         }
         let throwing = client.onChange { _ in throw Boom() }
         let quick = client.onChange { _ in fast.withLock { $0 += 1 } }
+        let marker = client.onChange { keys in sibling.withLock { $0.append(keys) } }
         plane.setValue(2, for: "a")
-        let started = Date()
-        await client.refresh()
-        #expect(await waitUntil { fast.value == 1 })
-        #expect(Date().timeIntervalSince(started) < 1.5)
-        #expect(client.int("a", default: 0) == 2)  // reads are not delayed either
+        try await client.refreshOrFail()
+        try await Wait.until("the quick listener's call") { fast.value == 1 }
+        try await Wait.until("the slow listener to start") { slowCalls.value == 1 }
+        // The quick listener ran and reads answer while the slow one is still blocked.
+        #expect(!slowReturned.value, "the slow listener returned before the test released it")
+        #expect(client.int("a", default: 0) == 2)
+        release.signal()
+        try await Wait.until("the slow listener to return") { slowReturned.value }
         quick.cancel()
         plane.setValue(3, for: "a")
-        await client.refresh()
-        try await Task.sleep(for: .milliseconds(20))
+        try await client.refreshOrFail()
+        plane.setValue(4, for: "a")
+        try await client.refreshOrFail()
+        // A listener registered after `quick` saw both later changes: the cancelled one was
+        // not called for them.
+        try await Wait.until("the sibling listener's two later calls") { sibling.value.count == 3 }
         #expect(fast.value == 1)  // cancelled
         slow.cancel()
         throwing.cancel()
-        #expect(slowStarted.value)
+        marker.cancel()
     }
 
     // MARK: identify
@@ -190,15 +228,15 @@ import Testing
         let plane = InMemoryControlPlane(values: ["a": 1])
         let client = try Self.client(plane, context: EvaluationContext(targetingKey: "u1"))
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(try await Self.ready(client))
         plane.holdInitialization()
         plane.setValue(2, for: "a")
         let identified = Task { await client.identify(EvaluationContext(targetingKey: "u2")) }
-        #expect(await waitUntil { plane.requests.count == 2 })
+        try await Wait.until("the identify request") { plane.requests.count == 2 }
         #expect(client.status == .reconciling)
         #expect(client.int("a", default: 0) == 1)
         plane.completeInitialization()
-        #expect(await identified.value)
+        #expect(try await Wait.result("identify(u2)") { await identified.value })
         #expect(client.int("a", default: 0) == 2)
         #expect(client.status == .ready)
     }
@@ -207,22 +245,26 @@ import Testing
         let plane = InMemoryControlPlane(values: ["a": 1])
         let client = try Self.client(plane)
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(try await Self.ready(client))
         let recorder = EventRecorder(client)
         plane.holdInitialization()
         let first = Task { await client.identify(EvaluationContext(targetingKey: "u1")) }
-        #expect(await waitUntil { plane.requests.count == 2 })
+        try await Wait.until("the first identify's request") { plane.requests.count == 2 }
         let second = Task { await client.identify(EvaluationContext(targetingKey: "u2")) }
-        #expect(await first.value == false)
-        #expect(await waitUntil { plane.requests.count == 3 })
+        #expect(try await Wait.result("the superseded identify(u1)") { await first.value } == false)
+        try await Wait.until("the second identify's request") { plane.requests.count == 3 }
         plane.completeInitialization()
-        #expect(await second.value)
-        #expect(await recorder.wait { $0.contains(.contextChanged) })
-        try await Task.sleep(for: .milliseconds(20))
+        #expect(try await Wait.result("identify(u2)") { await second.value })
+        // A marker change: its event comes after anything the identifies emitted.
+        plane.setValue(true, for: "marker")
+        try await client.refreshOrFail()
+        try await Wait.until("the marker's configurationChanged") {
+            recorder.all.contains(.configurationChanged(["marker"]))
+        }
         let events = recorder.all
         #expect(events.filter { $0 == .reconciling }.count == 2)
         #expect(events.filter { $0 == .contextChanged }.count == 1)
-        #expect(client.sync!.currentContext.targetingKey == "u2")
+        #expect(try #require(client.sync).currentContext.targetingKey == "u2")
         #expect(plane.contextUpdates.last == ["targetingKey": "u2", "kind": "user"])
     }
 
@@ -230,26 +272,29 @@ import Testing
         let plane = InMemoryControlPlane(values: ["a": 1])
         let client = try Self.client(plane, context: EvaluationContext(targetingKey: "u1"))
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(try await Self.ready(client))
         let recorder = EventRecorder(client)
         let requests = plane.requests.count
         #expect(await client.identify(EvaluationContext(targetingKey: "u2", kind: "Not A Kind")) == false)
         #expect(await client.identify(EvaluationContext(targetingKey: "u2", attributes: ["kind": "x"])) == false)
         #expect(plane.requests.count == requests)
         #expect(client.status == .ready)
-        #expect(client.sync!.currentContext.targetingKey == "u1")
-        try await Task.sleep(for: .milliseconds(20))
-        #expect(recorder.all.isEmpty)
+        #expect(try #require(client.sync).currentContext.targetingKey == "u1")
+        // A marker change: its event must be the first one.
+        plane.setValue(2, for: "a")
+        try await client.refreshOrFail()
+        try await Wait.until("the marker's configurationChanged") { !recorder.all.isEmpty }
+        #expect(recorder.all == [.configurationChanged(["a"])])
     }
 
     @Test func invalidInitialContextIsAnErrorWithoutRequests() async throws {
         let plane = InMemoryControlPlane(values: ["a": 1])
         let client = try Self.client(plane, context: EvaluationContext(targetingKey: "u1", kind: ""))
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)) == false)
+        #expect(try await Self.ready(client) == false)
         #expect(client.status == .error)
         #expect(plane.requests.isEmpty)
-        #expect(await client.identify(EvaluationContext(targetingKey: "u1")))
+        #expect(try await Wait.result("identify(u1)") { await client.identify(EvaluationContext(targetingKey: "u1")) })
         #expect(client.status == .ready)
     }
 
@@ -259,23 +304,30 @@ import Testing
         let plane = InMemoryControlPlane(values: ["a": 1])
         let clock = ManualClock()
         let client = try Self.client(plane, clock: clock) { $0.pollInterval = .seconds(30) }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(try await Self.ready(client))
         let stream = client.events
         let hookRuns = Locked(0)
-        client.sync!.addCloseHook { hookRuns.withLock { $0 += 1 } }
+        try #require(client.sync).addCloseHook { hookRuns.withLock { $0 += 1 } }
         client.close()
         client.close()
         #expect(hookRuns.value == 1)
-        var iterator = stream.makeAsyncIterator()
-        #expect(await iterator.next() == nil)  // the stream ended
+        let ended = try await Wait.result("the event stream to end") {
+            var iterator = stream.makeAsyncIterator()
+            return await iterator.next() == nil
+        }
+        #expect(ended)
         #expect(client.int("a", default: 0) == 1)
         let requests = plane.requests.count
-        await client.refresh()
+        try await client.refreshOrFail()
+        // Nothing sleeps on the clock, so advancing it cannot send anything.
+        #expect(clock.sleeperCount == 0, "a timer is still armed after close()")
         clock.advance(by: .seconds(3600))
-        #expect(await client.identify(EvaluationContext(targetingKey: "u9")) == false)
-        try await Task.sleep(for: .milliseconds(20))
+        #expect(
+            try await Wait.result("identify after close") {
+                await client.identify(EvaluationContext(targetingKey: "u9"))
+            } == false)
         #expect(plane.requests.count == requests)
-        #expect(await client.ready(timeout: .seconds(1)))  // values were confirmed for the context
+        #expect(try await Self.ready(client, .seconds(1)))  // values were confirmed for the context
     }
 
     @Test func logsNeverContainTheKey() async throws {
@@ -287,8 +339,8 @@ import Testing
             options.logHandler = { level, message in lines.withLock { $0.append("\(level): \(message)") } }
         }
         defer { client.close() }
-        await client.refresh()
-        #expect(await waitUntil { lines.value.contains { $0.contains("401") } })
+        try await client.refreshOrFail()
+        try await Wait.until("a log line about 401") { lines.value.contains { $0.contains("401") } }
         #expect(!lines.value.contains { $0.contains("SECRET") })
         #expect(plane.requests.first?.headers["Authorization"] == "Bearer cli-SECRET-123")
     }
@@ -298,17 +350,17 @@ import Testing
         plane.failInitialization(status: 401)
         let client = try Self.client(plane)
         defer { client.close() }
-        await client.refresh()
+        try await Wait.until("the start-up fetch to end") { plane.requests.count == 1 && client.status != .notReady }
         #expect(client.status == .fatal)
         await #expect(throws: FlagClientError.blankKey) { try await client.setKey(" ") }
         await #expect(throws: FlagClientError.serverKeyInClientRole(prefix: "srv-")) {
             try await client.setKey("srv-1")
         }
         #expect(plane.requests.count == 1)
-        try await client.setKey("cli-rotated")
+        try await Wait.result("setKey(_:)") { try await client.setKey("cli-rotated") }
         #expect(client.status == .ready)
         #expect(client.int("a", default: 0) == 1)
         #expect(plane.requests.last?.headers["Authorization"] == "Bearer cli-rotated")
-        #expect(client.sync!.identityHeaders["Authorization"] == "Bearer cli-rotated")
+        #expect(try #require(client.sync).identityHeaders["Authorization"] == "Bearer cli-rotated")
     }
 }

@@ -129,10 +129,10 @@ import Testing
         #expect(back == EvaluationContext(targetingKey: "u", attributes: ["x": 1]))
     }
 
-    @Test func errorDescriptions() {
+    @Test func errorDescriptions() throws {
         #expect(ContextError.invalidKind("A").description.contains("a-z 0-9 - _"))
         #expect(
-            contextError(#"{"a":1,"a":2}"#)!.description
+            try #require(contextError(#"{"a":1,"a":2}"#)).description
                 == #"invalid context: invalid JSON at byte 7: duplicate member name "a""#)
     }
 }

@@ -4,55 +4,69 @@ import Testing
 
 @testable import Halyard
 
-/// The contract with the read path and the client: the local "exposed until" slot, one upload at
-/// a time, no ticker left behind, and the Python endpoint's own self-check.
+/// The contract between the read path and the exposure pipeline: the client's "exposed until"
+/// slots, one upload at a time, no ticker left behind, and the Python endpoint's own self-check.
 @Suite struct ExposureContractTests {
     static let fp = String(repeating: "c3", count: 20)
 
-    /// What a snapshot entry or handle does on a successful read (the lead's read path).
-    struct SimulatedEntry {
-        var exposedUntil: UInt32 = 0
-        var slowPathCalls = 0
-        mutating func read(_ recorder: ExposureRecorder, key: String, variant: String?) {
-            guard recorder.isEnabled else { return }
-            if recorder.coarseNow() < exposedUntil { return }  // the fast path: one relaxed load
-            slowPathCalls += 1
-            exposedUntil = recorder.recordExposure(
-                key: key, variant: variant, reason: .targetingMatch, contextFingerprint: ExposureContractTests.fp)
-        }
-    }
-
-    @Test func slotSkipsTheRecorderUntilTheWindowEnds() async {
+    /// The client's own fast path (`exposeIfNeeded` and the handle's mark), on a real online
+    /// client with the manual clock: `recorded` counts the calls that reached the recorder, so
+    /// a read that stops at its slot leaves it unchanged.
+    @Test func readsSkipTheRecorderUntilTheWindowEnds() async throws {
+        let plane = InMemoryControlPlane()
+        plane.setFlag(ServedFlag(key: "f", value: true, variant: "on", reason: .targetingMatch))
+        plane.setFlag(ServedFlag(key: "s", value: "x", variant: "a", reason: .split))
         let clock = ManualClock()
-        let t = ScriptedExposureTransport()
-        var o = ExposureOptions()
-        o.dedupWindow = .seconds(60)
-        let r = ExposureRecorder(
-            options: o, clock: clock, transport: t, endpoint: URL(string: "http://127.0.0.1:9")!,
-            meta: ExposureMeta(sdk: "s", version: "1", appId: "a", installId: "i"), startsTicker: false)
-        var entry = SimulatedEntry()
-        var sameFlagOtherEntry = SimulatedEntry()  // e.g. the same flag in the next snapshot
-        for _ in 0..<1_000 { entry.read(r, key: "f", variant: "on") }
-        #expect(entry.slowPathCalls == 1)
-        sameFlagOtherEntry.read(r, key: "f", variant: "on")
-        #expect(sameFlagOtherEntry.slowPathCalls == 1)
-        #expect(r.counters.recorded == 2 && r.counters.deduplicated == 1)  // survives the "swap"
+        var options = plane.makeOptions()
+        options.clock = clock
+        options.initialContext = EvaluationContext(targetingKey: "u1")
+        options.exposures.dedupWindow = .seconds(60)
+        options.exposures.flushInterval = .zero
+        let client = try FlagClient(options: options)
+        defer { client.close() }
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
+        let recorder = try #require(client.exposureRecorder)
+        let recorded = { client.stats.exposures.recorded }
+
+        // Keyed reads through both read paths: one recorder call each, then the slot answers.
+        for _ in 0..<1_000 {
+            _ = client.bool("f", default: false)
+            _ = client.string("s", default: "")
+        }
+        #expect(recorded() == 2, "every read reached the recorder: the slot was not kept")
+        #expect(client.stats.exposures.deduplicated == 0)
+        // A handle starts from the snapshot's slot: no call for a flag already exposed.
+        let handle = client.handle("f", default: false)
+        for _ in 0..<1_000 { _ = handle.value }
+        #expect(recorded() == 2)
+
+        // Just before the window ends: still nothing.
         clock.advance(by: .seconds(59))
-        r.tick()
-        for _ in 0..<100 { entry.read(r, key: "f", variant: "on") }
-        #expect(entry.slowPathCalls == 1)
+        recorder.tick()
+        for _ in 0..<100 {
+            _ = client.bool("f", default: false)
+            _ = handle.value
+            _ = client.string("s", default: "")
+        }
+        #expect(recorded() == 2)
+
+        // The window ended: one call per flag again, whichever path reads first.
         clock.advance(by: .seconds(1))
-        r.tick()  // the ticker's job: move coarse time
-        for _ in 0..<100 { entry.read(r, key: "f", variant: "on") }
-        #expect(entry.slowPathCalls == 2)
-        let c = r.counters
-        #expect(c.recorded == 3 && c.deduplicated == 1 && c.pending == 2)
-        r.close()
-        var afterClose = SimulatedEntry()
-        afterClose.read(r, key: "g", variant: nil)
-        afterClose.read(r, key: "g", variant: nil)
-        #expect(afterClose.slowPathCalls == 1 && afterClose.exposedUntil == .max)
-        _ = await r.waitUntilClosed()
+        recorder.tick()
+        for _ in 0..<100 {
+            _ = handle.value
+            _ = client.bool("f", default: false)
+            _ = client.stringDetail("s", default: "")
+        }
+        #expect(recorded() == 4, "the slot did not expire with the window")
+        #expect(client.stats.exposures.deduplicated == 0)
+        #expect(try await Wait.result("flushExposures()") { await client.flushExposures() }.sentEvents == 4)
+
+        // After close, reads record nothing and never call the recorder again.
+        client.close()
+        for _ in 0..<10 { _ = client.bool("f", default: true) }
+        client.recordExposure("f")
+        #expect(recorded() == 4)
     }
 
     /// A transport that holds each request for a while and tracks how many overlap.
@@ -69,7 +83,7 @@ import Testing
         }
     }
 
-    @Test func oneUploadAtATimeWhateverTheNumberOfFlushers() async {
+    @Test func oneUploadAtATimeWhateverTheNumberOfFlushers() async throws {
         let t = SlowTransport()
         var o = ExposureOptions()
         o.batchSize = 10
@@ -83,28 +97,25 @@ import Testing
             for await result in group { sent += result.sentEvents }
             #expect(sent <= 95)
         }
-        #expect(await eventually { r.counters.pending == 0 })
+        try await Wait.until("every event to be sent") { r.counters.pending == 0 }
         let s = t.state.value
         #expect(s.maxInFlight == 1)
         #expect(s.requests >= 10)  // automatic drains may also take partial batches meanwhile
         #expect(r.counters.sent == 95)
     }
 
-    @Test func aDroppedRecorderStopsItsTicker() async {
+    @Test func aDroppedRecorderStopsItsTicker() async throws {
         let clock = ManualClock()
         do {
             let r = ExposureRecorder(
                 options: ExposureOptions(), clock: clock, transport: ScriptedExposureTransport(),
                 endpoint: URL(string: "http://127.0.0.1:9")!,
                 meta: ExposureMeta(sdk: "s", version: "1", appId: "a", installId: "i"))
-            // Lazy: no timer until something is recorded.
-            try? await Task.sleep(for: .milliseconds(20))
-            #expect(clock.sleeperCount == 0)
             r.recordExposure(key: "k", variant: nil, reason: .split, contextFingerprint: "f")
-            #expect(await eventually { clock.sleeperCount == 1 })
+            try await Wait.until("the ticker to sleep on the clock") { clock.sleeperCount == 1 }
             _ = r.coarseNow()
         }
-        #expect(await eventually { clock.sleeperCount == 0 })
+        try await Wait.until("the dropped recorder's ticker to stop") { clock.sleeperCount == 0 }
     }
 
     @Test func pythonEndpointSelfCheckPasses() throws {

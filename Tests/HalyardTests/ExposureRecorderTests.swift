@@ -36,16 +36,6 @@ final class ScriptedExposureTransport: FlagTransport, Sendable {
     }
 }
 
-/// Polls `condition` for up to `seconds` of real time.
-func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
-}
-
 @Suite struct ExposureRecorderTests {
     static let base = URL(string: "http://127.0.0.1:9/")!
     static let meta = ExposureMeta(sdk: "halyard-swift", version: "0.1.0", appId: "app-1", installId: "inst-1")
@@ -189,34 +179,36 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         #expect(lines.count == 1 && lines[0].contains("400") && !lines[0].contains("secret"))
     }
 
-    @Test func reachingTheBatchSizeStartsAnUpload() async {
+    @Test func reachingTheBatchSizeStartsAnUpload() async throws {
         let t = ScriptedExposureTransport()
         let r = Self.recorder(t) { $0.batchSize = 5 }
         for i in 0..<4 { r.recordExposure(key: "k\(i)", variant: "v", reason: .split, contextFingerprint: Self.fp) }
-        try? await Task.sleep(for: .milliseconds(50))
-        #expect(t.requests.isEmpty)
         r.recordExposure(key: "k4", variant: "v", reason: .split, contextFingerprint: Self.fp)
-        #expect(await eventually { r.counters.sent == 5 })
+        try await Wait.until("the automatic upload") { r.counters.sent == 5 }
+        // One upload of all five: none started before the fifth (no ticker, no flush here).
         #expect(t.requests.count == 1)
+        #expect(t.requests.map { ScriptedExposureTransport.events(of: $0).count } == [5])
     }
 
-    @Test func tickerAdvancesCoarseTimeAndFlushesPeriodically() async {
+    @Test func tickerAdvancesCoarseTimeAndFlushesPeriodically() async throws {
         let clock = ManualClock()
         let t = ScriptedExposureTransport()
         let r = Self.recorder(t, clock: clock, ticker: true) { $0.flushInterval = .seconds(5) }
         r.recordExposure(key: "a", variant: "v", reason: .split, contextFingerprint: Self.fp)
-        #expect(await eventually { clock.sleeperCount == 1 })
-        for _ in 0..<4 {
-            clock.advance(by: .seconds(1))
-            #expect(await eventually { clock.sleeperCount == 1 })
+        for second in 1...4 {
+            try await Wait.advance(clock, by: .seconds(1), "the ticker before second \(second)")
         }
+        try await Wait.until("the ticker to sleep after second 4") { clock.sleeperCount == 1 }
         #expect(r.coarseNow() == 4)
-        #expect(t.requests.isEmpty)
+        // The marker: an event recorded now goes out in the same upload as "a" unless an
+        // upload already started before the flush interval.
+        r.recordExposure(key: "b", variant: "v", reason: .split, contextFingerprint: Self.fp)
         clock.advance(by: .seconds(1))
-        #expect(await eventually { r.counters.sent == 1 })
+        try await Wait.until("the periodic flush") { r.counters.sent == 2 }
+        #expect(t.requests.map { ScriptedExposureTransport.events(of: $0).count } == [2])
         #expect(r.coarseNow() == 5)
         r.close()
-        #expect(await eventually { clock.sleeperCount == 0 })  // the ticker stopped
+        try await Wait.until("the ticker to stop") { clock.sleeperCount == 0 }
     }
 
     @Test func coarseClockNeverMovesBack() {
@@ -226,21 +218,21 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         #expect(c.now() == 10)
     }
 
-    @Test func closeFlushesDetachedAndThenRecordsNothing() async {
+    @Test func closeFlushesDetachedAndThenRecordsNothing() async throws {
         let t = ScriptedExposureTransport()
         let r = Self.recorder(t)
         for i in 0..<3 { r.recordExposure(key: "k\(i)", variant: "v", reason: .split, contextFingerprint: Self.fp) }
         r.close()
         r.close()
         #expect(r.recordExposure(key: "late", variant: "v", reason: .split, contextFingerprint: Self.fp) == .max)
-        let final = await r.waitUntilClosed()
+        let final = try await Wait.result("the final flush") { await r.waitUntilClosed() }
         #expect(final?.sentEvents == 3)
         let c = r.counters
         #expect(c.recorded == 3 && c.sent == 3 && Self.identityHolds(c))
         #expect(t.requests.count == 1)
     }
 
-    @Test func closeCountsWhatTheFinalFlushCouldNotSendAsDropped() async {
+    @Test func closeCountsWhatTheFinalFlushCouldNotSendAsDropped() async throws {
         let clock = ManualClock()
         let t = ScriptedExposureTransport()
         let r = Self.recorder(t, clock: clock)
@@ -248,7 +240,7 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         for i in 0..<3 { r.recordExposure(key: "k\(i)", variant: "v", reason: .split, contextFingerprint: Self.fp) }
         _ = await r.flush()  // fails; backoff
         r.close()  // the final flush ignores the backoff, fails once more
-        let final = await r.waitUntilClosed()
+        let final = try await Wait.result("the final flush") { await r.waitUntilClosed() }
         #expect(final?.droppedEvents == 3)
         let c = r.counters
         #expect(c.dropped == 3 && c.pending == 0 && c.failed == 2 && Self.identityHolds(c))
@@ -263,8 +255,9 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         #expect(await r.flush().sentEvents == 1)
     }
 
-    /// Starts `count` threads that run `body` at once (released together) and waits for all.
-    static func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    /// Starts `count` threads that run `body` at once (released together) and waits for all
+    /// (at most 60 s).
+    static func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) throws {
         let group = DispatchGroup()
         let start = DispatchSemaphore(value: 0)
         for index in 0..<count {
@@ -277,23 +270,23 @@ func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
             worker.start()
         }
         for _ in 0..<count { start.signal() }
-        group.wait()
+        try Wait.blocking(group, "\(count) recording threads", seconds: 60)
     }
 
-    @Test func sixtyFourThreadsRecordingFirstExposuresLoseNothing() async {
+    @Test func sixtyFourThreadsRecordingFirstExposuresLoseNothing() async throws {
         let threads = 64, perThread = 500
         let t = ScriptedExposureTransport()
         let r = Self.recorder(t) {
             $0.capacity = threads * perThread; $0.batchSize = 1_000
         }
         // Uploads may start while the threads run (batch size reached); all must add up.
-        Self.runThreads(threads) { thread in
+        try Self.runThreads(threads) { thread in
             for i in 0..<perThread {
                 r.recordExposure(key: "flag-\(i)", variant: "v", reason: .split, contextFingerprint: "ctx-\(thread)")
             }
         }
         _ = await r.flush()
-        #expect(await eventually { r.counters.pending == 0 })
+        try await Wait.until("every event to be sent") { r.counters.pending == 0 }
         let c = r.counters
         #expect(c.recorded == threads * perThread)
         #expect(c.sent == threads * perThread && c.deduplicated == 0 && c.dropped == 0)

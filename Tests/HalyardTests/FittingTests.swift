@@ -176,9 +176,10 @@ import Testing
                 #expect(reparsed.fingerprint == f.fingerprint)
                 #expect(reparsed.droppedAttributes.isEmpty)
                 // Drop order is by size descending, then name.
-                let sizes = f.droppedAttributes.map { name in
-                    (JSONValue.string(name).canonicalJSON + ":" + attributes[name]!.canonicalJSON).utf16.count
+                let sizes = f.droppedAttributes.compactMap { name in
+                    attributes[name].map { (JSONValue.string(name).canonicalJSON + ":" + $0.canonicalJSON).utf16.count }
                 }
+                #expect(sizes.count == f.droppedAttributes.count, "case \(i): dropped an unknown attribute")
                 #expect(sizes == sizes.sorted(by: >), "case \(i)")
             } catch {
                 guard case .requiredMembersExceedLimit(let length, _) = error else {
@@ -190,16 +191,15 @@ import Testing
         }
     }
 
-    /// Fitting 5,000 attributes with a small cap is fast (sizes computed once).
-    @Test func fittingManyAttributesIsFast() throws {
+    /// Fitting 5,000 attributes with a small cap finishes (sizes computed once; a quadratic
+    /// fitting takes minutes here). The bound is a hang guard, not a timing claim: speed is
+    /// measured by the context benchmark (docs/benchmarks-context.md).
+    @Test func fittingManyAttributesFinishes() async throws {
         var attributes: [String: JSONValue] = [:]
         for i in 0..<5_000 { attributes["attribute\(i)"] = .string(String(repeating: "v", count: i % 50)) }
         let c = EvaluationContext(targetingKey: "u", attributes: attributes)
-        let clock = ContinuousClock()
-        var f: FittedContext?
-        let elapsed = try clock.measure { f = try c.fitted() }
-        #expect(f!.utf16Length <= 4096)
-        #expect(f!.droppedAttributes.count > 4_000)
-        #expect(elapsed < .seconds(2))
+        let f = try await Wait.result("fitting 5,000 attributes", seconds: 60) { try c.fitted() }
+        #expect(f.utf16Length <= 4096)
+        #expect(f.droppedAttributes.count > 4_000)
     }
 }

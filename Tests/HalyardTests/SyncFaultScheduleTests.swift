@@ -69,7 +69,7 @@ import Testing
         options.maxResponseBytes = 64 * 1024
         let client = try FlagClient(options: options)
         defer { client.close() }
-        let engine = client.sync!.engine
+        let engine = try #require(client.sync).engine
         await client.refresh()
         #expect(client.status == .ready)
 

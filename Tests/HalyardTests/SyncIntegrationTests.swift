@@ -6,17 +6,18 @@ import Testing
 
 /// The status policy and every fault against the loopback control plane (server.py), through
 /// the real URLSessionTransport. Time-based behaviour runs on a ManualClock: the tests move time
-/// and assert on order and counts, never on wall-clock durations.
+/// and assert on order and counts, never on wall-clock durations. Every wait is bounded (``Wait``):
+/// a broken status policy fails here with a message instead of hanging the run.
 @Suite(.serialized) struct SyncIntegrationTests {
     // MARK: - Wire
 
     @Test func requestsFollowTheOFREPWireFormat() async throws {
         let h = try await SyncHarness.make(context: EvaluationContext(targetingKey: "u9", attributes: ["plan": "pro"]))
         defer { h.close() }
-        await h.client.refresh()  // joins the start-up fetch
+        try await h.client.refreshOrFail()  // joins the start-up fetch
         #expect(h.client.status == .ready)
         #expect(h.client.bool("a", default: false))
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         let requests = try await h.server.requests()
         #expect(requests.count == 2)
         let first = requests[0]
@@ -39,15 +40,16 @@ import Testing
         defer { h.close() }
         let recorder = EventRecorder(h.client)
         defer { recorder.stop() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(h.client.bool("a", default: false))
-        #expect(await h.client.identify(EvaluationContext(targetingKey: "u1")))
+        #expect(
+            try await Wait.result("identify(u1)") { await h.client.identify(EvaluationContext(targetingKey: "u1")) })
         #expect(h.client.bool("a", default: true) == false)
         #expect(h.client.string("only-u1", default: "") == "x")
         #expect(h.client.status == .ready)
         let requests = try await h.server.requests()
         #expect(requests.last?.header("If-None-Match") == nil)
-        await recorder.wait { $0.contains(.contextChanged) }
+        try await Wait.until("a contextChanged event") { recorder.all.contains(.contextChanged) }
         let events = recorder.all
         // Exactly the keys whose result changed: a (value/variant/reason) and only-u1 (added).
         #expect(events.compactMap(\.changedKeys).last == ["a", "only-u1"])
@@ -59,7 +61,7 @@ import Testing
         let h = try await SyncHarness.make()
         defer { h.close() }
         try await h.server.script([["action": "gzip"]])
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(h.client.status == .ready)
         #expect(h.client.int("n", default: 0) == 3)
     }
@@ -69,57 +71,73 @@ import Testing
     @Test func status400IsAnErrorEventAndKeepsServing() async throws {
         let h = try await SyncHarness.make()
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         let recorder = EventRecorder(h.client)
         defer { recorder.stop() }
         try await h.server.script([["action": "status", "status": 400]])
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(h.client.status == .error)
         #expect(h.client.bool("a", default: false))
-        await recorder.wait { $0.contains { $0.errorCode == .invalidContext } }
-        #expect(recorder.all.contains { $0.errorCode == .invalidContext })
-        await h.client.refresh()
+        try await Wait.until("an INVALID_CONTEXT error event") {
+            recorder.all.contains { $0.errorCode == .invalidContext }
+        }
+        try await h.client.refreshOrFail()
         #expect(h.client.status == .ready)
     }
 
     @Test func status401AtStartIsFatalAndStopsBackgroundRefresh() async throws {
-        let h = try await SyncHarness.make(startFaults: [["action": "status", "status": 401, "count": 5]]) {
+        let h = try await SyncHarness.make(startFaults: [["action": "status", "status": 401]]) {
             $0.pollInterval = .seconds(30)
         }
         defer { h.close() }
-        await h.client.refresh()
+        try await Wait.until("the start-up fetch to end") {
+            h.transport.exchanges.count == 1 && h.client.status != .notReady
+        }
         #expect(h.client.status == .fatal)
         #expect(h.client.boolDetail("a", default: false).errorCode == .providerFatal)
-        #expect(await h.client.ready(timeout: .seconds(5)) == false)
-        #expect(h.engine.nextWake == nil)
+        // Fatal: ready answers false at once, without waiting on the (manual) clock.
+        #expect(
+            try await Wait.result("ready(timeout:) on a fatal client") { await h.client.ready(timeout: .seconds(5)) }
+                == false)
+        // Nothing is armed on the clock, so no amount of time can send a request...
+        #expect(try h.engine.nextWake == nil)
+        #expect(h.clock.sleeperCount == 0, "a timer is armed after 401")
         h.clock.advance(by: .seconds(3600))
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(try await h.server.requests().count == 1)
-        // A context change resumes.
-        try await h.server.reset()
-        #expect(await h.client.identify(EvaluationContext(targetingKey: "u1")))
+        // ...and a context change resumes: its request is the second the server ever sees.
+        #expect(
+            try await Wait.result("identify(u1) after 401") {
+                await h.client.identify(EvaluationContext(targetingKey: "u1"))
+            })
         #expect(h.client.status == .ready)
+        let requests = try await h.server.requests()
+        #expect(requests.map(\.fault) == ["status", nil])
+        #expect(requests.last?.body.contains(#""targetingKey":"u1""#) == true)
     }
 
     @Test func status403WhileServingIsAnErrorAndKeepsValues() async throws {
         let h = try await SyncHarness.make { $0.pollInterval = .seconds(30) }
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         try await h.server.script([["action": "status", "status": 403]])
-        await h.clock.advanceWhenArmed(by: .seconds(60))  // the poll fires
-        #expect(await waitUntil { h.client.status == .error })
+        try await Wait.advance(h.clock, by: .seconds(60), "the poll timer")  // the poll fires
+        try await Wait.until("status .error after 403") { h.client.status == .error }
         #expect(h.client.bool("a", default: false))
-        #expect(h.engine.nextWake == nil)
+        #expect(try h.engine.nextWake == nil)
+        try await Wait.until("the poll's exchange to complete") { h.transport.inFlight == 0 }
+        #expect(h.clock.sleeperCount == 0, "a timer is armed after 403")
         h.clock.advance(by: .seconds(3600))
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(try await h.server.requests().count == 2)
+        // An explicit refresh still sends (the stop is on background refresh only): it is the
+        // third request, so the hour of manual time sent nothing.
+        try await h.client.refreshOrFail()
+        #expect(try await h.server.requests().count == 3)
+        #expect(h.transport.exchanges.map(\.status).prefix(2) == [200, 403])
     }
 
     @Test(arguments: ["delay-seconds", "http-date", "iso-8601"])
     func status429BlocksRequestsUntilRetryAfter(format: String) async throws {
         let h = try await SyncHarness.make()
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         let due = h.clock.wallNow.addingTimeInterval(120)
         let header: String
         switch format {
@@ -134,42 +152,43 @@ import Testing
             header = ISO8601DateFormatter().string(from: due)
         }
         try await h.server.script([["action": "status", "status": 429, "headers": ["Retry-After": header]]])
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         let t429 = h.clock.monotonicNow
         #expect(h.client.bool("a", default: false))  // keeps serving
         for _ in 0..<4 {
             h.clock.advance(by: .seconds(29))
-            await h.client.refresh()
-            await h.client.refreshIfStale()
+            try await h.client.refreshOrFail()
+            try await h.client.refreshIfStaleOrFail()
         }
         #expect(h.clock.monotonicNow - t429 == .seconds(116))
         #expect(h.transport.exchanges.count == 2)
         h.clock.advance(by: .seconds(4))
-        await h.client.refresh()
-        #expect(await waitUntil { h.transport.exchanges.count == 3 })
-        #expect(h.transport.exchanges.last!.sentAt >= t429 + .seconds(120))
+        try await h.client.refreshOrFail()
+        try await Wait.until("the request after Retry-After") { h.transport.exchanges.count == 3 }
+        let last = try #require(h.transport.exchanges.last)
+        #expect(last.sentAt >= t429 + .seconds(120))
         #expect(h.client.status == .ready)
     }
 
     @Test func serverErrorsKeepServingAndBackOff() async throws {
         let h = try await SyncHarness.make()
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         try await h.server.script([["action": "status", "status": 503, "count": 3]])
         var failureTimes: [Duration] = []
         for _ in 0..<3 {
-            await h.client.refresh()
+            try await h.client.refreshOrFail()
             failureTimes.append(h.clock.monotonicNow)
             #expect(h.client.bool("a", default: false))
             #expect(h.client.status == .ready)
-            let wake = try #require(h.engine.nextWake)
+            let wake = try #require(try h.engine.nextWake)
             #expect(wake - h.clock.monotonicNow > .zero)  // full jitter from the first retry
             #expect(wake - h.clock.monotonicNow <= .seconds(4))
-            await h.client.refresh()  // backing off: nothing sent
+            try await h.client.refreshOrFail()  // backing off: nothing sent
             h.clock.advance(by: wake - h.clock.monotonicNow)
         }
-        await h.client.refresh()
-        #expect(await waitUntil { h.client.stats.sync.consecutiveFailures == 0 })
+        try await h.client.refreshOrFail()
+        try await Wait.until("a successful fetch after the backoff") { h.client.stats.sync.consecutiveFailures == 0 }
         #expect(h.client.stats.sync.responsesByStatus[503] == 3)
         #expect(h.client.stats.sync.deferredRefreshes >= 3)
     }
@@ -177,7 +196,7 @@ import Testing
     @Test func failedStartWithNothingConfirmedIsAnError() async throws {
         let h = try await SyncHarness.make(startFaults: [["action": "status", "status": 500]])
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(h.client.status == .error)
         #expect(h.client.boolDetail("a", default: false).errorCode == .providerNotReady)
     }
@@ -192,12 +211,12 @@ import Testing
             $0.requestTimeout = timeout; $0.maxResponseBytes = 64 * 1024
         }
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         #expect(h.client.status == .ready)
         let before = h.client.store.generation
         try await h.server.script([fault])
         h.clock.advance(by: .seconds(30))
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         let stats = h.client.stats.sync
         #expect(check(stats), "fault \(fault): \(stats)")
         #expect(h.client.store.generation == before)  // nothing applied
@@ -208,7 +227,7 @@ import Testing
         // after a reset).
         for _ in 0..<3 where h.client.stats.sync.consecutiveFailures > 0 {
             h.clock.advance(by: .seconds(400))
-            await h.client.refresh()
+            try await h.client.refreshOrFail()
         }
         #expect(h.client.stats.sync.consecutiveFailures == 0)
         #expect(h.client.status == .ready)
@@ -282,12 +301,14 @@ import Testing
     @Test func tenThousandConcurrentRefreshesSendOneRequest() async throws {
         let h = try await SyncHarness.make()
         defer { h.close() }
-        await h.client.refresh()
+        try await h.client.refreshOrFail()
         try await h.server.script([["action": "delay", "seconds": 0.3]])
         let coalescedBefore = h.client.stats.sync.coalescedRefreshes
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<10_000 {
-                group.addTask { await h.client.refresh() }
+        try await Wait.result("10,000 concurrent refresh() calls", seconds: 60) {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<10_000 {
+                    group.addTask { await h.client.refresh() }
+                }
             }
         }
         #expect(h.transport.exchanges.count == 2)
@@ -298,20 +319,26 @@ import Testing
     @Test func steadyStatePollsOncePerIntervalWith304() async throws {
         let h = try await SyncHarness.make { $0.pollInterval = .seconds(30) }
         defer { h.close() }
-        #expect(await waitUntil { h.client.status == .ready && h.engine.nextWake != nil })
+        let engine = try h.engine
+        try await Wait.until("ready with a poll armed") { h.client.status == .ready && engine.nextWake != nil }
         for round in 1...10 {
-            let wake = try #require(h.engine.nextWake)
+            let wake = try #require(engine.nextWake)
             let delay = wake - h.clock.monotonicNow
             #expect(delay >= .seconds(27) && delay <= .seconds(33))
-            await h.clock.advanceWhenArmed(by: delay)
-            #expect(await waitUntil { h.transport.exchanges.count == round + 1 && h.transport.inFlight == 0 })
-            #expect(await waitUntil { h.engine.nextWake.map { $0 > h.clock.monotonicNow } ?? false })
+            try await Wait.advance(h.clock, by: delay, "poll timer \(round)")
+            try await Wait.until("poll \(round) to complete") {
+                h.transport.exchanges.count == round + 1 && h.transport.inFlight == 0
+            }
+            try await Wait.until("the poll after \(round) to be armed") {
+                engine.nextWake.map { $0 > h.clock.monotonicNow } ?? false
+            }
         }
         let statuses = h.transport.exchanges.map(\.status)
         #expect(statuses == [200] + Array(repeating: 304, count: 10))
         // A change on the server is picked up by the next poll.
         try await h.server.setFlags(["default": [["key": "a", "value": false, "reason": "STATIC"]]])
-        await h.clock.advanceWhenArmed(by: h.engine.nextWake! - h.clock.monotonicNow)
-        #expect(await waitUntil { !h.client.bool("a", default: true) })
+        let next = try #require(engine.nextWake)
+        try await Wait.advance(h.clock, by: next - h.clock.monotonicNow, "the next poll timer")
+        try await Wait.until("the changed value") { !h.client.bool("a", default: true) }
     }
 }

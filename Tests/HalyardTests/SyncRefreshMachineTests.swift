@@ -30,11 +30,19 @@ struct MachineDriver {
         effects.compactMap { if case .emit(let e) = $0 { e } else { nil } }
     }
 
-    /// The id of the request in flight.
-    var inFlightID: UInt64 { machine.inFlight!.request.id }
+    /// The id of the request in flight (a recorded failure, not a crash, when there is none).
+    var inFlightID: UInt64 {
+        get throws { try #require(machine.inFlight, "no request in flight").request.id }
+    }
 
-    mutating func respond(_ outcome: RefreshMachine.Outcome) {
-        feed(.response(requestID: inFlightID, outcome))
+    /// Answers the request in flight.
+    mutating func respond(_ outcome: RefreshMachine.Outcome) throws {
+        feed(.response(requestID: try inFlightID, outcome))
+    }
+
+    /// The next wake (a recorded failure, not a crash, when the machine will never wake).
+    var nextWake: Duration {
+        get throws { try #require(machine.nextWake, "the machine has no next wake") }
     }
 
     /// Advances to the next wake and fires the timer.
@@ -45,50 +53,50 @@ struct MachineDriver {
 }
 
 @Suite struct SyncRefreshMachineTests {
-    @Test func startFetchesThenReadyAndPollsWithJitter() {
+    @Test func startFetchesThenReadyAndPollsWithJitter() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp1"))
         #expect(d.sent.count == 1)
         #expect(d.sent[0].trigger == .start)
         #expect(d.sent[0].ifNoneMatch == nil)
         #expect(d.machine.status == .notReady)
-        d.respond(.updated(etag: "\"e1\""))
+        try d.respond(.updated(etag: "\"e1\""))
         #expect(d.machine.status == .ready)
         #expect(d.events == [.ready])
         #expect(d.effects.contains(.apply(requestID: 1)))
-        let wake = d.machine.nextWake!
+        let wake = try d.nextWake
         #expect(wake >= .seconds(27) && wake <= .seconds(33))
         d.fireTimer()
         #expect(d.sent.count == 2)
         #expect(d.sent[1].trigger == .poll)
         #expect(d.sent[1].ifNoneMatch == "\"e1\"")
-        d.respond(.notModified)
+        try d.respond(.notModified)
         #expect(d.effects.last(where: { $0 == .confirm }) != nil)
         #expect(d.machine.status == .ready)
         #expect(d.events == [.ready])  // nothing new on a 304
     }
 
-    @Test func pollJitterStaysWithinTenPercent() {
+    @Test func pollJitterStaysWithinTenPercent() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))
-        d.respond(.updated(etag: "\"e\""))
+        try d.respond(.updated(etag: "\"e\""))
         for _ in 0..<200 {
             let before = d.now
             d.fireTimer()
             let delta = d.now - before
             #expect(delta >= .seconds(27) && delta <= .seconds(33))
-            d.respond(.notModified)
+            try d.respond(.notModified)
         }
     }
 
-    @Test func zeroPollIntervalDisablesPolling() {
+    @Test func zeroPollIntervalDisablesPolling() throws {
         var d = MachineDriver { $0.pollInterval = .zero }
         d.feed(.start(fingerprint: "fp"))
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         #expect(d.machine.nextWake == nil)
     }
 
-    @Test func refreshIsCoalescedWhileInFlight() {
+    @Test func refreshIsCoalescedWhileInFlight() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))
         for _ in 0..<10_000 {
@@ -96,44 +104,44 @@ struct MachineDriver {
             #expect(step.wait == .request(1))
         }
         #expect(d.sent.count == 1)
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         let step = d.feed(.refresh)
         #expect(step.wait == .request(2))
         #expect(d.sent.count == 2)
     }
 
-    @Test func ifNoneMatchOnlyWhileContextUnchanged() {
+    @Test func ifNoneMatchOnlyWhileContextUnchanged() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "A"))
-        d.respond(.updated(etag: "\"a\""))
+        try d.respond(.updated(etag: "\"a\""))
         d.feed(.identify(fingerprint: "B"))
         #expect(d.sent.last?.ifNoneMatch == nil)
-        d.respond(.transient(.status(503), retryAfter: nil))
+        try d.respond(.transient(.status(503), retryAfter: nil))
         // Back to A: the ETag for A is still valid and A's values are still served.
         d.feed(.identify(fingerprint: "A"))
         #expect(d.sent.last?.ifNoneMatch == "\"a\"")
-        d.respond(.notModified)
+        try d.respond(.notModified)
         #expect(d.machine.status == .ready)
         #expect(d.events.last == .contextChanged)
     }
 
-    @Test func unsolicited304IsABadAnswer() {
+    @Test func unsolicited304IsABadAnswer() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "A"))
-        d.respond(.notModified)
+        try d.respond(.notModified)
         #expect(d.machine.status == .error)
         #expect(!d.machine.hasValues)
         #expect(d.machine.failures == 1)
     }
 
-    @Test func serverErrorsBackOffExponentiallyWithinBounds() {
+    @Test func serverErrorsBackOffExponentiallyWithinBounds() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))
         var ceilings: [Duration] = []
         for failure in 1...20 {
             let sentAt = d.now
-            d.respond(.transient(.status(503), retryAfter: nil))
-            let delay = d.machine.nextWake! - sentAt
+            try d.respond(.transient(.status(503), retryAfter: nil))
+            let delay = try d.nextWake - sentAt
             let ceiling = min(Duration.seconds(1) * (1 << min(failure - 1, 20)), .seconds(300))
             ceilings.append(ceiling)
             #expect(delay >= .zero)  // full jitter, from the first retry on
@@ -142,12 +150,12 @@ struct MachineDriver {
             #expect(d.sent.last?.trigger == .retry)
         }
         #expect(d.machine.status == .error)  // never got values
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         #expect(d.machine.status == .ready)
         #expect(d.machine.failures == 0)
     }
 
-    @Test func backoffCeilingDoublesToFiveMinutes() {
+    @Test func backoffCeilingDoublesToFiveMinutes() throws {
         let b = Backoff(initial: .seconds(1), maximum: .seconds(300))
         #expect(b.ceiling(failures: 1) == .seconds(1))
         #expect(b.ceiling(failures: 2) == .seconds(2))
@@ -161,20 +169,21 @@ struct MachineDriver {
         #expect(b.delay(failures: 5, unit: 0.999_999) <= .seconds(16))
     }
 
-    @Test func retryAfterBlocksEveryTrigger() {
+    @Test func retryAfterBlocksEveryTrigger() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         d.fireTimer()
         let t429 = d.now
-        d.respond(.rateLimited(retryAfter: .seconds(120)))
+        try d.respond(.rateLimited(retryAfter: .seconds(120)))
         let sentAfter429 = d.sent.count
         // Wakes before the instant (status re-evaluation) send nothing.
         while let wake = d.machine.nextWake, wake < t429 + .seconds(120) {
             d.fireTimer()
             #expect(d.sent.count == sentAfter429)
         }
-        #expect(d.machine.nextWake! >= t429 + .seconds(120))
+        let wake = try d.nextWake
+        #expect(wake >= t429 + .seconds(120))
         d.now = t429 + .seconds(119)
         #expect(d.feed(.refresh).wait == .none)
         #expect(d.feed(.refreshIfStale).wait == .none)
@@ -190,26 +199,26 @@ struct MachineDriver {
         #expect(d.sent.last?.fingerprint == "other")
     }
 
-    @Test func status400KeepsServingWithError() {
+    @Test func status400KeepsServingWithError() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))
-        d.respond(.updated(etag: "\"e\""))
+        try d.respond(.updated(etag: "\"e\""))
         d.fireTimer()
-        d.respond(.badRequest)
+        try d.respond(.badRequest)
         #expect(d.machine.status == .error)
         #expect(d.machine.hasValues)
         #expect(d.events.last == .error(code: .invalidContext, message: "the control plane rejected the context (400)"))
         #expect(d.machine.nextWake != nil)  // keeps polling at the normal cadence
         d.fireTimer()
-        d.respond(.notModified)
+        try d.respond(.notModified)
         #expect(d.machine.status == .ready)
         #expect(d.events.last == .ready)
     }
 
-    @Test func status401WithNothingToServeIsFatalAndStopsBackgroundRefresh() {
+    @Test func status401WithNothingToServeIsFatalAndStopsBackgroundRefresh() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))
-        d.respond(.unauthorized(status: 401))
+        try d.respond(.unauthorized(status: 401))
         #expect(d.machine.status == .fatal)
         #expect(d.machine.nextWake == nil)
         #expect(!d.machine.canBecomeReady)
@@ -221,29 +230,29 @@ struct MachineDriver {
         // A context change resumes.
         d.feed(.identify(fingerprint: "fp2"))
         #expect(d.sent.count == 2)
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         #expect(d.machine.status == .ready)
     }
 
-    @Test func status403WhileServingIsErrorAndStopsPolling() {
+    @Test func status403WhileServingIsErrorAndStopsPolling() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         d.fireTimer()
-        d.respond(.unauthorized(status: 403))
+        try d.respond(.unauthorized(status: 403))
         #expect(d.machine.status == .error)
         #expect(d.machine.nextWake == nil)
     }
 
-    @Test func staleAfterThreePollIntervalsOfFailures() {
+    @Test func staleAfterThreePollIntervalsOfFailures() throws {
         var d = MachineDriver { $0.staleAfter = .seconds(90) }
         d.feed(.start(fingerprint: "fp"))
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         let confirmed = d.now
         var sawStale = false
         for _ in 0..<30 {
             d.fireTimer()
-            if d.machine.inFlight != nil { d.respond(.transient(.timedOut, retryAfter: nil)) }
+            if d.machine.inFlight != nil { try d.respond(.transient(.timedOut, retryAfter: nil)) }
             if d.machine.status == .stale {
                 sawStale = true
                 #expect(d.now - confirmed >= .seconds(90))
@@ -254,67 +263,67 @@ struct MachineDriver {
         #expect(sawStale)
         #expect(d.events.contains(.stale))
         d.fireTimer()
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         #expect(d.machine.status == .ready)
         #expect(d.events.last == .ready)
     }
 
-    @Test func identifySupersedesOlderIdentify() {
+    @Test func identifySupersedesOlderIdentify() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "A"))
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         d.feed(.identify(fingerprint: "B"))
-        let b = d.inFlightID
+        let b = try d.inFlightID
         d.feed(.identify(fingerprint: "C"))
         #expect(d.effects.contains(.cancel(requestID: b)))
         #expect(d.effects.contains(.supersede(below: 2)))
         // The late answer for B is ignored.
         d.feed(.response(requestID: b, .updated(etag: nil)))
         #expect(!d.effects.contains(.apply(requestID: b)))
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         #expect(d.events.filter { $0 == .contextChanged }.count == 1)
         #expect(d.events.filter { $0 == .reconciling }.count == 2)
         #expect(d.effects.contains(.identifyResolved(generation: 2, true)))
         #expect(d.machine.status == .ready)
     }
 
-    @Test func failedIdentifyReportsErrorAndKeepsOldValues() {
+    @Test func failedIdentifyReportsErrorAndKeepsOldValues() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "A"))
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         d.feed(.identify(fingerprint: "B"))
         #expect(d.machine.status == .reconciling)
-        d.respond(.transient(.network, retryAfter: nil))
+        try d.respond(.transient(.network, retryAfter: nil))
         #expect(d.machine.status == .error)
         #expect(d.machine.valuesFingerprint == "A")
         #expect(d.effects.contains(.identifyResolved(generation: 1, false)))
         // The background retry for B succeeds later: contextChanged then.
         d.fireTimer()
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         #expect(d.events.last == .contextChanged)
         #expect(d.machine.isConfirmedForCurrentContext)
     }
 
-    @Test func refreshIfStaleOnlyWhenOld() {
+    @Test func refreshIfStaleOnlyWhenOld() throws {
         var d = MachineDriver { $0.refreshIfStaleThreshold = .seconds(15) }
         d.feed(.start(fingerprint: "fp"))
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         d.now += .seconds(10)
         #expect(d.feed(.refreshIfStale).wait == .none)
         d.now += .seconds(6)
         #expect(d.feed(.refreshIfStale).wait == .request(2))
     }
 
-    @Test func explicitRefreshRespectsBackoff() {
+    @Test func explicitRefreshRespectsBackoff() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))
-        d.respond(.transient(.status(500), retryAfter: nil))
+        try d.respond(.transient(.status(500), retryAfter: nil))
         #expect(d.feed(.refresh).wait == .none)
-        d.now = d.machine.nextWake!
+        d.now = try d.nextWake
         #expect(d.feed(.refresh).wait == .request(2))
     }
 
-    @Test func closeStopsEverything() {
+    @Test func closeStopsEverything() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))
         d.feed(.close)
@@ -326,7 +335,7 @@ struct MachineDriver {
         #expect(d.effects.count == count)
     }
 
-    @Test func invalidInitialContextIsAnErrorWithoutRequests() {
+    @Test func invalidInitialContextIsAnErrorWithoutRequests() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: nil))
         #expect(d.sent.isEmpty)
@@ -338,17 +347,17 @@ struct MachineDriver {
         }
     }
 
-    @Test func keyChangeLiftsTheAuthStopAndForgetsTheETag() {
+    @Test func keyChangeLiftsTheAuthStopAndForgetsTheETag() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))
-        d.respond(.updated(etag: "\"e\""))
+        try d.respond(.updated(etag: "\"e\""))
         d.fireTimer()
-        d.respond(.unauthorized(status: 401))
+        try d.respond(.unauthorized(status: 401))
         #expect(d.machine.status == .error)
         #expect(d.machine.nextWake == nil)
         d.feed(.keyChanged)
         #expect(d.sent.last?.ifNoneMatch == nil)
-        d.respond(.updated(etag: nil))
+        try d.respond(.updated(etag: nil))
         #expect(d.machine.status == .ready)
         #expect(d.machine.nextWake != nil)
     }

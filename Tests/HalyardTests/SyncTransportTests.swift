@@ -46,12 +46,16 @@ import Testing
         #expect(String(decoding: busy.body, as: UTF8.self) == "busy")
 
         try await server.script([["action": "delay", "seconds": 1]])
+        let logged = try await server.requests().count
         let task = Task { try await transport.send(Self.request(server)) }
-        try await Task.sleep(for: .milliseconds(100))
+        // Cancel once the server holds the request (it logs before the delay).
+        try await Wait.untilAsync("the server to receive the request") { try await server.requests().count > logged }
         task.cancel()
-        await #expect(throws: TransportError.cancelled) { try await task.value }
+        await #expect(throws: TransportError.cancelled) {
+            try await Wait.result("the cancelled send") { try await task.value }
+        }
 
-        let refused = TransportRequest(url: URL(string: "http://127.0.0.1:1/x")!, timeout: .seconds(2))
+        let refused = TransportRequest(url: try #require(URL(string: "http://127.0.0.1:1/x")), timeout: .seconds(2))
         await #expect(throws: TransportError.self) { try await transport.send(refused) }
     }
 
@@ -86,15 +90,17 @@ import Testing
             targetingKey: "u1", attributes: ["big": .string(String(repeating: "x", count: 300)), "small": "s"])
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
         #expect(client.stats.sync.droppedAttributes == ["big"])
         #expect(plane.contextUpdates.last == ["targetingKey": "u1", "kind": "user", "small": "s"])
-        #expect(
-            await client.identify(
-                EvaluationContext(targetingKey: "u2", attributes: ["big": .string(String(repeating: "y", count: 300))]))
-        )
+        let big = EvaluationContext(
+            targetingKey: "u2", attributes: ["big": .string(String(repeating: "y", count: 300))])
+        #expect(try await Wait.result("identify(u2)") { await client.identify(big) })
         #expect(client.stats.sync.contextTrims == 2)
-        try await Task.sleep(for: .milliseconds(20))
+        // A marker log line: a failed refresh is logged after anything the identify logged.
+        plane.failInitialization(status: 503)
+        try await client.refreshOrFail()
+        try await Wait.until("the marker log line (503)") { lines.value.contains { $0.contains("503") } }
         #expect(lines.value.filter { $0.contains("trimmed") }.count == 1)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HalyardTesting
+import Testing
 
 @testable import Halyard
 
@@ -11,7 +12,9 @@ struct SyncHarness {
     let transport: RecordingTransport
     let client: FlagClient
 
-    var engine: RefreshEngine { client.sync!.engine }
+    var engine: RefreshEngine {
+        get throws { try #require(client.sync, "an online client has a sync session").engine }
+    }
 
     func close() {
         client.close()
