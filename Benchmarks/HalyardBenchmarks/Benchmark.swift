@@ -56,7 +56,8 @@ struct HalyardBenchmark {
             func info(_ id: String, _ kind: DesignInfo.Kind, _ title: String) -> DesignInfo {
                 DesignInfo(
                     id: id, title: title, kind: kind, publisherSwaps: kind != .bound,
-                    boundID: id.hasSuffix("handle") || id.hasSuffix("array") ? "unsync.array" : "unsync.dict")
+                    boundID: id.hasPrefix("halyard.handle") || id.hasSuffix("array")
+                        ? "unsync.array" : id.hasSuffix("runtime-keys") ? "unsync.dict.runtime-keys" : "unsync.dict")
             }
             // unsync.dict and halyard.bool first and adjacent: the multi-thread rounds pair them.
             let all: [DesignRunner] = [
@@ -69,8 +70,26 @@ struct HalyardBenchmark {
                     info("halyard.detail", .halyard, "flags.boolDetail(key, default:).value"), try HalyardDetailBool(w),
                     sequence),
                 DesignRunner(
-                    info("halyard.handle", .halyard, "handle.value (FlagHandle<Bool>)"), try HalyardHandleBool(w),
-                    sequence),
+                    info("unsync.dict.runtime-keys", .bound, "immutable [String: Bool], keys built at run time"),
+                    UnsyncDictionaryRuntimeKeys(w), sequence),
+                DesignRunner(
+                    info("halyard.bool.runtime-keys", .halyard, "flags.bool(key, default:), keys built at run time"),
+                    try HalyardKeyedBoolRuntimeKeys(w), sequence),
+                DesignRunner(
+                    info("halyard.handle", .halyard, "handles[i].value (FlagHandle<Bool> in an array)"),
+                    try HalyardHandleArray(w), sequence),
+                DesignRunner(
+                    info("halyard.handle.class-let", .halyard, "object.enabled.value (handle in a class let)"),
+                    try HalyardHandleClassLet(w), sequence),
+                DesignRunner(
+                    info("halyard.handle.global", .halyard, "globalHandles[i].value (handles in a global let)"),
+                    HalyardHandleGlobal(w), sequence),
+                DesignRunner(
+                    info("halyard.handle.struct", .halyard, "features[i].enabled.value (handle in a struct)"),
+                    try HalyardHandleStruct(w), sequence),
+                DesignRunner(
+                    info("halyard.handle.raw", .halyard, "buffer[i].value (raw buffer: lower bound)"),
+                    try HalyardHandleRawBuffer(w), sequence),
                 DesignRunner(
                     info("unsync.array", .bound, "immutable [Bool] by index, no synchronization"), UnsyncArray(w),
                     sequence),
@@ -128,7 +147,8 @@ struct HalyardBenchmark {
                 (multi, realtimeError) = measureMultiThread()
                 if options.targetRounds > 0 { target = measureTarget() }
             }
-            let polling = options.polling && !options.skipMulti && options.selects("halyard.bool") ? measurePolling() : nil
+            let polling =
+                options.polling && !options.skipMulti && options.selects("halyard.bool") ? measurePolling() : nil
             var report = makeReport(
                 checksums: checksums, allocations: allocations, publishCosts: publishCosts, single: single,
                 multi: multi, target: target, realtimeError: realtimeError)

@@ -73,67 +73,128 @@ extension FlagClient {
     }
 
     // MARK: - The read path
+    //
+    // Under a snapshot's protection only Halyard's own lookup and copy-out run (SPEC §3): no
+    // user code (the injected clock behind the exposure recorder, `FlagValue` conformances), no
+    // lock, no read of another store. A read that must call out copies what it needs — or, on
+    // the exposure slow path (once per window), retains the snapshot — ends the protection,
+    // then calls out.
 
     /// Bool/Int/Double: entry kind and bits only, no `JSONValue`, no retain.
     @inline(__always)
     func scalar<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Value {
         let requested = Value._flagValueKind
+        let clock = exposureClock
+        var exposure: UnsafeMutableRawPointer?
+        var exposureIndex = 0
         let answer: UInt64? = store.read(orElse: nil) { snapshot in
             guard let index = snapshot.index(of: key) else { return nil }
             let entry = snapshot.entries[index]
             guard entry.kind.isReadable(as: requested) else { return nil }
-            exposeIfNeeded(snapshot, index)
+            if let clock, hal_load_relaxed(snapshot.exposureSlots + index) <= hal_load_relaxed(clock) {
+                exposure = Self.retainForExposure(Unmanaged.passUnretained(snapshot))
+                exposureIndex = index
+            }
             return entry.bits(as: requested)
         }
+        if let exposure { recordRetainedExposure(exposure, exposureIndex) }
         if let answer { return Value._fromBits(answer) }
         countFailure(key, requested)
         return defaultValue
     }
 
+    /// What a detail read copies out of the snapshot before it builds its result.
+    private struct Copied {
+        var outcome: ReadOutcome
+        var bits: UInt64 = 0
+        var json: JSONValue?
+        var variant: String?
+        var reason: EvaluationReason = .error
+        var errorCode: FlagErrorCode?
+        var errorMessage: String?
+        var metadata: FlagMetadata = [:]
+        var typeName: String?
+    }
+
     /// Any type, with the full result.
     func evaluate<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Evaluation<Value> {
         let requested = Value._flagValueKind
-        let result = store.read(orElse: notReadyEvaluation(key, defaultValue)) { snapshot -> Evaluation<Value> in
-            guard let index = snapshot.index(of: key) else {
-                return Evaluation(
-                    key: key, value: defaultValue, reason: .error, errorCode: .flagNotFound,
-                    errorMessage: "flag '\(key)' is not in the served flags")
-            }
+        let clock = exposureClock
+        var exposure: UnsafeMutableRawPointer?
+        var exposureIndex = 0
+        let copied = store.read(orElse: Copied(outcome: .notReady)) { snapshot -> Copied in
+            guard let index = snapshot.index(of: key) else { return Copied(outcome: .flagNotFound) }
             // Fields are read one by one: copying the whole ServedFlag would retain and
             // release every string and the metadata dictionary on each read.
             let entry = snapshot.entries[index]
-            switch entry.kind.outcome(as: requested) {
-            case .success:
-                exposeIfNeeded(snapshot, index)
-                let value: Value
-                switch requested {
-                case .bool, .int, .double: value = Value._fromBits(entry.bits(as: requested))
-                case .string, .json: value = snapshot.flags[index].value.flatMap(Value._fromJSON) ?? defaultValue
+            let outcome = entry.kind.outcome(as: requested)
+            switch outcome {
+            case .success, .codeDefault:
+                if outcome == .success, let clock,
+                    hal_load_relaxed(snapshot.exposureSlots + index) <= hal_load_relaxed(clock)
+                {
+                    exposure = Self.retainForExposure(Unmanaged.passUnretained(snapshot))
+                    exposureIndex = index
                 }
                 let detail = snapshot.details + index
-                return Evaluation(
-                    key: key, value: value, variant: detail.pointee.variant, reason: detail.pointee.reason,
+                var copied = Copied(
+                    outcome: outcome, variant: detail.pointee.variant, reason: detail.pointee.reason,
                     metadata: detail.pointee.metadata)
-            case .codeDefault:
-                let detail = snapshot.details + index
-                return Evaluation(
-                    key: key, value: defaultValue, variant: detail.pointee.variant, reason: detail.pointee.reason,
-                    metadata: detail.pointee.metadata)
+                if outcome == .success {
+                    switch requested {
+                    case .bool, .int, .double: copied.bits = entry.bits(as: requested)
+                    case .string, .json: copied.json = snapshot.flags[index].value
+                    }
+                }
+                return copied
             case .servedError:
                 let flag = snapshot.flags[index]
-                return Evaluation(
-                    key: key, value: defaultValue, variant: flag.variant, reason: .error,
-                    errorCode: flag.errorCode ?? .general, errorMessage: flag.errorMessage, metadata: flag.metadata)
+                return Copied(
+                    outcome: outcome, variant: flag.variant, errorCode: flag.errorCode ?? .general,
+                    errorMessage: flag.errorMessage, metadata: flag.metadata)
             case .typeMismatch, .flagNotFound, .notReady:
                 let flag = snapshot.flags[index]
-                return Evaluation(
-                    key: key, value: defaultValue, variant: flag.variant, reason: .error, errorCode: .typeMismatch,
-                    errorMessage: "flag '\(key)' is \(flag.value?.typeName ?? "absent"), not \(requested)",
-                    metadata: flag.metadata)
+                return Copied(
+                    outcome: .typeMismatch, variant: flag.variant, metadata: flag.metadata,
+                    typeName: flag.value?.typeName ?? "absent")
             }
         }
-        if let code = result.errorCode { countFailure(code) }
-        return result
+        // The protection has ended: from here on, user code may run.
+        if let exposure { recordRetainedExposure(exposure, exposureIndex) }
+        switch copied.outcome {
+        case .success:
+            let value: Value
+            switch requested {
+            case .bool, .int, .double: value = Value._fromBits(copied.bits)
+            case .string, .json: value = copied.json.flatMap(Value._fromJSON) ?? defaultValue
+            }
+            return Evaluation(
+                key: key, value: value, variant: copied.variant, reason: copied.reason, metadata: copied.metadata)
+        case .codeDefault:
+            return Evaluation(
+                key: key, value: defaultValue, variant: copied.variant, reason: copied.reason,
+                metadata: copied.metadata)
+        case .servedError:
+            countFailure(.general)
+            return Evaluation(
+                key: key, value: defaultValue, variant: copied.variant, reason: .error,
+                errorCode: copied.errorCode, errorMessage: copied.errorMessage, metadata: copied.metadata)
+        case .typeMismatch:
+            countFailure(.typeMismatch)
+            return Evaluation(
+                key: key, value: defaultValue, variant: copied.variant, reason: .error, errorCode: .typeMismatch,
+                errorMessage: "flag '\(key)' is \(copied.typeName ?? "absent"), not \(requested)",
+                metadata: copied.metadata)
+        case .flagNotFound:
+            countFailure(.flagNotFound)
+            return Evaluation(
+                key: key, value: defaultValue, reason: .error, errorCode: .flagNotFound,
+                errorMessage: "flag '\(key)' is not in the served flags")
+        case .notReady:
+            let result = notReadyEvaluation(key, defaultValue)
+            countFailure(.providerNotReady)
+            return result
+        }
     }
 
     func notReadyEvaluation<Value>(_ key: String, _ defaultValue: Value) -> Evaluation<Value> {
@@ -144,29 +205,32 @@ extension FlagClient {
             errorMessage: fatal ? "the client cannot serve values" : "no flag values have been loaded yet")
     }
 
-    /// The exposure fast path: one relaxed load of the slot and one of the coarse clock.
-    @inline(__always)
-    func exposeIfNeeded(_ snapshot: Snapshot, _ index: Int) {
-        guard let clock = exposureClock else { return }
-        if hal_load_relaxed(snapshot.exposureSlots + index) <= hal_load_relaxed(clock) {
-            // Passed unretained: handing the snapshot reference to an out-of-line call would
-            // make the caller retain and release it around the call on every read.
-            recordExposureSlow(Unmanaged.passUnretained(snapshot), index)
+    /// Retains the snapshot for an exposure recorded after the protection ends (once per
+    /// window per flag). Out of line and taking `Unmanaged`, so the fast path around it keeps
+    /// the snapshot at +0.
+    @inline(never)
+    static func retainForExposure(_ snapshot: Unmanaged<Snapshot>) -> UnsafeMutableRawPointer {
+        snapshot.retain().toOpaque()
+    }
+
+    /// The exposure slow path, outside any protection: `retained` is a snapshot retained by
+    /// ``retainForExposure(_:)``; this records the exposure of flag `index` with the recorder
+    /// (which takes its lock and reads the injected clock), stores the deadline it returns in
+    /// the snapshot's slot, and releases the snapshot. Returns the deadline.
+    @inline(never)
+    @discardableResult
+    func recordRetainedExposure(_ retained: UnsafeMutableRawPointer, _ index: Int) -> UInt32 {
+        let unmanaged = Unmanaged<Snapshot>.fromOpaque(retained)
+        defer { unmanaged.release() }
+        return unmanaged._withUnsafeGuaranteedRef { snapshot -> UInt32 in
+            guard let sink = exposureSink else { return 0 }
+            let flag = snapshot.flags[index]
+            let deadline = sink.recordExposure(
+                key: flag.key, variant: flag.variant, reason: flag.reason,
+                contextFingerprint: snapshot.contextFingerprint)
+            hal_store_relaxed(snapshot.exposureSlots + index, UInt(deadline))
+            return deadline
         }
-    }
-
-    @inline(never) @_effects(releasenone)
-    func recordExposureSlow(_ unmanaged: Unmanaged<Snapshot>, _ index: Int) {
-        unmanaged._withUnsafeGuaranteedRef { recordExposure(in: $0, index) }
-    }
-
-    private func recordExposure(in snapshot: Snapshot, _ index: Int) {
-        guard let sink = exposureSink else { return }
-        let flag = snapshot.flags[index]
-        let deadline = sink.recordExposure(
-            key: flag.key, variant: flag.variant, reason: flag.reason,
-            contextFingerprint: snapshot.contextFingerprint)
-        hal_store_relaxed(snapshot.exposureSlots + index, UInt(deadline))
     }
 
     /// Slow path of a scalar read that served the default: classify and count it.

@@ -35,6 +35,8 @@ public final class FlagClient: Sendable {
     package let readCounters = ReadCounters()
     /// The control-plane sync of an online client; nil offline. See FlagClient+Sync.swift.
     package let sync: SyncController?
+    /// The handles' shared state, created with the first handle (FlagHandle.swift).
+    let handleDomainBox = Locked<HandleDomain?>(nil)
 
     /// Creates a client in offline mode: it serves `offlineValues` (reason `STATIC`), does no
     /// network or disk I/O, and is ready at once.
