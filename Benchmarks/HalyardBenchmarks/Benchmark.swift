@@ -147,12 +147,14 @@ struct HalyardBenchmark {
                 (multi, realtimeError) = measureMultiThread()
                 if options.targetRounds > 0 { target = measureTarget() }
             }
+            let scaling = options.skipMulti ? nil : measureHandleScaling()
             let polling =
                 options.polling && !options.skipMulti && options.selects("halyard.bool") ? measurePolling() : nil
             var report = makeReport(
                 checksums: checksums, allocations: allocations, publishCosts: publishCosts, single: single,
                 multi: multi, target: target, realtimeError: realtimeError)
             report.polling = polling
+            report.handleScaling = scaling
             report.verdicts = computeVerdicts(report)
             print(renderTable(report))
             if let path = options.jsonPath {
@@ -391,6 +393,46 @@ struct HalyardBenchmark {
                 }
             }
             return (out, realtimeError)
+        }
+
+        // MARK: Phase 4b: handle holding patterns, one thread vs every core
+
+        /// Every handle holding pattern on 1 thread and on all cores (same handles, no publisher),
+        /// alternating, `rounds` pairs. The per-thread cost ratio uses each pass's reader CPU time
+        /// per read, so cores taken by other programs do not inflate it.
+        func measureHandleScaling() -> [BenchReport.HandleScaling] {
+            let cores = max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1)
+            let rounds = options.quick ? 3 : 7
+            let durationNs = UInt64(options.duration * 1e9)
+            var out: [BenchReport.HandleScaling] = []
+            for r in runners where r.info.id.hasPrefix("halyard.handle") && !r.info.id.hasSuffix("exposed") {
+                var single: [PassResult] = [], all: [PassResult] = []
+                for round in 0..<rounds {
+                    func pass(_ threads: Int) -> PassResult {
+                        runPass(
+                            r, threads: threads, publisher: false, rate: options.rate, batch: batches[r.info.id]!,
+                            durationNs: durationNs, baseline: BaselinePublisher())
+                    }
+                    if round % 2 == 0 {
+                        single.append(pass(1))
+                        all.append(pass(cores))
+                    } else {
+                        all.append(pass(cores))
+                        single.append(pass(1))
+                    }
+                }
+                let cpuRatios = zip(all, single).map { $0.cpuNsPerRead / $1.cpuNsPerRead }
+                let wallRatios = zip(single, all).map { $0.readsPerSecond * Double(cores) / $1.readsPerSecond }
+                let row = BenchReport.HandleScaling(
+                    design: r.info.id, threads: cores, singleCPUNsPerRead: single.map(\.cpuNsPerRead),
+                    allCPUNsPerRead: all.map(\.cpuNsPerRead), cpuRatios: cpuRatios, cpuRatio: median(cpuRatios),
+                    wallRatio: median(wallRatios))
+                progress(
+                    "[scaling] \(r.info.id): \(cores) threads vs 1, per-thread cost \(fmt(row.cpuRatio))x (CPU time), "
+                        + "\(fmt(row.wallRatio))x (wall)")
+                out.append(row)
+            }
+            return out
         }
 
         // MARK: Phase 5: the target cell in paired rounds

@@ -45,6 +45,16 @@
         var reads = 0
         var checksum = 0
         var histogram = Histogram()
+        /// CPU time this thread spent in the pass (CLOCK_THREAD_CPUTIME_ID), in ns.
+        var cpuNs: UInt64 = 0
+    }
+
+    /// The calling thread's CPU time in ns: unlike wall time, it does not grow while other
+    /// programs on a shared machine hold the core.
+    func threadCPUNs() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
 
     /// What the publisher reports; written by its thread, read after it is joined.
@@ -88,6 +98,7 @@
         var reads = 0
         var j = start
         control.arriveAndWait()
+        let cpu0 = threadCPUNs()
         var t0 = halyard_now_ns()
         while !control.stop.load(ordering: .relaxed) {
             for _ in 0..<batch {
@@ -99,6 +110,7 @@
             t0 = t1
             reads &+= batch
         }
+        slot.cpuNs = threadCPUNs() &- cpu0
         slot.reads = reads
         slot.checksum = blackHole(sum)
         slot.histogram = histogram
@@ -205,6 +217,8 @@
         var maxLatenessNs: UInt64
         var realtimeError: Int32
         var publishDurations: Histogram
+        /// Reader CPU time per read (all readers' thread CPU time / all their reads), in ns.
+        var cpuNsPerRead: Double = .nan
     }
 
     /// Runs `threads` readers (and the publisher when `publisher`) for `durationNs`.
@@ -244,9 +258,11 @@
         let elapsed = t1 &- t0
         var histogram = Histogram()
         var reads = 0
+        var cpuNs: UInt64 = 0
         for s in slots {
             histogram.merge(s.histogram)
             reads += s.reads
+            cpuNs &+= s.cpuNs
         }
         let seconds = Double(elapsed) / 1e9
         return PassResult(
@@ -256,7 +272,8 @@
             lateWakeups: publisherSlot.lateWakeups,
             maxLatenessNs: publisherSlot.maxLatenessNs,
             realtimeError: publisherSlot.realtimeError,
-            publishDurations: publisherSlot.publishDurations
+            publishDurations: publisherSlot.publishDurations,
+            cpuNsPerRead: Double(cpuNs) / Double(max(reads, 1))
         )
     }
 #endif

@@ -103,98 +103,73 @@ extension FlagClient {
         return defaultValue
     }
 
-    /// What a detail read copies out of the snapshot before it builds its result.
-    private struct Copied {
-        var outcome: ReadOutcome
-        var bits: UInt64 = 0
-        var json: JSONValue?
-        var variant: String?
-        var reason: EvaluationReason = .error
-        var errorCode: FlagErrorCode?
-        var errorMessage: String?
-        var metadata: FlagMetadata = [:]
-        var typeName: String?
-    }
-
     /// Any type, with the full result.
+    ///
+    /// The result is built under the protection from Halyard's own data (the default stands in
+    /// for the value); the value itself is made after the protection ends, because for a
+    /// `FlagValue` conformance outside Halyard `_fromBits` / `_fromJSON` are user code.
     func evaluate<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Evaluation<Value> {
         let requested = Value._flagValueKind
         let clock = exposureClock
         var exposure: UnsafeMutableRawPointer?
         var exposureIndex = 0
-        let copied = store.read(orElse: Copied(outcome: .notReady)) { snapshot -> Copied in
-            guard let index = snapshot.index(of: key) else { return Copied(outcome: .flagNotFound) }
+        var served = false
+        var bits: UInt64 = 0
+        var json: JSONValue?
+        var result = store.read(orElse: notReadyEvaluation(key, defaultValue)) { snapshot -> Evaluation<Value> in
+            guard let index = snapshot.index(of: key) else {
+                return Evaluation(
+                    key: key, value: defaultValue, reason: .error, errorCode: .flagNotFound,
+                    errorMessage: "flag '\(key)' is not in the served flags")
+            }
             // Fields are read one by one: copying the whole ServedFlag would retain and
             // release every string and the metadata dictionary on each read.
             let entry = snapshot.entries[index]
-            let outcome = entry.kind.outcome(as: requested)
-            switch outcome {
-            case .success, .codeDefault:
-                if outcome == .success, let clock,
-                    hal_load_relaxed(snapshot.exposureSlots + index) <= hal_load_relaxed(clock)
-                {
+            switch entry.kind.outcome(as: requested) {
+            case .success:
+                if let clock, hal_load_relaxed(snapshot.exposureSlots + index) <= hal_load_relaxed(clock) {
                     exposure = Self.retainForExposure(Unmanaged.passUnretained(snapshot))
                     exposureIndex = index
                 }
-                let detail = snapshot.details + index
-                var copied = Copied(
-                    outcome: outcome, variant: detail.pointee.variant, reason: detail.pointee.reason,
-                    metadata: detail.pointee.metadata)
-                if outcome == .success {
-                    switch requested {
-                    case .bool, .int, .double: copied.bits = entry.bits(as: requested)
-                    case .string, .json: copied.json = snapshot.flags[index].value
-                    }
+                served = true
+                switch requested {
+                case .bool, .int, .double: bits = entry.bits(as: requested)
+                case .string, .json: json = snapshot.flags[index].value
                 }
-                return copied
+                let detail = snapshot.details + index
+                return Evaluation(
+                    key: key, value: defaultValue, variant: detail.pointee.variant, reason: detail.pointee.reason,
+                    metadata: detail.pointee.metadata)
+            case .codeDefault:
+                let detail = snapshot.details + index
+                return Evaluation(
+                    key: key, value: defaultValue, variant: detail.pointee.variant, reason: detail.pointee.reason,
+                    metadata: detail.pointee.metadata)
             case .servedError:
                 let flag = snapshot.flags[index]
-                return Copied(
-                    outcome: outcome, variant: flag.variant, errorCode: flag.errorCode ?? .general,
-                    errorMessage: flag.errorMessage, metadata: flag.metadata)
+                return Evaluation(
+                    key: key, value: defaultValue, variant: flag.variant, reason: .error,
+                    errorCode: flag.errorCode ?? .general, errorMessage: flag.errorMessage, metadata: flag.metadata)
             case .typeMismatch, .flagNotFound, .notReady:
                 let flag = snapshot.flags[index]
-                return Copied(
-                    outcome: .typeMismatch, variant: flag.variant, metadata: flag.metadata,
-                    typeName: flag.value?.typeName ?? "absent")
+                return Evaluation(
+                    key: key, value: defaultValue, variant: flag.variant, reason: .error, errorCode: .typeMismatch,
+                    errorMessage: "flag '\(key)' is \(flag.value?.typeName ?? "absent"), not \(requested)",
+                    metadata: flag.metadata)
             }
         }
         // The protection has ended: from here on, user code may run.
         if let exposure { recordRetainedExposure(exposure, exposureIndex) }
-        switch copied.outcome {
-        case .success:
-            let value: Value
+        if served {
             switch requested {
-            case .bool, .int, .double: value = Value._fromBits(copied.bits)
-            case .string, .json: value = copied.json.flatMap(Value._fromJSON) ?? defaultValue
+            case .bool, .int, .double: result.value = Value._fromBits(bits)
+            case .string, .json:
+                if let value = json.flatMap(Value._fromJSON) { result.value = value }
             }
-            return Evaluation(
-                key: key, value: value, variant: copied.variant, reason: copied.reason, metadata: copied.metadata)
-        case .codeDefault:
-            return Evaluation(
-                key: key, value: defaultValue, variant: copied.variant, reason: copied.reason,
-                metadata: copied.metadata)
-        case .servedError:
-            countFailure(.general)
-            return Evaluation(
-                key: key, value: defaultValue, variant: copied.variant, reason: .error,
-                errorCode: copied.errorCode, errorMessage: copied.errorMessage, metadata: copied.metadata)
-        case .typeMismatch:
-            countFailure(.typeMismatch)
-            return Evaluation(
-                key: key, value: defaultValue, variant: copied.variant, reason: .error, errorCode: .typeMismatch,
-                errorMessage: "flag '\(key)' is \(copied.typeName ?? "absent"), not \(requested)",
-                metadata: copied.metadata)
-        case .flagNotFound:
-            countFailure(.flagNotFound)
-            return Evaluation(
-                key: key, value: defaultValue, reason: .error, errorCode: .flagNotFound,
-                errorMessage: "flag '\(key)' is not in the served flags")
-        case .notReady:
-            let result = notReadyEvaluation(key, defaultValue)
-            countFailure(.providerNotReady)
-            return result
+        } else if let code = result.errorCode {
+            countFailure(code)
         }
+        return result
     }
 
     func notReadyEvaluation<Value>(_ key: String, _ defaultValue: Value) -> Evaluation<Value> {
