@@ -148,6 +148,50 @@ import Testing
         #expect(counter.value == 1)
     }
 
+    /// The live registry's own check, with nothing else in the protected read that could crash
+    /// on freed memory first: readers hold each protection for a while and then ask whether the
+    /// snapshot they protect (by the serial read at the start) is still registered. With the
+    /// hazard check removed from reclamation this fails with "freed while protected" instead of
+    /// crashing the runner (a mutant the plain live count could not see).
+    @Test func liveRegistrySeesASnapshotFreedWhileProtected() {
+        let counter = LiveCounter()
+        let store = SnapshotStore()
+        store.publish(Self.snapshot(0, counter: counter, fingerprint: "a"))
+        let stop = Locked(false)
+        let freed = Locked(0)
+        let readerCount = 4
+        Self.onThreads(readerCount + 1) { index in
+            if index == readerCount {
+                let start = Date()
+                var value = 0
+                while Date().timeIntervalSince(start) < 0.5 {
+                    value += 1
+                    store.publish(Self.snapshot(value, counter: counter, fingerprint: "a"))
+                }
+                stop.withLock { $0 = true }
+                return
+            }
+            var iterations = 0
+            while true {
+                iterations += 1
+                if iterations % 16 == 0, stop.withLock({ $0 }) { break }
+                let alive = store.withCurrentAddress { address -> Bool in
+                    guard let address else { return true }
+                    let serial = Unmanaged<Snapshot>.fromOpaque(address)._withUnsafeGuaranteedRef { $0.liveSerial }
+                    var spin = 0
+                    for i in 0..<2000 { spin &+= i }
+                    return Self.blackHole(spin) >= 0 && counter.isLive(serial)
+                }
+                if !alive { freed.withLock { $0 += 1 } }
+            }
+        }
+        #expect(freed.value == 0, "\(freed.value) snapshots freed while protected (\(Self.fenceMode))")
+        #expect(store.reclaim() == 0)
+        #expect(counter.value == 1)
+    }
+
+    @inline(never) static func blackHole(_ x: Int) -> Int { x }
+
     @Test func deferredPassFreesRetiredSnapshotsWithoutAnotherPublish() throws {
         let counter = LiveCounter()
         let store = SnapshotStore()

@@ -117,6 +117,16 @@ package final class SnapshotStore: @unchecked Sendable {
         return Unmanaged<Snapshot>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
     }
 
+    /// Tests only: `body` gets the current snapshot's address (or nil), protected like
+    /// ``withCurrent(_:)``, without Swift forming a reference to it (debug builds would retain a
+    /// reference, which would keep a wrongly freed snapshot alive and hide the bug).
+    package func withCurrentAddress<R>(_ body: (UnsafeRawPointer?) -> R) -> R {
+        let record = Self.record()
+        let raw = hal_hazard_protect(record, current)
+        defer { hal_hazard_clear(record) }
+        return body(UnsafeRawPointer(bitPattern: raw))
+    }
+
     /// A strong reference to the current snapshot (slow path: one retain).
     package var currentSnapshot: Snapshot? { withCurrent { $0 } }
 
