@@ -287,13 +287,15 @@ struct HalyardBenchmark {
                 let nA = readsPerPass(design.info.id)
                 let nB = readsPerPass(bound.info.id)
                 var ratios: [Double] = [], dNs: [Double] = [], bNs: [Double] = []
+                var cpuRatios: [Double] = [], dCPU: [Double] = [], bCPU: [Double] = []
                 for round in 0..<options.singleRounds {
                     let start = round &* 131
-                    func one(_ r: DesignRunner, _ count: Int) -> Double {
-                        Double(r.timed(start, count).ns) / Double(count)
+                    func one(_ r: DesignRunner, _ count: Int) -> (wall: Double, cpu: Double) {
+                        let t = r.timed(start, count)
+                        return (Double(t.ns) / Double(count), Double(t.cpuNs) / Double(count))
                     }
                     // A B in even rounds, B A in odd rounds, so a drift in machine speed cancels.
-                    let a: Double, b: Double
+                    let a: (wall: Double, cpu: Double), b: (wall: Double, cpu: Double)
                     if round % 2 == 0 {
                         a = one(design, nA)
                         b = one(bound, nB)
@@ -301,16 +303,21 @@ struct HalyardBenchmark {
                         b = one(bound, nB)
                         a = one(design, nA)
                     }
-                    dNs.append(a)
-                    bNs.append(b)
-                    ratios.append(a / b)
+                    dNs.append(a.wall)
+                    bNs.append(b.wall)
+                    ratios.append(a.wall / b.wall)
+                    dCPU.append(a.cpu)
+                    bCPU.append(b.cpu)
+                    cpuRatios.append(a.cpu / b.cpu)
                 }
                 out.append(
                     .init(
                         design: design.info.id, bound: bound.info.id, nsPerRead: median(dNs),
                         boundNsPerRead: median(bNs),
                         ratio: median(ratios), ratioQ1: quantile(ratios, 0.25), ratioQ3: quantile(ratios, 0.75),
-                        readsPerPass: nA, ratios: ratios))
+                        readsPerPass: nA, ratios: ratios, cpuNsPerRead: median(dCPU), boundCPUNsPerRead: median(bCPU),
+                        cpuRatio: median(cpuRatios), cpuRatioQ1: quantile(cpuRatios, 0.25),
+                        cpuRatioQ3: quantile(cpuRatios, 0.75)))
                 progress(
                     "[single \(n + 1)/\(pairs.count)] \(design.info.id): \(fmt(median(dNs))) ns/read, "
                         + "\(fmt(median(ratios)))x \(bound.info.id)")

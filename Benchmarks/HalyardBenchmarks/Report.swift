@@ -28,35 +28,43 @@
             verdict(nil, "handle read, 1 thread <= 1.5x unsync [Bool] by index", "not run")
         }
 
-        // Issue 9: keyed reads (literal and run-time-built keys) and detail reads, paired.
-        for (id, bound) in [("halyard.bool", "unsync.dict"), ("halyard.bool.runtime-keys", "unsync.dict.runtime-keys")] {
+        // Issue 9: keyed reads (literal and run-time-built keys) and detail reads, paired. Judged
+        // on the reading thread's CPU time (a preemption by another program does not count);
+        // the wall-clock ratio is printed beside it.
+        func cpuText(_ s: BenchReport.Single) -> String {
+            guard let c = s.cpuRatio, let q1 = s.cpuRatioQ1, let q3 = s.cpuRatioQ3, let a = s.cpuNsPerRead,
+                let b = s.boundCPUNsPerRead
+            else { return "no CPU-time figures" }
+            return "\(fmt(c))x CPU time (IQR \(fmt(q1))-\(fmt(q3))), \(fmt(a)) vs \(fmt(b)) ns; "
+                + "wall \(fmt(s.ratio))x (IQR \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))), \(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns"
+        }
+        for (id, bound) in [("halyard.bool", "unsync.dict"), ("halyard.bool.runtime-keys", "unsync.dict.runtime-keys")]
+        {
             let name = "\(id): keyed Bool read, 1 thread <= 0.35x \(bound) (issue 9)"
             if let s = single(id), s.bound == bound {
-                verdict(
-                    s.ratio <= 0.35, name,
-                    "\(fmt(s.ratio))x (IQR \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))), \(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns"
-                )
+                verdict((s.cpuRatio ?? s.ratio) <= 0.35, name, cpuText(s))
             } else {
                 verdict(nil, name, "not run")
             }
         }
+        let detailName = "halyard.detail: boolDetail read, 1 thread <= 1.0x unsync.dict (issue 9)"
         if let s = single("halyard.detail"), s.bound == "unsync.dict" {
-            verdict(
-                s.ratio <= 1.0, "halyard.detail: boolDetail read, 1 thread <= 1.0x unsync.dict (issue 9)",
-                "\(fmt(s.ratio))x (IQR \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))), \(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns"
-            )
+            verdict((s.cpuRatio ?? s.ratio) <= 1.0, detailName, cpuText(s))
         } else {
-            verdict(nil, "halyard.detail: boolDetail read, 1 thread <= 1.0x unsync.dict (issue 9)", "not run")
+            verdict(nil, detailName, "not run")
         }
-        // Issue 9: handles as applications hold them, 1 thread (absolute) and all cores (ratio).
+        // Issue 9: handles as applications hold them, 1 thread (CPU ns per read) and all cores
+        // (per-thread CPU cost ratio).
         let raw = single("halyard.handle.raw")
         for id in ["halyard.handle", "halyard.handle.class-let", "halyard.handle.global", "halyard.handle.struct"] {
             let name1 = "\(id): handle read, 1 thread <= 2.5 ns (issue 9)"
             if let s = single(id) {
+                let ns = s.cpuNsPerRead ?? s.nsPerRead
                 verdict(
-                    s.nsPerRead <= 2.5, name1,
-                    "\(fmt(s.nsPerRead)) ns (\(fmt(s.ratio))x unsync.array \(fmt(s.boundNsPerRead)) ns"
-                        + (raw.map { "; raw-buffer lower bound \(fmt($0.nsPerRead)) ns" } ?? "") + ")")
+                    ns <= 2.5, name1,
+                    "\(fmt(ns)) ns CPU time per read (wall \(fmt(s.nsPerRead)) ns; \(fmt(s.cpuRatio ?? s.ratio))x unsync.array"
+                        + (raw.map { "; raw-buffer lower bound \(fmt($0.cpuNsPerRead ?? $0.nsPerRead)) ns" } ?? "")
+                        + ")")
             } else {
                 verdict(nil, name1, "not run")
             }
@@ -106,13 +114,20 @@
         }
 
         // Exposures on and already recorded vs. off: at most 2 ns more per read, 1 and 64 threads.
-        for (exposed, plain) in [("halyard.bool.exposed", "halyard.bool"), ("halyard.handle.exposed", "halyard.handle")] {
+        for (exposed, plain) in [
+            ("halyard.bool.exposed", "halyard.bool"), ("halyard.handle.exposed", "halyard.handle"),
+        ] {
             let name1 = "\(exposed): exposure already recorded costs <= 2 ns more than \(plain), 1 thread"
             if let s = single(exposed), s.bound == plain {
-                let extra = s.nsPerRead - s.boundNsPerRead
+                // CPU time when measured (a preemption by another program does not count).
+                let a = s.cpuNsPerRead ?? s.nsPerRead
+                let b = s.boundCPUNsPerRead ?? s.boundNsPerRead
+                let extra = a - b
                 verdict(
                     extra <= 2, name1,
-                    "+\(fmt(extra)) ns (\(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns, paired ratio \(fmt(s.ratio))x)")
+                    "+\(fmt(extra)) ns CPU time (\(fmt(a)) vs \(fmt(b)) ns; wall \(fmt(s.nsPerRead)) vs "
+                        + "\(fmt(s.boundNsPerRead)) ns, paired ratio \(fmt(s.ratio))x)"
+                )
             } else {
                 verdict(nil, name1, "not run")
             }
@@ -156,7 +171,8 @@
         allocationVerdict(
             [
                 "halyard.bool", "halyard.handle", "halyard.bool.exposed", "halyard.bool.runtime-keys",
-                "halyard.handle.class-let", "halyard.handle.global", "halyard.handle.struct", "halyard.handle.exposed", "halyard.int", "halyard.double", "halyard.intHandle",
+                "halyard.handle.class-let", "halyard.handle.global", "halyard.handle.struct", "halyard.handle.exposed",
+                "halyard.int", "halyard.double", "halyard.intHandle",
                 "halyard.doubleHandle",
             ],
             "zero allocations per Bool/Int/Double keyed and handle read")
@@ -196,7 +212,9 @@
             lines.append(
                 pad(s.design, 26) + pad(fmt(s.nsPerRead), 10, right: true) + "  " + pad(s.bound, 25)
                     + pad(fmt(s.boundNsPerRead), 9, right: true) + pad(fmt(s.ratio) + "x", 9, right: true)
-                    + "  \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))")
+                    + "  " + pad("\(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))", 12)
+                    + pad(s.cpuNsPerRead.map(fmt) ?? "-", 8, right: true)
+                    + pad(s.cpuRatio.map { fmt($0) + "x" } ?? "-", 11, right: true))
         }
         lines.append("")
         lines.append("Allocations per read (malloc-family calls around 100,000 reads on one thread)")

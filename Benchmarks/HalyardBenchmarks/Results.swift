@@ -90,6 +90,13 @@ struct BenchReport: Codable {
         var ratioQ3: Double
         var readsPerPass: Int
         var ratios: [Double]
+        /// The same from the reading thread's CPU time (CLOCK_THREAD_CPUTIME_ID) instead of wall
+        /// time: a preemption by another program on a shared machine does not count.
+        var cpuNsPerRead: Double? = nil
+        var boundCPUNsPerRead: Double? = nil
+        var cpuRatio: Double? = nil
+        var cpuRatioQ1: Double? = nil
+        var cpuRatioQ3: Double? = nil
     }
 
     struct Allocation: Codable {

@@ -71,19 +71,22 @@
 
     /// Times `count` reads on the calling thread from sequence position `start`.
     @inline(never)
-    func timedReads<D: ReadDesign>(_ d: D, _ seq: SequenceBuffer, start: Int, count: Int) -> (ns: UInt64, checksum: Int)
-    {
+    func timedReads<D: ReadDesign>(_ d: D, _ seq: SequenceBuffer, start: Int, count: Int) -> (
+        ns: UInt64, cpuNs: UInt64, checksum: Int
+    ) {
         let base = seq.base
         let mask = seq.mask
         var sum = 0
         var j = start
+        let c0 = threadCPUNs()
         let t0 = halyard_now_ns()
         for _ in 0..<count {
             sum &+= d.read(Int(base[j & mask])) ? 1 : 0
             j &+= 1
         }
         let t1 = halyard_now_ns()
-        return (t1 &- t0, blackHole(sum))
+        let c1 = threadCPUNs()
+        return (t1 &- t0, c1 &- c0, blackHole(sum))
     }
 
     /// Reads until `control.stop`, timing batches of `batch` reads into a histogram.
@@ -188,7 +191,7 @@
     /// A design with its loops, erased to closures.
     struct DesignRunner: Sendable {
         let info: DesignInfo
-        let timed: @Sendable (_ start: Int, _ count: Int) -> (ns: UInt64, checksum: Int)
+        let timed: @Sendable (_ start: Int, _ count: Int) -> (ns: UInt64, cpuNs: UInt64, checksum: Int)
         let reader: @Sendable (_ start: Int, _ batch: Int, _ control: PassControl, _ slot: ReaderSlot) -> Void
         let publish: @Sendable (Int) -> Void
 

@@ -117,6 +117,23 @@ package final class SnapshotStore: @unchecked Sendable {
         return Unmanaged<Snapshot>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
     }
 
+    /// The hot read path's protection, without a closure: returns the calling thread's hazard
+    /// record and the protected snapshot's address (nil before the first publish). The caller
+    /// must call ``endProtection(_:)`` with the record on every path, and in between may only
+    /// look up and copy out (same rules as ``withCurrent(_:)``). Used by the scalar reads so that
+    /// the whole read compiles into one function with no closure context.
+    @inline(__always)
+    package func protect() -> (record: UnsafeMutablePointer<hal_hazard_record>, snapshot: UnsafeRawPointer?) {
+        let record = Self.record()
+        return (record, UnsafeRawPointer(bitPattern: hal_hazard_protect(record, current)))
+    }
+
+    /// Ends a protection started by ``protect()``.
+    @inline(__always)
+    package static func endProtection(_ record: UnsafeMutablePointer<hal_hazard_record>) {
+        hal_hazard_clear(record)
+    }
+
     /// Tests only: `body` gets the current snapshot's address (or nil), protected like
     /// ``withCurrent(_:)``, without Swift forming a reference to it (debug builds would retain a
     /// reference, which would keep a wrongly freed snapshot alive and hide the bug).
