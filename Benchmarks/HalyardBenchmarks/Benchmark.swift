@@ -56,7 +56,8 @@ struct HalyardBenchmark {
             func info(_ id: String, _ kind: DesignInfo.Kind, _ title: String) -> DesignInfo {
                 DesignInfo(
                     id: id, title: title, kind: kind, publisherSwaps: kind != .bound,
-                    boundID: id.hasSuffix("handle") || id.hasSuffix("array") ? "unsync.array" : "unsync.dict")
+                    boundID: id.hasPrefix("halyard.handle") || id.hasSuffix("array")
+                        ? "unsync.array" : id.hasSuffix("runtime-keys") ? "unsync.dict.runtime-keys" : "unsync.dict")
             }
             // unsync.dict and halyard.bool first and adjacent: the multi-thread rounds pair them.
             let all: [DesignRunner] = [
@@ -69,8 +70,26 @@ struct HalyardBenchmark {
                     info("halyard.detail", .halyard, "flags.boolDetail(key, default:).value"), try HalyardDetailBool(w),
                     sequence),
                 DesignRunner(
-                    info("halyard.handle", .halyard, "handle.value (FlagHandle<Bool>)"), try HalyardHandleBool(w),
-                    sequence),
+                    info("unsync.dict.runtime-keys", .bound, "immutable [String: Bool], keys built at run time"),
+                    UnsyncDictionaryRuntimeKeys(w), sequence),
+                DesignRunner(
+                    info("halyard.bool.runtime-keys", .halyard, "flags.bool(key, default:), keys built at run time"),
+                    try HalyardKeyedBoolRuntimeKeys(w), sequence),
+                DesignRunner(
+                    info("halyard.handle", .halyard, "handles[i].value (FlagHandle<Bool> in an array)"),
+                    try HalyardHandleArray(w), sequence),
+                DesignRunner(
+                    info("halyard.handle.class-let", .halyard, "object.enabled.value (handle in a class let)"),
+                    try HalyardHandleClassLet(w), sequence),
+                DesignRunner(
+                    info("halyard.handle.global", .halyard, "globalHandles[i].value (handles in a global let)"),
+                    HalyardHandleGlobal(w), sequence),
+                DesignRunner(
+                    info("halyard.handle.struct", .halyard, "features[i].enabled.value (handle in a struct)"),
+                    try HalyardHandleStruct(w), sequence),
+                DesignRunner(
+                    info("halyard.handle.raw", .halyard, "buffer[i].value (raw buffer: lower bound)"),
+                    try HalyardHandleRawBuffer(w), sequence),
                 DesignRunner(
                     info("unsync.array", .bound, "immutable [Bool] by index, no synchronization"), UnsyncArray(w),
                     sequence),
@@ -128,11 +147,14 @@ struct HalyardBenchmark {
                 (multi, realtimeError) = measureMultiThread()
                 if options.targetRounds > 0 { target = measureTarget() }
             }
-            let polling = options.polling && !options.skipMulti && options.selects("halyard.bool") ? measurePolling() : nil
+            let scaling = options.skipMulti ? nil : measureHandleScaling()
+            let polling =
+                options.polling && !options.skipMulti && options.selects("halyard.bool") ? measurePolling() : nil
             var report = makeReport(
                 checksums: checksums, allocations: allocations, publishCosts: publishCosts, single: single,
                 multi: multi, target: target, realtimeError: realtimeError)
             report.polling = polling
+            report.handleScaling = scaling
             report.verdicts = computeVerdicts(report)
             print(renderTable(report))
             if let path = options.jsonPath {
@@ -265,13 +287,15 @@ struct HalyardBenchmark {
                 let nA = readsPerPass(design.info.id)
                 let nB = readsPerPass(bound.info.id)
                 var ratios: [Double] = [], dNs: [Double] = [], bNs: [Double] = []
+                var cpuRatios: [Double] = [], dCPU: [Double] = [], bCPU: [Double] = []
                 for round in 0..<options.singleRounds {
                     let start = round &* 131
-                    func one(_ r: DesignRunner, _ count: Int) -> Double {
-                        Double(r.timed(start, count).ns) / Double(count)
+                    func one(_ r: DesignRunner, _ count: Int) -> (wall: Double, cpu: Double) {
+                        let t = r.timed(start, count)
+                        return (Double(t.ns) / Double(count), Double(t.cpuNs) / Double(count))
                     }
                     // A B in even rounds, B A in odd rounds, so a drift in machine speed cancels.
-                    let a: Double, b: Double
+                    let a: (wall: Double, cpu: Double), b: (wall: Double, cpu: Double)
                     if round % 2 == 0 {
                         a = one(design, nA)
                         b = one(bound, nB)
@@ -279,16 +303,21 @@ struct HalyardBenchmark {
                         b = one(bound, nB)
                         a = one(design, nA)
                     }
-                    dNs.append(a)
-                    bNs.append(b)
-                    ratios.append(a / b)
+                    dNs.append(a.wall)
+                    bNs.append(b.wall)
+                    ratios.append(a.wall / b.wall)
+                    dCPU.append(a.cpu)
+                    bCPU.append(b.cpu)
+                    cpuRatios.append(a.cpu / b.cpu)
                 }
                 out.append(
                     .init(
                         design: design.info.id, bound: bound.info.id, nsPerRead: median(dNs),
                         boundNsPerRead: median(bNs),
                         ratio: median(ratios), ratioQ1: quantile(ratios, 0.25), ratioQ3: quantile(ratios, 0.75),
-                        readsPerPass: nA, ratios: ratios))
+                        readsPerPass: nA, ratios: ratios, cpuNsPerRead: median(dCPU), boundCPUNsPerRead: median(bCPU),
+                        cpuRatio: median(cpuRatios), cpuRatioQ1: quantile(cpuRatios, 0.25),
+                        cpuRatioQ3: quantile(cpuRatios, 0.75)))
                 progress(
                     "[single \(n + 1)/\(pairs.count)] \(design.info.id): \(fmt(median(dNs))) ns/read, "
                         + "\(fmt(median(ratios)))x \(bound.info.id)")
@@ -371,6 +400,46 @@ struct HalyardBenchmark {
                 }
             }
             return (out, realtimeError)
+        }
+
+        // MARK: Phase 4b: handle holding patterns, one thread vs every core
+
+        /// Every handle holding pattern on 1 thread and on all cores (same handles, no publisher),
+        /// alternating, `rounds` pairs. The per-thread cost ratio uses each pass's reader CPU time
+        /// per read, so cores taken by other programs do not inflate it.
+        func measureHandleScaling() -> [BenchReport.HandleScaling] {
+            let cores = max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1)
+            let rounds = options.quick ? 3 : 7
+            let durationNs = UInt64(options.duration * 1e9)
+            var out: [BenchReport.HandleScaling] = []
+            for r in runners where r.info.id.hasPrefix("halyard.handle") && !r.info.id.hasSuffix("exposed") {
+                var single: [PassResult] = [], all: [PassResult] = []
+                for round in 0..<rounds {
+                    func pass(_ threads: Int) -> PassResult {
+                        runPass(
+                            r, threads: threads, publisher: false, rate: options.rate, batch: batches[r.info.id]!,
+                            durationNs: durationNs, baseline: BaselinePublisher())
+                    }
+                    if round % 2 == 0 {
+                        single.append(pass(1))
+                        all.append(pass(cores))
+                    } else {
+                        all.append(pass(cores))
+                        single.append(pass(1))
+                    }
+                }
+                let cpuRatios = zip(all, single).map { $0.cpuNsPerRead / $1.cpuNsPerRead }
+                let wallRatios = zip(single, all).map { $0.readsPerSecond * Double(cores) / $1.readsPerSecond }
+                let row = BenchReport.HandleScaling(
+                    design: r.info.id, threads: cores, singleCPUNsPerRead: single.map(\.cpuNsPerRead),
+                    allCPUNsPerRead: all.map(\.cpuNsPerRead), cpuRatios: cpuRatios, cpuRatio: median(cpuRatios),
+                    wallRatio: median(wallRatios))
+                progress(
+                    "[scaling] \(r.info.id): \(cores) threads vs 1, per-thread cost \(fmt(row.cpuRatio))x (CPU time), "
+                        + "\(fmt(row.wallRatio))x (wall)")
+                out.append(row)
+            }
+            return out
         }
 
         // MARK: Phase 5: the target cell in paired rounds

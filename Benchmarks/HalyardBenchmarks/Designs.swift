@@ -40,6 +40,16 @@
         func publish(_ generation: Int) {}
     }
 
+    /// `[String: Bool]` lookup with no synchronization, keys built at run time (the bound paired
+    /// with ``HalyardKeyedBoolRuntimeKeys``).
+    final class UnsyncDictionaryRuntimeKeys: ReadDesign {
+        let keys: [String]
+        let dict: [String: Bool]
+        init(_ w: Workload) { keys = w.runtimeKeys; dict = w.dictionary(0) }
+        @inline(__always) func read(_ i: Int) -> Bool { dict[keys[i]] ?? false }
+        func publish(_ generation: Int) {}
+    }
+
     /// `[Bool]` read by index with no synchronization: cannot be published to.
     final class UnsyncArray: ReadDesign {
         let values: [Bool]

@@ -60,22 +60,18 @@ final class HalyardKeyedBoolExposed: ReadDesign, @unchecked Sendable {
     func publish(_ generation: Int) { client.publish(generation) }
 }
 
-/// `handle.value` with exposures on and already recorded (handles reached as in
-/// ``HalyardHandleBool``).
+/// `handles[i].value` with exposures on and already recorded (handles in an array, as in
+/// ``HalyardHandleArray``).
 final class HalyardHandleBoolExposed: ReadDesign, @unchecked Sendable {
     let client: ExposedClient
     let handles: [FlagHandle<Bool>]
-    let unowned: UnsafeMutablePointer<Unmanaged<FlagHandle<Bool>>>
     init(_ w: Workload) {
         client = ExposedClient(w)
         let flags = client.flags
         handles = w.keys.map { flags.handle($0, default: false) }
         for handle in handles { _ = handle.value }
-        unowned = .allocate(capacity: handles.count)
-        unowned.initialize(from: handles.map { Unmanaged.passUnretained($0) }, count: handles.count)
     }
-    deinit { unowned.deallocate() }
-    @inline(__always) func read(_ i: Int) -> Bool { unowned[i]._withUnsafeGuaranteedRef { $0.value } }
+    @inline(__always) func read(_ i: Int) -> Bool { handles[i].value }
     func publish(_ generation: Int) { client.publish(generation) }
 }
 #endif

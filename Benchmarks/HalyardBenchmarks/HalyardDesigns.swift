@@ -32,29 +32,125 @@
         func publish(_ generation: Int) { try? flags.setOfflineValues(sets[generation & 1]) }
     }
 
-    /// `handle.value`, one pre-resolved `FlagHandle<Bool>` per key.
-    ///
-    /// The handles are reached through `Unmanaged` references: loading a class reference out of an
-    /// array makes the caller retain and release it around the call, an atomic read-modify-write
-    /// on the handle's reference count shared by every reader thread. That is the caller's ARC,
-    /// not Halyard's read (a handle kept in a `let` property of the caller usually avoids it), so
-    /// the harness keeps it out.
-    final class HalyardHandleBool: ReadDesign, @unchecked Sendable {
-        let handles: [FlagHandle<Bool>]
-        let unowned: UnsafeMutablePointer<Unmanaged<FlagHandle<Bool>>>
+    /// `flags.bool(key, default:)` with keys built at run time (`String(decoding:as:)` of the
+    /// literal's bytes), as keys read from configuration or assembled in code are: the 34 keys
+    /// longer than 15 bytes are heap strings, so the caller's ARC on them is part of the cost.
+    final class HalyardKeyedBoolRuntimeKeys: ReadDesign, @unchecked Sendable {
+        let keys: [String]
         let sets: [[String: JSONValue]]
         let flags: FlagClient
+        init(_ w: Workload) throws {
+            keys = w.runtimeKeys
+            sets = [w.jsonValues(0), w.jsonValues(1)]
+            flags = try FlagClient(offlineValues: sets[0])
+        }
+        @inline(__always) func read(_ i: Int) -> Bool { flags.bool(keys[i], default: false) }
+        func publish(_ generation: Int) { try? flags.setOfflineValues(sets[generation & 1]) }
+    }
+
+    // MARK: - Handles, held the ways applications hold them
+
+    /// A client with one `FlagHandle<Bool>` per key, publishing like ``HalyardKeyedBool``.
+    final class HandleFixture: @unchecked Sendable {
+        let sets: [[String: JSONValue]]
+        let flags: FlagClient
+        let handles: [FlagHandle<Bool>]
         init(_ w: Workload) throws {
             sets = [w.jsonValues(0), w.jsonValues(1)]
             let flags = try FlagClient(offlineValues: sets[0])
             self.flags = flags
             handles = w.keys.map { flags.handle($0, default: false) }
-            unowned = .allocate(capacity: handles.count)
-            unowned.initialize(from: handles.map { Unmanaged.passUnretained($0) }, count: handles.count)
+        }
+        func publish(_ generation: Int) { try? flags.setOfflineValues(sets[generation & 1]) }
+    }
+
+    /// `handles[i].value`: the handles in an array, a `let` property of a shared object.
+    final class HalyardHandleArray: ReadDesign, @unchecked Sendable {
+        let fixture: HandleFixture
+        let handles: [FlagHandle<Bool>]
+        init(_ w: Workload) throws {
+            fixture = try HandleFixture(w)
+            handles = fixture.handles
+        }
+        @inline(__always) func read(_ i: Int) -> Bool { handles[i].value }
+        func publish(_ generation: Int) { fixture.publish(generation) }
+    }
+
+    /// An object that keeps its flag in a `let` property, as a feature's controller would.
+    final class FeatureController: Sendable {
+        let enabled: FlagHandle<Bool>
+        init(_ enabled: FlagHandle<Bool>) { self.enabled = enabled }
+    }
+
+    /// `controller.enabled.value`: the handle in a `let` property of a class instance shared by
+    /// every reader. The 64 instances are reached through `Unmanaged` so that the harness adds
+    /// no reference counting of its own: what is measured is the read from the property.
+    final class HalyardHandleClassLet: ReadDesign, @unchecked Sendable {
+        let fixture: HandleFixture
+        let controllers: [FeatureController]
+        let unowned: UnsafeMutablePointer<Unmanaged<FeatureController>>
+        init(_ w: Workload) throws {
+            fixture = try HandleFixture(w)
+            controllers = fixture.handles.map(FeatureController.init)
+            unowned = .allocate(capacity: controllers.count)
+            unowned.initialize(from: controllers.map { Unmanaged.passUnretained($0) }, count: controllers.count)
         }
         deinit { unowned.deallocate() }
-        @inline(__always) func read(_ i: Int) -> Bool { unowned[i]._withUnsafeGuaranteedRef { $0.value } }
-        func publish(_ generation: Int) { try? flags.setOfflineValues(sets[generation & 1]) }
+        @inline(__always) func read(_ i: Int) -> Bool { unowned[i]._withUnsafeGuaranteedRef { $0.enabled.value } }
+        func publish(_ generation: Int) { fixture.publish(generation) }
+    }
+
+    /// The fixture behind ``globalHandles``, built on first use.
+    let globalHandleFixture: HandleFixture = {
+        do { return try HandleFixture(Workload(seed: Options().seed)) } catch { fatalError("\(error)") }
+    }()
+    /// Handles in a global `let` (lazily initialized, as Swift globals are: every access goes
+    /// through the global's once-check, which is part of the cost of this holding pattern).
+    let globalHandles: [FlagHandle<Bool>] = globalHandleFixture.handles
+
+    /// `globalHandles[i].value`: handles in a global `let`.
+    final class HalyardHandleGlobal: ReadDesign, @unchecked Sendable {
+        init(_ w: Workload) {
+            precondition(w.keys == Workload(seed: Options().seed).keys, "the global handles use the default workload")
+            _ = globalHandles.count
+        }
+        @inline(__always) func read(_ i: Int) -> Bool { globalHandles[i].value }
+        func publish(_ generation: Int) { globalHandleFixture.publish(generation) }
+    }
+
+    /// A struct an application might keep per feature: a name (a heap `String`, so copying the
+    /// whole struct would cost a retain) beside the handle.
+    struct Feature: Sendable {
+        let name: String
+        let enabled: FlagHandle<Bool>
+    }
+
+    /// `features[i].enabled.value`: the handle as a property of a struct, in an array.
+    final class HalyardHandleStruct: ReadDesign, @unchecked Sendable {
+        let fixture: HandleFixture
+        let features: [Feature]
+        init(_ w: Workload) throws {
+            fixture = try HandleFixture(w)
+            features = zip(w.runtimeKeys, fixture.handles).map { Feature(name: $0 + " (feature)", enabled: $1) }
+        }
+        @inline(__always) func read(_ i: Int) -> Bool { features[i].enabled.value }
+        func publish(_ generation: Int) { fixture.publish(generation) }
+    }
+
+    /// Lower bound for the holding patterns: the handles in a raw buffer, read by index with no
+    /// bounds check and nothing between the loop and the handle (what the `Unmanaged` figure was
+    /// when handles were class instances).
+    final class HalyardHandleRawBuffer: ReadDesign, @unchecked Sendable {
+        let fixture: HandleFixture
+        let buffer: UnsafeMutablePointer<FlagHandle<Bool>>
+        init(_ w: Workload) throws {
+            fixture = try HandleFixture(w)
+            buffer = .allocate(capacity: fixture.handles.count)
+            buffer.initialize(from: fixture.handles, count: fixture.handles.count)
+        }
+        deinit { buffer.deallocate() }
+        @inline(__always) func read(_ i: Int) -> Bool { buffer[i].value }
+        func publish(_ generation: Int) { fixture.publish(generation) }
     }
 
     /// Control for the target cell: reads exactly like ``HalyardKeyedBool`` from one client, but

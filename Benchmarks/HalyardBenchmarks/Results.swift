@@ -17,7 +17,25 @@ struct BenchReport: Codable {
     var target: Target?
     /// Reads while a real client polls the loopback control plane every 10 ms (nil when not run).
     var polling: Polling?
+    /// Handle reads on 1 thread and on every core, same handles, paired rounds (nil when not run).
+    var handleScaling: [HandleScaling]? = nil
     var verdicts: [Verdict]
+
+    /// Per-thread cost of a handle holding pattern when every core reads the same handles,
+    /// relative to one thread: CPU time per read (thread CPU clock, so other programs on a
+    /// shared machine do not count) with `threads` readers over that with 1, per paired round.
+    struct HandleScaling: Codable {
+        var design: String
+        var threads: Int
+        var singleCPUNsPerRead: [Double]
+        var allCPUNsPerRead: [Double]
+        var cpuRatios: [Double]
+        /// Median of ``cpuRatios``: the figure the verdict uses.
+        var cpuRatio: Double
+        /// The same from wall-clock throughput (1-thread reads/s x threads / all-thread reads/s);
+        /// inflated whenever other programs hold cores.
+        var wallRatio: Double
+    }
 
     struct Machine: Codable {
         var cpuModel: String
@@ -72,6 +90,13 @@ struct BenchReport: Codable {
         var ratioQ3: Double
         var readsPerPass: Int
         var ratios: [Double]
+        /// The same from the reading thread's CPU time (CLOCK_THREAD_CPUTIME_ID) instead of wall
+        /// time: a preemption by another program on a shared machine does not count.
+        var cpuNsPerRead: Double? = nil
+        var boundCPUNsPerRead: Double? = nil
+        var cpuRatio: Double? = nil
+        var cpuRatioQ1: Double? = nil
+        var cpuRatioQ3: Double? = nil
     }
 
     struct Allocation: Codable {

@@ -45,6 +45,16 @@
         var reads = 0
         var checksum = 0
         var histogram = Histogram()
+        /// CPU time this thread spent in the pass (CLOCK_THREAD_CPUTIME_ID), in ns.
+        var cpuNs: UInt64 = 0
+    }
+
+    /// The calling thread's CPU time in ns: unlike wall time, it does not grow while other
+    /// programs on a shared machine hold the core.
+    func threadCPUNs() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
 
     /// What the publisher reports; written by its thread, read after it is joined.
@@ -61,19 +71,22 @@
 
     /// Times `count` reads on the calling thread from sequence position `start`.
     @inline(never)
-    func timedReads<D: ReadDesign>(_ d: D, _ seq: SequenceBuffer, start: Int, count: Int) -> (ns: UInt64, checksum: Int)
-    {
+    func timedReads<D: ReadDesign>(_ d: D, _ seq: SequenceBuffer, start: Int, count: Int) -> (
+        ns: UInt64, cpuNs: UInt64, checksum: Int
+    ) {
         let base = seq.base
         let mask = seq.mask
         var sum = 0
         var j = start
+        let c0 = threadCPUNs()
         let t0 = halyard_now_ns()
         for _ in 0..<count {
             sum &+= d.read(Int(base[j & mask])) ? 1 : 0
             j &+= 1
         }
         let t1 = halyard_now_ns()
-        return (t1 &- t0, blackHole(sum))
+        let c1 = threadCPUNs()
+        return (t1 &- t0, c1 &- c0, blackHole(sum))
     }
 
     /// Reads until `control.stop`, timing batches of `batch` reads into a histogram.
@@ -88,6 +101,7 @@
         var reads = 0
         var j = start
         control.arriveAndWait()
+        let cpu0 = threadCPUNs()
         var t0 = halyard_now_ns()
         while !control.stop.load(ordering: .relaxed) {
             for _ in 0..<batch {
@@ -99,6 +113,7 @@
             t0 = t1
             reads &+= batch
         }
+        slot.cpuNs = threadCPUNs() &- cpu0
         slot.reads = reads
         slot.checksum = blackHole(sum)
         slot.histogram = histogram
@@ -176,7 +191,7 @@
     /// A design with its loops, erased to closures.
     struct DesignRunner: Sendable {
         let info: DesignInfo
-        let timed: @Sendable (_ start: Int, _ count: Int) -> (ns: UInt64, checksum: Int)
+        let timed: @Sendable (_ start: Int, _ count: Int) -> (ns: UInt64, cpuNs: UInt64, checksum: Int)
         let reader: @Sendable (_ start: Int, _ batch: Int, _ control: PassControl, _ slot: ReaderSlot) -> Void
         let publish: @Sendable (Int) -> Void
 
@@ -205,6 +220,8 @@
         var maxLatenessNs: UInt64
         var realtimeError: Int32
         var publishDurations: Histogram
+        /// Reader CPU time per read (all readers' thread CPU time / all their reads), in ns.
+        var cpuNsPerRead: Double = .nan
     }
 
     /// Runs `threads` readers (and the publisher when `publisher`) for `durationNs`.
@@ -244,9 +261,11 @@
         let elapsed = t1 &- t0
         var histogram = Histogram()
         var reads = 0
+        var cpuNs: UInt64 = 0
         for s in slots {
             histogram.merge(s.histogram)
             reads += s.reads
+            cpuNs &+= s.cpuNs
         }
         let seconds = Double(elapsed) / 1e9
         return PassResult(
@@ -256,7 +275,8 @@
             lateWakeups: publisherSlot.lateWakeups,
             maxLatenessNs: publisherSlot.maxLatenessNs,
             realtimeError: publisherSlot.realtimeError,
-            publishDurations: publisherSlot.publishDurations
+            publishDurations: publisherSlot.publishDurations,
+            cpuNsPerRead: Double(cpuNs) / Double(max(reads, 1))
         )
     }
 #endif

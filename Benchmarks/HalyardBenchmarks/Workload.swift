@@ -49,6 +49,10 @@ struct Workload: Sendable {
         }
     }
 
+    /// The same keys built at run time (not literals): the 34 longer than 15 bytes are heap
+    /// strings with reference counts, as keys read from configuration would be.
+    var runtimeKeys: [String] { keys.map { String(decoding: Array($0.utf8), as: UTF8.self) } }
+
     func dictionary(_ set: Int) -> [String: Bool] {
         Dictionary(uniqueKeysWithValues: zip(keys, values[set]))
     }

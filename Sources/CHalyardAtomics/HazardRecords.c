@@ -34,6 +34,9 @@ static void hal_hazard_thread_exit(void *value) {
 
 static void hal_hazard_initialize_once(void) {
     pthread_key_create(&hal_hazard_key, hal_hazard_thread_exit);
+    // Read once, before any store exists: the mode never changes while readers run.
+    const char *mode = getenv("HALYARD_FENCE");
+    if (mode != 0 && strcmp(mode, "symmetric") == 0) return;
 #if defined(__linux__) && !defined(HAL_FORCE_SYMMETRIC_FENCES)
     // Register for expedited private membarrier; only when that succeeds may readers drop
     // their full fence. ThreadSanitizer does not model membarrier, but it does not model store
@@ -74,6 +77,20 @@ hal_hazard_record *hal_hazard_record_slow(void) {
     pthread_setspecific(hal_hazard_key, record);
     return record;
 }
+
+int hal_hazard_fence_mode(void) {
+    hal_hazard_initialize();
+    return __atomic_load_n(&hal_hazard_asymmetric, __ATOMIC_RELAXED);
+}
+
+hal_store_words *hal_store_words_allocate(void) {
+    void *memory = 0;
+    if (posix_memalign(&memory, 128, sizeof(hal_store_words)) != 0 || memory == 0) abort();
+    memset(memory, 0, sizeof(hal_store_words));
+    return (hal_store_words *)memory;
+}
+
+void hal_store_words_free(hal_store_words *words) { free(words); }
 
 bool hal_hazard_heavy_fence(void) {
 #if defined(__linux__)

@@ -54,4 +54,53 @@ import Testing
         #expect(client.handle("c", default: true).value == true)
         #expect(client.handle("c", default: true).detail.reason == .disabled)
     }
+
+    @Test func handlesForTheSameKeyAndTypeShareOneCache() throws {
+        let flags = try FlagClient(offlineValues: ["a": .bool(true), "n": .int(1)])
+        let a1 = flags.handle("a", default: false)
+        let a2 = flags.handle("a", default: true)
+        let n = flags.handle("n", default: 0)
+        let nd = flags.handle("n", default: 0.0)
+        #expect(a1.cache == a2.cache)
+        #expect(a1.cache != n.cache)
+        #expect(n.cache != nd.cache)  // same key, another type: another outcome
+        #expect(a1.key == "a")
+        #expect(a2.defaultValue == true)
+        // Making handles in a loop does not grow anything.
+        for _ in 0..<1000 { #expect(flags.handle("a", default: false).cache == a1.cache) }
+    }
+
+    @Test func aHandleOutlivingItsClientServesTheDefault() throws {
+        var flags: FlagClient? = try FlagClient(offlineValues: ["a": .bool(true), "s": .string("x")])
+        weak let weakFlags = flags
+        let a = try #require(flags).handle("a", default: false)
+        let s = try #require(flags).handle("s", default: "default")
+        #expect(a.value == true)
+        #expect(s.value == "x")
+        flags = nil
+        #expect(weakFlags == nil, "the handles keep their client alive")
+        #expect(a.value == false)
+        #expect(a.detail.errorCode == .providerNotReady)
+        #expect(s.value == "default")
+    }
+
+    /// Handles kept the ways applications keep them all read the same.
+    @Test func handlesReadTheSameWhereverTheyAreKept() throws {
+        final class Controller: Sendable {
+            let enabled: FlagHandle<Bool>
+            init(_ enabled: FlagHandle<Bool>) { self.enabled = enabled }
+        }
+        struct Feature {
+            let name: String
+            let enabled: FlagHandle<Bool>
+        }
+        let flags = try FlagClient(offlineValues: ["a": .bool(true)])
+        let handle = flags.handle("a", default: false)
+        let array = [handle, handle]
+        let controller = Controller(handle)
+        let feature = Feature(name: String(repeating: "f", count: 40), enabled: handle)
+        #expect(array[1].value && controller.enabled.value && feature.enabled.value)
+        try flags.setOfflineValues(["a": .bool(false)])
+        #expect(!array[1].value && !controller.enabled.value && !feature.enabled.value)
+    }
 }

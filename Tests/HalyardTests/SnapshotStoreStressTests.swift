@@ -35,9 +35,28 @@ import Testing
         group.wait()
     }
 
+    struct AcceptingTransport: FlagTransport {
+        func send(_ request: TransportRequest) async throws -> TransportResponse { TransportResponse(status: 202) }
+    }
+
+    /// A client whose reads record exposures (recorder on, no ticker, uploads accepted).
+    static func exposedClient() throws -> FlagClient {
+        let recorder = ExposureRecorder(
+            options: ExposureOptions(), clock: SystemClock(), transport: AcceptingTransport(),
+            endpoint: try #require(URL(string: "http://127.0.0.1:9")),
+            meta: ExposureMeta(sdk: "stress", version: "1", appId: "s", installId: "s"), startsTicker: false)
+        return FlagClient(mode: .online, exposureSink: recorder)
+    }
+
+    /// The fence mode this process runs (`HALYARD_FENCE`), for messages.
+    static var fenceMode: String { hal_hazard_fence_mode() == 1 ? "membarrier" : "symmetric" }
+
     @Test func readersNeverSeeTornOrOlderSnapshotsAndRetiredOnesAreFreed() throws {
         let counter = LiveCounter()
-        let client = FlagClient(mode: .online, exposureSink: nil)
+        // Exposures on: every new snapshot starts with empty slots (not inherited), so the first
+        // read of each flag in each snapshot takes the exposure slow path (retain, record outside
+        // the protection, release) while the publisher keeps retiring snapshots.
+        let client = try Self.exposedClient()
         client.store.publish(Self.snapshot(0, counter: counter, fingerprint: "a"))
         let stop = Locked(false)
         let failures = Locked([String]())
@@ -62,46 +81,116 @@ import Testing
                 stop.withLock { $0 = true }
                 return
             }
-            let handles = Self.keys.map { client.handle($0, default: -1) }
+            var handles = Self.keys.map { client.handle($0, default: -1) }
             var lastKeyed = 0
             var lastHandle = 0
             var iterations = 0
+            func fail(_ message: String) {
+                failures.withLock { $0.append("reader \(index) (\(Self.fenceMode)): \(message)") }
+            }
             while true {
                 iterations += 1
                 if iterations % 64 == 0, stop.withLock({ $0 }) { break }
-                // One protected read across all flags: all values must be equal.
-                let torn = client.store.withCurrent { snapshot -> Bool in
-                    guard let snapshot else { return true }
+                // One protected read across all flags: all values must be equal, and the
+                // snapshot must be alive (registered in the counter) from start to end.
+                let check = client.store.withCurrent { snapshot -> String? in
+                    guard let snapshot else { return "no snapshot" }
+                    let serial = snapshot.liveSerial
+                    guard counter.isLive(serial) else { return "snapshot freed while protected (at start)" }
                     let first = snapshot.entries[0].bits
-                    for i in 0..<snapshot.count where snapshot.entries[i].bits != first { return true }
-                    return false
+                    for i in 0..<snapshot.count where snapshot.entries[i].bits != first { return "torn" }
+                    guard counter.isLive(serial) else { return "snapshot freed while protected (at end)" }
+                    return nil
                 }
-                let keyed = client.int(Self.keys[iterations % Self.keys.count], default: -1)
-                let handled = handles[iterations % handles.count].value
-                let detail = client.intDetail(Self.keys[(iterations + 3) % Self.keys.count], default: -1)
-                if torn || keyed < lastKeyed || handled < lastHandle || keyed < 0 || handled < 0
-                    || detail.errorCode != nil
-                {
-                    failures.withLock {
-                        $0.append(
-                            "reader \(index): torn=\(torn) keyed=\(keyed)/\(lastKeyed) handle=\(handled)/\(lastHandle)")
-                    }
+                if let check {
+                    fail(check)
                     break
                 }
-                lastKeyed = keyed
-                lastHandle = handled
+                let key = iterations % Self.keys.count
+                // Keyed, handle, keyed on the same flag: k1 <= h <= k2 (SPEC §3).
+                let k1 = client.int(Self.keys[key], default: -1)
+                let h = handles[key].value
+                let k2 = client.int(Self.keys[key], default: -1)
+                let detail = client.intDetail(Self.keys[(iterations + 3) % Self.keys.count], default: -1)
+                if k1 < lastKeyed || h < lastHandle || k1 < 0 || h < 0 || detail.errorCode != nil
+                    || !(k1 <= h && h <= k2)
+                {
+                    fail("keyed=\(k1)/\(lastKeyed) handle=\(h)/\(lastHandle) k2=\(k2) detail=\(detail.value)")
+                    break
+                }
+                lastKeyed = k2
+                lastHandle = h
+                // Handles created and dropped while others read: a fresh handle must agree with
+                // the order too, and replaces the old one.
+                if iterations % 97 == 0 {
+                    let fresh = client.handle(Self.keys[key], default: -1)
+                    let value = fresh.value
+                    if value < h {
+                        fail("fresh handle \(value) < handle \(h)")
+                        break
+                    }
+                    handles[key] = fresh
+                    if client.handle("missing", default: -7).value != -7 {
+                        fail("missing flag served a value")
+                        break
+                    }
+                }
             }
         }
 
         #expect(failures.value.isEmpty, "\(failures.value.prefix(5))")
         #expect(published.value > 100)
         // Bounded: at most one retired snapshot per reading thread can wait, plus the current
-        // one and the one being built.
-        #expect(maxLive.value <= readerCount + 3, "max live \(maxLive.value)")
+        // one, the one being built, and one retained per reader by an exposure slow path.
+        #expect(maxLive.value <= 2 * readerCount + 3, "max live \(maxLive.value)")
         // Once readers have moved on, everything but the current snapshot is freed.
         #expect(client.store.reclaim() == 0)
         #expect(counter.value == 1)
     }
+
+    /// The live registry's own check, with nothing else in the protected read that could crash
+    /// on freed memory first: readers hold each protection for a while and then ask whether the
+    /// snapshot they protect (by the serial read at the start) is still registered. With the
+    /// hazard check removed from reclamation this fails with "freed while protected" instead of
+    /// crashing the runner (a mutant the plain live count could not see).
+    @Test func liveRegistrySeesASnapshotFreedWhileProtected() {
+        let counter = LiveCounter()
+        let store = SnapshotStore()
+        store.publish(Self.snapshot(0, counter: counter, fingerprint: "a"))
+        let stop = Locked(false)
+        let freed = Locked(0)
+        let readerCount = 4
+        Self.onThreads(readerCount + 1) { index in
+            if index == readerCount {
+                let start = Date()
+                var value = 0
+                while Date().timeIntervalSince(start) < 0.5 {
+                    value += 1
+                    store.publish(Self.snapshot(value, counter: counter, fingerprint: "a"))
+                }
+                stop.withLock { $0 = true }
+                return
+            }
+            var iterations = 0
+            while true {
+                iterations += 1
+                if iterations % 16 == 0, stop.withLock({ $0 }) { break }
+                let alive = store.withCurrentAddress { address -> Bool in
+                    guard let address else { return true }
+                    let serial = Unmanaged<Snapshot>.fromOpaque(address)._withUnsafeGuaranteedRef { $0.liveSerial }
+                    var spin = 0
+                    for i in 0..<2000 { spin &+= i }
+                    return Self.blackHole(spin) >= 0 && counter.isLive(serial)
+                }
+                if !alive { freed.withLock { $0 += 1 } }
+            }
+        }
+        #expect(freed.value == 0, "\(freed.value) snapshots freed while protected (\(Self.fenceMode))")
+        #expect(store.reclaim() == 0)
+        #expect(counter.value == 1)
+    }
+
+    @inline(never) static func blackHole(_ x: Int) -> Int { x }
 
     @Test func deferredPassFreesRetiredSnapshotsWithoutAnotherPublish() throws {
         let counter = LiveCounter()
@@ -140,5 +229,25 @@ import Testing
         let records = Int(hal_hazard_record_count())
         // 160 short-lived threads, at most ~8 alive at once (plus the test runner's threads).
         #expect(records < 64, "\(records) hazard records")
+    }
+
+    /// The deferred pass backs off: 20 ms, doubling, at most 1 s.
+    @Test func deferredPassBacksOff() {
+        var delays = [SnapshotStore.deferredPassDelays.first]
+        while delays.count < 10 { delays.append(SnapshotStore.nextDeferredDelay(after: delays.last ?? 0)) }
+        #expect(delays == [20, 40, 80, 160, 320, 640, 1000, 1000, 1000, 1000])
+    }
+
+    /// `HALYARD_FENCE` selects the fence mode once per process (CI runs this suite both ways).
+    @Test func fenceModeFollowsTheEnvironment() {
+        let requested = ProcessInfo.processInfo.environment["HALYARD_FENCE"]
+        let mode = hal_hazard_fence_mode()
+        if requested == "symmetric" {
+            #expect(mode == 0)
+        } else if requested == "membarrier" {
+            #if os(Linux)
+                #expect(mode == 1, "membarrier requested but not registered")
+            #endif
+        }
     }
 }

@@ -44,6 +44,32 @@ static inline bool hal_compare_exchange(hal_atomic_word *w, uintptr_t *expected,
 static inline uintptr_t hal_fetch_add(hal_atomic_word *w, uintptr_t delta) {
     return __atomic_fetch_add(&w->value, delta, __ATOMIC_RELAXED);
 }
+/// A 64-bit word accessed only atomically (fixed width on every platform, also where
+/// `uintptr_t` is 32 bits, e.g. watchOS arm64_32).
+typedef struct { uint64_t value; } hal_atomic_u64;
+
+static inline uint64_t hal_load_relaxed_u64(const hal_atomic_u64 *w) {
+    return __atomic_load_n(&w->value, __ATOMIC_RELAXED);
+}
+static inline void hal_store_relaxed_u64(hal_atomic_u64 *w, uint64_t v) {
+    __atomic_store_n(&w->value, v, __ATOMIC_RELAXED);
+}
+
+/// The two words every reader of a snapshot store loads: the current snapshot pointer and the
+/// generation. Each sits alone on its own 128-byte block (two cache lines: x86's adjacent-line
+/// prefetcher pairs lines) so no unrelated write, and not each other's, invalidates the line
+/// readers keep in their caches. Allocate with `hal_store_words_allocate`.
+typedef struct {
+    hal_atomic_word current;
+    char padding0[128 - sizeof(hal_atomic_word)];
+    hal_atomic_word generation;
+    char padding1[128 - sizeof(hal_atomic_word)];
+} hal_store_words;
+
+/// A zeroed, 128-byte aligned `hal_store_words` (aborts when out of memory). Free with `free`.
+hal_store_words *hal_store_words_allocate(void);
+void hal_store_words_free(hal_store_words *words);
+
 static inline void hal_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 static inline void hal_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
 static inline void hal_fence_seq_cst(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
@@ -59,13 +85,21 @@ typedef struct hal_hazard_record {
     char padding[128 - 3 * sizeof(uintptr_t)];
 } hal_hazard_record;
 
-/// 1 when the process-wide asymmetric heavy barrier (Linux membarrier) is available; then the
+/// 1 when the process-wide asymmetric heavy barrier (Linux membarrier) is in use; then the
 /// reader side needs only a compiler barrier. Set once by hal_hazard_initialize() before any
 /// store exists and never changed afterwards.
 extern int hal_hazard_asymmetric;
 
 /// Initializes the hazard domain (idempotent, thread-safe). Call before the first protect.
+///
+/// The fence mode is chosen here, once per process: the environment variable `HALYARD_FENCE`
+/// may be `symmetric` (a seq_cst fence on every read, the path Apple platforms run) or
+/// `membarrier` (the default on Linux: asymmetric fences; falls back to symmetric when the
+/// kernel refuses the registration). Tests use it to run the stress suites in both modes.
 void hal_hazard_initialize(void);
+
+/// The fence mode in use: 0 symmetric, 1 asymmetric (membarrier). Initializes the domain.
+int hal_hazard_fence_mode(void);
 
 /// The calling thread's record, taken from the free list or allocated on first use. The record
 /// returns to the free list when the thread exits.
@@ -106,6 +140,12 @@ static inline uintptr_t hal_hazard_protect(hal_hazard_record *record, const hal_
     }
 }
 
+/// Whether the record protects nothing now (debug builds check it before every protect: a
+/// thread must never protect twice, or the inner read's clear would end the outer protection).
+static inline bool hal_hazard_is_clear(const hal_hazard_record *record) {
+    return __atomic_load_n(&record->hazard, __ATOMIC_RELAXED) == 0;
+}
+
 /// Ends the protection started by hal_hazard_protect.
 static inline void hal_hazard_clear(hal_hazard_record *record) {
     __atomic_store_n(&record->hazard, 0, __ATOMIC_RELEASE);
@@ -131,13 +171,18 @@ intptr_t hal_hazard_record_count(void);
 /// value bits and the outcome. Written rarely (once per snapshot change, by whichever reader
 /// notices first), read on every handle read with plain loads. A seqlock: `seq` is odd while a
 /// writer is updating; readers retry (fall back to the slow path) when they see it move.
+/// Allocated once per (client, key, type), 64-byte aligned, and never freed (handles are plain
+/// values holding its address; see docs/architecture.md, "Handles").
 typedef struct {
     uintptr_t seq;
     uintptr_t generation;
     uint64_t bits;
     uintptr_t info;
-    uintptr_t exposed_until;   // coarse second until which this handle's exposure needs no record
-    const void *owner;         // the owning handle, unretained: lets slow paths start from the cache
+    /// Exposure mark: (coarse second until which no record is needed) << 32 | (low 32 bits of
+    /// the generation it was set for). Fixed 64 bits on every platform.
+    hal_atomic_u64 exposed_until;
+    /// The cache's owner (an immortal Swift object), unretained: slow paths start from it.
+    const void *owner;
 } hal_handle_cache;
 
 /// Reads a consistent (generation, bits, info) triple. Returns false when a writer is active or
@@ -157,10 +202,14 @@ static inline bool hal_handle_cache_read(const hal_handle_cache *cache, uintptr_
 
 /// Publishes a new resolution. When another writer holds the seqlock this returns without
 /// writing (the caller already has its answer; the next read retries the cache).
+///
+/// The compare-and-swap that takes the lock is acquire on success (C11: the data stores that
+/// follow may not move above it), then a release fence orders the odd `seq` before the data for
+/// readers; the closing store of the even `seq` is a release.
 static inline void hal_handle_cache_write(hal_handle_cache *cache, uintptr_t generation, uint64_t bits, uintptr_t info) {
     uintptr_t s = __atomic_load_n(&cache->seq, __ATOMIC_RELAXED);
     if ((s & 1) != 0) return;
-    if (!__atomic_compare_exchange_n(&cache->seq, &s, s + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    if (!__atomic_compare_exchange_n(&cache->seq, &s, s + 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return;
     __atomic_thread_fence(__ATOMIC_RELEASE);
     __atomic_store_n(&cache->generation, generation, __ATOMIC_RELAXED);
     __atomic_store_n(&cache->bits, bits, __ATOMIC_RELAXED);
@@ -168,11 +217,11 @@ static inline void hal_handle_cache_write(hal_handle_cache *cache, uintptr_t gen
     __atomic_store_n(&cache->seq, s + 2, __ATOMIC_RELEASE);
 }
 
-static inline uintptr_t hal_handle_exposed_until(const hal_handle_cache *cache) {
-    return __atomic_load_n(&cache->exposed_until, __ATOMIC_RELAXED);
+static inline uint64_t hal_handle_exposed_until(const hal_handle_cache *cache) {
+    return __atomic_load_n(&cache->exposed_until.value, __ATOMIC_RELAXED);
 }
-static inline void hal_handle_set_exposed_until(hal_handle_cache *cache, uintptr_t value) {
-    __atomic_store_n(&cache->exposed_until, value, __ATOMIC_RELAXED);
+static inline void hal_handle_set_exposed_until(hal_handle_cache *cache, uint64_t value) {
+    __atomic_store_n(&cache->exposed_until.value, value, __ATOMIC_RELAXED);
 }
 
 #if defined(__cplusplus)

@@ -35,6 +35,8 @@ public final class FlagClient: Sendable {
     package let readCounters: ReadCounters
     /// The online parts (sync, exposures, identity, status); nil offline. See OnlineSession.swift.
     package let sync: OnlineSession?
+    /// The handles' shared state, created with the first handle (FlagHandle.swift).
+    let handleDomainBox = Locked<HandleDomain?>(nil)
 
     /// Creates a client in offline mode: it serves `offlineValues` (reason `STATIC`), does no
     /// network or disk I/O, and is ready at once.

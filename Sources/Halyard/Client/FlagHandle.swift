@@ -11,50 +11,59 @@ import CHalyardAtomics
 /// tagged with the snapshot generation, and re-resolves lazily the first time it is read after
 /// a new snapshot (a refresh, an `identify`, new offline values) is published. It stays
 /// correct across swaps and context changes and may be shared by any number of threads.
-public final class FlagHandle<Value: FlagValue>: @unchecked Sendable {
-    /// The flag key this handle reads.
-    public var key: String { core.key }
+///
+/// A handle is a small value: the address of its cache, the address of the store's generation
+/// word, the address of the exposure clock, and the default. None of them is a reference, so
+/// keeping handles in an array, a `let` property, a global or a struct and reading them from
+/// many threads touches no reference count. The cache belongs to the client (one per key and
+/// type, shared by every handle for them) and is never freed, so a handle stays safe to read
+/// after its client is gone: it then serves the default. See docs/architecture.md, "Handles".
+public struct FlagHandle<Value: FlagValue>: @unchecked Sendable {
     /// The value served when the flag cannot be read as `Value`.
     public let defaultValue: Value
 
     // `@usableFromInline` because `value` is `@inlinable`: it is the measured hot path, and an
     // unspecialized generic getter called across modules costs ~10 ns instead of ~1.
-    @usableFromInline let core: HandleCore
     @usableFromInline let cache: UnsafeMutablePointer<hal_handle_cache>
     @usableFromInline let generationWord: UnsafePointer<hal_atomic_word>
-    @usableFromInline nonisolated(unsafe) let exposureClock: UnsafePointer<hal_atomic_word>?
+    @usableFromInline let exposureClock: UnsafePointer<hal_atomic_word>?
 
-    init(client: FlagClient, key: String, defaultValue: Value) {
+    init(_ slot: HandleSlot, defaultValue: Value) {
         self.defaultValue = defaultValue
-        core = HandleCore(client: client, key: key)
-        cache = core.cache
-        generationWord = client.store.generationPointer
-        exposureClock = client.exposureClock
+        cache = slot.cache
+        generationWord = slot.domain.generationWord
+        exposureClock = slot.domain.exposureClock
     }
+
+    /// The flag key this handle reads.
+    public var key: String { HandleSlot.from(cache)._withUnsafeGuaranteedRef { $0.key } }
 
     /// The flag's current value, or ``defaultValue`` (same rules as the keyed reads).
     @inlinable
     public var value: Value {
         let requested = Value._flagValueKind
         guard requested == .bool || requested == .int || requested == .double else {
-            return core.resolveValue(defaultValue)
+            return _halyardHandleEvaluation(cache, defaultValue).value
         }
-        // Scalars: a seqlock read of the cache, tagged with the store generation. Everything
-        // is loaded before any call, and the slow paths are non-generic functions of the cache
-        // pointer, so nothing here needs the handle itself to stay retained across a call.
+        // Scalars: a seqlock read of the cache, tagged with the store generation. Every field
+        // of `self` is a plain word (no reference count), and the slow paths are non-generic
+        // functions of the cache pointer.
         let cache = self.cache
-        let clock = exposureClock
-        let fallback = defaultValue
         let generation = hal_load_acquire(generationWord)
         var bits: UInt64 = 0
         var info: UInt = 0
         if !hal_handle_cache_read(cache, generation, &bits, &info) {
-            info = _halyardResolveHandle(cache, requested, &bits)
+            // Returned in registers, not through `&bits`: an address passed to an opaque call
+            // would keep `bits` in a stack slot on the fast path too, and that store/reload
+            // measured 2x slower whenever the slot 4K-aliased the cache line.
+            (bits, info) = _halyardResolveHandle(cache, requested)
         }
-        guard info & 0xFF == 1 /* ReadOutcome.success */ else { return fallback }
-        if let clock {
+        guard info & 0xFF == 1 /* ReadOutcome.success */ else { return defaultValue }
+        if let clock = exposureClock {
             let mark = hal_handle_exposed_until(cache)
-            if mark & 0xFFFF_FFFF != generation & 0xFFFF_FFFF || mark >> 32 <= hal_load_relaxed(clock) {
+            if mark & 0xFFFF_FFFF != UInt64(truncatingIfNeeded: generation) & 0xFFFF_FFFF
+                || mark >> 32 <= UInt64(hal_load_relaxed(clock))
+            {
                 _halyardRecordHandleExposure(cache, generation)
             }
         }
@@ -63,46 +72,91 @@ public final class FlagHandle<Value: FlagValue>: @unchecked Sendable {
 
     /// The full result of reading the flag now (same rules as the detail reads).
     public var detail: Evaluation<Value> {
-        core.client.evaluate(core.key, defaultValue)
+        _halyardHandleEvaluation(cache, defaultValue)
     }
 }
 
-/// The non-generic part of a handle: its key, client and cache (not API).
-///
-/// The cache's `owner` points back here (unretained) so the slow paths can start from the
-/// cache pointer alone.
-public final class HandleCore: @unchecked Sendable {
-    let key: String
-    let client: FlagClient
-    @usableFromInline let cache: UnsafeMutablePointer<hal_handle_cache>
+/// One client's handles: the addresses every handle copies, and one ``HandleSlot`` per
+/// (key, type). Created with the client's first handle and never freed (see ``HandleSlot``).
+final class HandleDomain: @unchecked Sendable {
+    /// The client, weakly: handles must not keep it alive. Written once, in `init`.
+    private(set) weak var client: FlagClient?
+    /// The store's generation word (kept by the store for as long as the process runs).
+    let generationWord: UnsafePointer<hal_atomic_word>
+    /// The exposure recorder's coarse clock word, or nil when reads record nothing.
+    let exposureClock: UnsafePointer<hal_atomic_word>?
+    /// Keeps the object that owns `exposureClock` alive (and nothing else of the recorder).
+    private let exposureClockOwner: AnyObject?
+    private let slots = Locked<[SlotKey: HandleSlot]>([:])
 
-    init(client: FlagClient, key: String) {
+    private struct SlotKey: Hashable {
+        var key: String
+        var kind: _FlagValueKind
+    }
+
+    init(client: FlagClient) {
         self.client = client
+        generationWord = client.store.shareGenerationWord()
+        exposureClock = client.exposureClock
+        exposureClockOwner = client.exposureClock == nil ? nil : client.exposureSink?.coarseClockOwner
+    }
+
+    /// The slot for (key, kind), created on first use.
+    func slot(_ key: String, _ kind: _FlagValueKind) -> HandleSlot {
+        slots.withLock { slots in
+            if let slot = slots[SlotKey(key: key, kind: kind)] { return slot }
+            let slot = HandleSlot(domain: self, key: key)
+            slots[SlotKey(key: key, kind: kind)] = slot
+            return slot
+        }
+    }
+}
+
+/// The shared state behind every handle of one (client, key, type): the seqlock cache and
+/// the key, for the slow paths.
+///
+/// Handles hold only the cache's address, never a reference, so nothing tells when the last
+/// one is gone: slots (and their domain) are immortal — one 64-byte cache and one small object
+/// per distinct key and type a client ever made a handle for. The cache's `owner` leads back
+/// here (unretained) so the slow paths can start from the cache pointer alone.
+final class HandleSlot: @unchecked Sendable {
+    let key: String
+    unowned(unsafe) let domain: HandleDomain
+    let cache: UnsafeMutablePointer<hal_handle_cache>
+
+    init(domain: HandleDomain, key: String) {
+        self.domain = domain
         self.key = key
-        cache = .allocate(capacity: 1)
-        cache.initialize(to: hal_handle_cache(seq: 0, generation: 0, bits: 0, info: 0, exposed_until: 0, owner: nil))
+        let raw = UnsafeMutableRawPointer.allocate(
+            byteCount: MemoryLayout<hal_handle_cache>.stride, alignment: 64)
+        cache = raw.bindMemory(to: hal_handle_cache.self, capacity: 1)
+        cache.initialize(
+            to: hal_handle_cache(
+                seq: 0, generation: 0, bits: 0, info: 0, exposed_until: hal_atomic_u64(value: 0), owner: nil))
+        // Immortal: the domain's table keeps the slot, and the domain itself is leaked below.
         cache.pointee.owner = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
     }
 
-    deinit { cache.deallocate() }
-
-    static func from(_ cache: UnsafeMutablePointer<hal_handle_cache>) -> Unmanaged<HandleCore> {
-        Unmanaged<HandleCore>.fromOpaque(cache.pointee.owner!)
+    static func from(_ cache: UnsafeMutablePointer<hal_handle_cache>) -> Unmanaged<HandleSlot> {
+        Unmanaged<HandleSlot>.fromOpaque(cache.pointee.owner!)
     }
 
     /// Resolves against the current snapshot, refreshes the cache, and returns the info word
-    /// (outcome | index << 8); `bits` receives the scalar bits.
+    /// (outcome | index << 8); `bits` receives the scalar bits. Only lookup and copy-out run
+    /// under the protection.
     func resolve(_ requested: _FlagValueKind, _ bits: inout UInt64) -> UInt {
+        // The client is gone: serve the default and leave the cache alone.
+        guard let client = domain.client else { return UInt(ReadOutcome.notReady.rawValue) }
         let key = self.key
         let cache = self.cache
-        let client = self.client
+        let exposures = client.exposureClock != nil
         var resolvedBits: UInt64 = 0
         let info = client.store.withCurrent { snapshot -> UInt in
             guard let snapshot else {
                 hal_handle_cache_write(cache, 0, 0, UInt(ReadOutcome.notReady.rawValue))
                 return UInt(ReadOutcome.notReady.rawValue)
             }
-            let generation = UInt(snapshot.generation)
+            let generation = UInt(truncatingIfNeeded: snapshot.generation)
             guard let index = snapshot.index(of: key) else {
                 hal_handle_cache_write(cache, generation, 0, UInt(ReadOutcome.flagNotFound.rawValue))
                 return UInt(ReadOutcome.flagNotFound.rawValue)
@@ -112,11 +166,11 @@ public final class HandleCore: @unchecked Sendable {
             resolvedBits = entry.bits(as: requested)
             let info = UInt(outcome.rawValue) | UInt(index) << 8
             hal_handle_cache_write(cache, generation, resolvedBits, info)
-            if outcome == .success && client.exposureClock != nil {
+            if outcome == .success && exposures {
                 // Start from the snapshot's slot (inherited across swaps while the variant is
                 // unchanged), tagged with this generation; the read then checks it as usual.
-                let deadline = hal_load_relaxed(snapshot.exposureSlots + index)
-                hal_handle_set_exposed_until(cache, deadline << 32 | (generation & 0xFFFF_FFFF))
+                let deadline = UInt64(hal_load_relaxed(snapshot.exposureSlots + index))
+                hal_handle_set_exposed_until(cache, Self.mark(deadline, generation))
             }
             return info
         }
@@ -124,45 +178,74 @@ public final class HandleCore: @unchecked Sendable {
         return info
     }
 
-    /// Records the exposure for the snapshot at `generation` and refreshes the handle's mark.
+    /// The handle's exposure mark: the deadline in the high 32 bits, the generation's low 32.
+    static func mark(_ deadline: UInt64, _ generation: UInt) -> UInt64 {
+        deadline << 32 | UInt64(truncatingIfNeeded: generation) & 0xFFFF_FFFF
+    }
+
+    /// Records the exposure for the snapshot at `generation` (when it is still the current one)
+    /// and refreshes the handle's mark. The recorder (a lock, the injected clock) is called
+    /// after the protection ends, with the snapshot retained for the slot store.
     func recordExposure(generation: UInt) {
+        guard let client = domain.client else { return }
         let key = self.key
         let cache = self.cache
-        let client = self.client
-        client.store.withCurrent { snapshot in
-            guard let snapshot, UInt(snapshot.generation) == generation, let index = snapshot.index(of: key) else {
-                return
+        let clock = client.exposureClock
+        var pending: UnsafeMutableRawPointer?
+        let index = client.store.withCurrent { snapshot -> Int in
+            guard let snapshot, UInt(truncatingIfNeeded: snapshot.generation) == generation,
+                let index = snapshot.index(of: key)
+            else { return -1 }
+            let deadline = hal_load_relaxed(snapshot.exposureSlots + index)
+            if let clock, deadline <= hal_load_relaxed(clock) {
+                pending = Unmanaged.passRetained(snapshot).toOpaque()
+            } else {
+                // Exposed already by another read in this window: only the mark is stale.
+                hal_handle_set_exposed_until(cache, Self.mark(UInt64(deadline), generation))
             }
-            client.exposeIfNeeded(snapshot, index)
-            hal_handle_set_exposed_until(
-                cache, hal_load_relaxed(snapshot.exposureSlots + index) << 32 | (generation & 0xFFFF_FFFF))
+            return index
         }
+        guard let pending, index >= 0 else { return }
+        let deadline = client.recordRetainedExposure(pending, index)
+        hal_handle_set_exposed_until(cache, Self.mark(UInt64(deadline), generation))
     }
 
-    /// String and JSON handles: a keyed read (their values are not cached as bits).
-    @usableFromInline
-    func resolveValue<Value: FlagValue>(_ defaultValue: Value) -> Value {
-        client.evaluate(key, defaultValue).value
+    /// `handle.detail`, and `value` for String and JSON handles: a keyed read.
+    func evaluate<Value: FlagValue>(_ defaultValue: Value) -> Evaluation<Value> {
+        guard let client = domain.client else {
+            return Evaluation(
+                key: key, value: defaultValue, reason: .error, errorCode: .providerNotReady,
+                errorMessage: "the client of this handle no longer exists")
+        }
+        return client.evaluate(key, defaultValue)
     }
 }
 
-// The slow paths of `FlagHandle.value`, as non-generic functions of the cache pointer.
-// `releasenone`: they never release an object their caller can see (they only balance retains
-// of snapshot data they copy), so a caller holding the handle at +0 need not retain it around
-// the call.
+// The slow paths of `FlagHandle.value`, as functions of the cache pointer. A handle holds no
+// reference, so its callers have nothing to retain around these calls.
 
 /// Not API.
-@usableFromInline @inline(never) @_effects(releasenone)
+@usableFromInline @inline(never)
 func _halyardResolveHandle(
-    _ cache: UnsafeMutablePointer<hal_handle_cache>, _ requested: _FlagValueKind, _ bits: inout UInt64
-) -> UInt {
-    HandleCore.from(cache)._withUnsafeGuaranteedRef { $0.resolve(requested, &bits) }
+    _ cache: UnsafeMutablePointer<hal_handle_cache>, _ requested: _FlagValueKind
+) -> (bits: UInt64, info: UInt) {
+    var bits: UInt64 = 0
+    let info = HandleSlot.from(cache)._withUnsafeGuaranteedRef { $0.resolve(requested, &bits) }
+    return (bits, info)
 }
 
 /// Not API.
-@usableFromInline @inline(never) @_effects(releasenone)
+@usableFromInline @inline(never)
 func _halyardRecordHandleExposure(_ cache: UnsafeMutablePointer<hal_handle_cache>, _ generation: UInt) {
-    HandleCore.from(cache)._withUnsafeGuaranteedRef { $0.recordExposure(generation: generation) }
+    HandleSlot.from(cache)._withUnsafeGuaranteedRef { $0.recordExposure(generation: generation) }
+}
+
+/// Not API.
+@usableFromInline
+func _halyardHandleEvaluation<Value: FlagValue>(
+    _ cache: UnsafeMutablePointer<hal_handle_cache>, _ defaultValue: Value
+) -> Evaluation<Value> {
+    HandleSlot.from(cache)._withUnsafeGuaranteedRef { $0.evaluate(defaultValue) }
 }
 
 extension FlagClient {
@@ -172,9 +255,23 @@ extension FlagClient {
     /// let maxItems = flags.handle("max.items", default: 3)
     /// let limit = maxItems.value
     /// ```
+    ///
+    /// Handles for the same key and type share one cache; making many is cheap and bounded.
     public func handle<Value: FlagValue>(_ key: String, default defaultValue: Value) -> FlagHandle<Value> {
-        let handle = FlagHandle(client: self, key: key, defaultValue: defaultValue)
+        let handle = FlagHandle(handleDomain.slot(key, Value._flagValueKind), defaultValue: defaultValue)
         _ = handle.value
         return handle
+    }
+
+    /// The client's handle domain, created (and made immortal) with the first handle.
+    var handleDomain: HandleDomain {
+        handleDomainBox.withLock { box in
+            if let domain = box { return domain }
+            let domain = HandleDomain(client: self)
+            // Leaked on purpose: handles hold the addresses of its caches (see HandleSlot).
+            _ = Unmanaged.passRetained(domain)
+            box = domain
+            return domain
+        }
     }
 }

@@ -11,7 +11,20 @@ package protocol ExposureSink: AnyObject, Sendable {
     var recordsReads: Bool { get }
     /// The word holding the coarse current time in whole seconds (read with one relaxed load).
     var coarseClockWord: UnsafePointer<hal_atomic_word> { get }
+    /// The object that owns ``coarseClockWord``. Handles keep it alive (and only it) for as
+    /// long as the process runs, since they hold the word's address and may outlive the sink.
+    var coarseClockOwner: AnyObject { get }
     /// Records (or de-duplicates, or samples out) one exposure. Returns the coarse second until
     /// which the same (key, variant, context) needs no further call.
     func recordExposure(key: String, variant: String?, reason: EvaluationReason, contextFingerprint: String) -> UInt32
+}
+
+extension ExposureSink {
+    /// By default the sink owns its clock word.
+    package var coarseClockOwner: AnyObject { self }
+}
+
+extension ExposureRecorder {
+    /// The recorder's coarse clock owns the word; handles keep only it alive, not the recorder.
+    package var coarseClockOwner: AnyObject { coarseClock }
 }

@@ -61,6 +61,8 @@ package final class Snapshot: @unchecked Sendable {
     /// Exposure fast-path slots, one per flag: coarse second until which no record is needed.
     let exposureSlots: UnsafeMutablePointer<hal_atomic_word>
     private let liveCounter: LiveCounter?
+    /// This snapshot's serial number in its ``LiveCounter`` (0 without one).
+    package let liveSerial: UInt
 
     /// Builds a snapshot from flags with unique keys (the OFREP decoder is the one place that
     /// de-duplicates; offline values come from a dictionary). Online snapshots are built by
@@ -90,7 +92,7 @@ package final class Snapshot: @unchecked Sendable {
                 to: Detail(variant: flag.variant, reason: flag.reason, metadata: flag.metadata))
         }
         self.liveCounter = liveCounter
-        liveCounter?.increment()
+        liveSerial = liveCounter?.register() ?? 0
     }
 
     deinit {
@@ -100,7 +102,7 @@ package final class Snapshot: @unchecked Sendable {
         details.deinitialize(count: flags.count)
         details.deallocate()
         exposureSlots.deallocate()
-        liveCounter?.decrement()
+        liveCounter?.unregister(liveSerial)
     }
 
     /// The number of flags.
@@ -141,15 +143,43 @@ package final class Snapshot: @unchecked Sendable {
     }
 }
 
-/// Counts live objects; tests use it to prove every replaced snapshot is freed.
+/// Counts live objects and remembers which ones are alive; tests use it to prove every replaced
+/// snapshot is freed, and that none is freed while a reader still uses it.
+///
+/// Each registered object gets a serial number; `isLive(serial)` is answered from a table of
+/// atomic words (no lock), so a reader can ask it from inside a protected read. The table has
+/// 4,096 entries: two objects alive at once must not have serials 4,096 apart, far more than
+/// any test keeps alive.
 package final class LiveCounter: @unchecked Sendable {
-    private let word = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 1)
+    private static let tableSize = 4096
+    private let word = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 2)
+    private let table = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: LiveCounter.tableSize)
 
-    package init() { word.initialize(to: hal_atomic_word(value: 0)) }
-    deinit { word.deallocate() }
+    package init() {
+        word.initialize(repeating: hal_atomic_word(value: 0), count: 2)
+        table.initialize(repeating: hal_atomic_word(value: 0), count: Self.tableSize)
+    }
+    deinit {
+        word.deallocate()
+        table.deallocate()
+    }
 
-    package func increment() { _ = hal_fetch_add(word, 1) }
-    package func decrement() { _ = hal_fetch_add(word, UInt.max) }
+    /// Counts a new object and returns its serial (never 0).
+    package func register() -> UInt {
+        let serial = hal_fetch_add(word + 1, 1) + 1
+        hal_store_release(table + Int(serial % UInt(Self.tableSize)), serial)
+        _ = hal_fetch_add(word, 1)
+        return serial
+    }
+    /// Counts an object's end.
+    package func unregister(_ serial: UInt) {
+        hal_store_release(table + Int(serial % UInt(Self.tableSize)), 0)
+        _ = hal_fetch_add(word, UInt.max)
+    }
+    /// Whether the object with `serial` is still alive.
+    package func isLive(_ serial: UInt) -> Bool {
+        serial != 0 && hal_load_acquire(table + Int(serial % UInt(Self.tableSize))) == serial
+    }
     /// The number of live objects now.
     package var value: Int { Int(bitPattern: hal_load_acquire(word)) }
 }

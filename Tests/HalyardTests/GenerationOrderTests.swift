@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+@testable import Halyard
+
+/// SPEC §3: a thread that reads the same flag with a keyed read and then with a handle (or the
+/// reverse) never sees an older value after a newer one.
+@Suite(.serialized) struct GenerationOrderTests {
+    static func snapshot(_ value: Int) -> Snapshot {
+        Snapshot(flags: [ServedFlag(key: "n", value: .int(Int64(value)))], source: .network)
+    }
+
+    /// Deterministic: reads made on the publishing thread between the two stores of a publish
+    /// (the store's test hook) must be ordered keyed ≤ handle ≤ keyed.
+    @Test func readsBetweenThePublishStoresAreOrdered() {
+        let client = FlagClient(mode: .online, exposureSink: nil)
+        client.store.publish(Self.snapshot(1))
+        let handle = client.handle("n", default: -1)
+        #expect(handle.value == 1)
+        let seen = Locked<[Int]>([])
+        client.store.setTestHookBetweenStores {
+            let k1 = client.int("n", default: -1)
+            let h = handle.value
+            let k2 = client.int("n", default: -1)
+            seen.withLock { $0 = [k1, h, k2] }
+        }
+        client.store.publish(Self.snapshot(2))
+        client.store.setTestHookBetweenStores(nil)
+        let triple = seen.value
+        #expect(triple.count == 3)
+        if triple.count == 3 {
+            #expect(triple[0] <= triple[1] && triple[1] <= triple[2], "keyed, handle, keyed = \(triple)")
+        }
+        #expect(handle.value == 2)
+        #expect(client.int("n", default: -1) == 2)
+    }
+
+    /// Statistical: reader threads check `k1 <= h <= k2` on every triple while a publisher
+    /// publishes increasing values as fast as it can.
+    @Test func keyedHandleKeyedTriplesNeverGoBackInTime() {
+        let client = FlagClient(mode: .online, exposureSink: nil)
+        client.store.publish(Self.snapshot(0))
+        let stop = Locked(false)
+        let failures = Locked([String]())
+        let triples = Locked(0)
+        let readers = 3
+        let group = DispatchGroup()
+        for index in 0...readers {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                if index == readers {
+                    let start = Date()
+                    var value = 0
+                    while Date().timeIntervalSince(start) < 1.0 {
+                        value += 1
+                        client.store.publish(Self.snapshot(value))
+                    }
+                    stop.withLock { $0 = true }
+                    return
+                }
+                let handle = client.handle("n", default: -1)
+                var count = 0
+                while true {
+                    count += 1
+                    if count % 256 == 0, stop.withLock({ $0 }) { break }
+                    let k1 = client.int("n", default: -1)
+                    let h = handle.value
+                    let k2 = client.int("n", default: -1)
+                    if !(k1 <= h && h <= k2) {
+                        failures.withLock { $0.append("reader \(index): k1=\(k1) h=\(h) k2=\(k2)") }
+                        break
+                    }
+                }
+                triples.withLock { $0 += count }
+            }.start()
+        }
+        #expect(group.wait(timeout: .now() + 60) == .success, "readers did not finish within 60 s")
+        #expect(failures.value.isEmpty, "\(failures.value.prefix(5)) of \(triples.value) triples")
+        #expect(triples.value > 1000)
+    }
+}
