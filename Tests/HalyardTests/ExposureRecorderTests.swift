@@ -319,7 +319,7 @@ final class ScriptedExposureTransport: FlagTransport, Sendable {
     /// Issue 14: the ticker runs only while there is work. Once the batch is sent and the
     /// de-duplication window handed to the read has ended, nothing sleeps on the clock; the next
     /// exposure starts it again.
-    @Test func tickerGoesQuietWhenIdleAndRestarts() async {
+    @Test func tickerGoesQuietWhenIdleAndRestarts() async throws {
         let transport = ScriptedExposureTransport()
         let clock = ManualClock()
         let r = Self.recorder(transport, clock: clock, ticker: true) {
@@ -327,12 +327,12 @@ final class ScriptedExposureTransport: FlagTransport, Sendable {
             $0.flushInterval = .seconds(1)
         }
         r.recordExposure(key: "k", variant: "on", reason: .split, contextFingerprint: Self.fp)
-        #expect(await eventually { clock.sleeperCount == 1 })
+        try await Wait.until("the ticker to start") { clock.sleeperCount == 1 }
         var ticks = 0
         while clock.sleeperCount > 0, ticks < 20 {
             clock.advance(by: .seconds(1))
             ticks += 1
-            _ = await eventually(1) {
+            try await Wait.until("tick \(ticks) to re-arm the ticker or end with the batch sent") {
                 clock.sleeperCount == 1 || transport.requests.count == 1 && r.counters.pending == 0
             }
             try? await Task.sleep(for: .milliseconds(5))
@@ -341,7 +341,7 @@ final class ScriptedExposureTransport: FlagTransport, Sendable {
         #expect(ticks <= 6)
         #expect(r.counters.sent == 1)
         r.recordExposure(key: "k2", variant: "on", reason: .split, contextFingerprint: Self.fp)
-        #expect(await eventually { clock.sleeperCount == 1 }, "the ticker did not restart")
+        try await Wait.until("the ticker to restart with the next exposure") { clock.sleeperCount == 1 }
         r.close()
     }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Halyard
+import HalyardTesting
 
 /// A wait in a test that did not end in time. Thrown, so the test stops at the wait and Swift
 /// Testing records the message; the rest of the run goes on.
