@@ -61,6 +61,13 @@ decremented and the fault removed at 0. Fields:
     {"action": "drip",     "interval": 0.2, "chunks": 50}  # the 200 body (never 304), a piece per interval
     {"action": "gzip"}                                # the 200 body (never 304), gzip-compressed
     {"action": "pass"}                                # answer normally (counts as a fault slot)
+    {"action": "gzipbomb", "inflatedBytes": 1073741824, "layers": 1}
+                                                      # 200, Content-Encoding: gzip, a body of ~1/1000
+                                                      # of inflatedBytes that inflates to that many
+                                                      # zero bytes (see gzip_bomb below); layers 2
+                                                      # gzips that body once more (a client that
+                                                      # decodes the declared encoding still holds
+                                                      # a gzip stream)
 
 Every fault also accepts ``"path"``, ``"count"``, ``"headers"`` (added to the answer) and
 ``"delay"`` (seconds to wait before acting).
@@ -79,6 +86,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 EVALUATE_PATH = "/ofrep/v1/evaluate/flags"
@@ -133,6 +141,31 @@ class State:
                     spec.loader.exec_module(module)
                     self.exposure_module = module
             return self.exposure_module
+
+
+# -- gzip bomb (transport tests: the response limit must hold on the inflated size) ----------
+
+_BOMBS = {}
+
+
+def gzip_bomb(inflated_bytes, chunk=1 << 20):
+    """A gzip member inflating to ``inflated_bytes`` (rounded down to whole MiB) zero bytes.
+
+    Built without compressing the whole output: one MiB of zeros is deflated once and ended with
+    a full flush (byte-aligned, no back-reference across it), so the same segment can be
+    repeated; a final empty block and the CRC-32/size trailer close the member. Cached by size."""
+    if inflated_bytes not in _BOMBS:
+        zeros = bytes(chunk)
+        compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+        segment = compressor.compress(zeros) + compressor.flush(zlib.Z_FULL_FLUSH)
+        count = max(1, inflated_bytes // chunk)
+        crc = 0
+        for _ in range(count):
+            crc = zlib.crc32(zeros, crc)
+        header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+        trailer = struct.pack("<II", crc, (count * chunk) & 0xFFFFFFFF)
+        _BOMBS[inflated_bytes] = header + segment * count + b"\x03\x00" + trailer
+    return _BOMBS[inflated_bytes]
 
 
 def flag_set_for(flags, context):
@@ -352,6 +385,13 @@ class Handler(BaseHTTPRequestHandler):
             if action == "malformed":
                 payload = fault.get("body", '{"flags": [')
                 self.send(200, payload.encode() if isinstance(payload, str) else bytes(payload), extra)
+                return True
+            if action == "gzipbomb":
+                payload = gzip_bomb(int(fault.get("inflatedBytes", 1 << 30)))
+                for _ in range(1, int(fault.get("layers", 1))):
+                    payload = gzip.compress(payload)
+                extra["Content-Encoding"] = "gzip"
+                self.send(200, payload, extra)
                 return True
             if action == "oversize":
                 size = int(fault.get("bytes", 9 * 1024 * 1024))

@@ -319,7 +319,7 @@ import Testing
         let request = TransportRequest(
             url: server.baseURL.appendingPathComponent("v1/exposures"),
             headers: ["Content-Type": "application/json", "Content-Encoding": "gzip", "Idempotency-Key": "batch-1"],
-            body: HTTPBodyGzip.deflate(Data(document.utf8)), timeout: .seconds(5))
+            body: Gzip.compress(Data(document.utf8)), timeout: .seconds(5))
         let transport = URLSessionTransport()
         let faulted = try await transport.send(request)
         #expect(faulted.status == 503)
