@@ -2,7 +2,9 @@
 """Loopback OFREP control plane for Halyard's integration tests (Python standard library only).
 
 Usage:
-    python3 server.py [--flags FILE] [--exposure-path /v1/exposures]
+    python3 server.py [--flags FILE] [--exposure-path /v1/exposures] [--tls-cert PEM --tls-key PEM]
+
+With ``--tls-cert``/``--tls-key`` the server speaks HTTPS only (transport TLS tests).
 
 Binds 127.0.0.1 on a free port and prints one line, ``PORT <n>``, on stdout once it is listening.
 Stops on SIGTERM/SIGINT or when stdin is closed (so a crashed test run does not leave it behind).
@@ -421,6 +423,9 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # The default listen backlog (5) drops SYNs when a client opens many connections at once
+    # (CurlTransport with 64 requests in flight): each drop costs a 1 s retransmit.
+    request_queue_size = 128
 
     def handle_error(self, request, client_address):  # resets and client hang-ups are expected
         pass
@@ -430,6 +435,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--flags", help="flag-set JSON file")
     parser.add_argument("--exposure-path", default="/v1/exposures")
+    parser.add_argument("--tls-cert", help="PEM certificate: serve HTTPS (with --tls-key)")
+    parser.add_argument("--tls-key", help="PEM private key for --tls-cert")
     args = parser.parse_args()
     flags = {"default": []}
     if args.flags:
@@ -437,6 +444,12 @@ def main():
             flags = json.load(f)
     server = Server(("127.0.0.1", 0), Handler)
     server.state = State(flags, args.exposure_path)
+    if args.tls_cert:
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        # A failed handshake (an untrusting client) raises in accept(), which socketserver ignores.
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
 
     def watch_stdin():

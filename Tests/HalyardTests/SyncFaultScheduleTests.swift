@@ -57,11 +57,12 @@ import Testing
         }
     }
 
-    @Test func thousandRequestFaultSchedule() async throws {
+    @Test(arguments: TransportKind.available)
+    func thousandRequestFaultSchedule(kind: TransportKind) async throws {
         let server = try ControlPlaneServer(flags: Self.flagSet(version: 1))
         defer { server.stop() }
         let clock = ManualClock()
-        let transport = RecordingTransport(URLSessionTransport(), clock: clock)
+        let transport = RecordingTransport(kind.make(), clock: clock)
         var options = FlagClientOptions(baseURL: server.baseURL, key: "cli-schedule")
         options.transport = transport
         options.clock = clock

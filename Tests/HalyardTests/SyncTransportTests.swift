@@ -4,7 +4,8 @@ import Testing
 
 @testable import Halyard
 
-/// URLSessionTransport's error mapping against the loopback server, install ids, and fitting.
+/// The transports' error mapping against the loopback server (each transport), install ids, and
+/// fitting.
 @Suite(.serialized) struct SyncTransportTests {
     static func request(_ server: ControlPlaneServer, timeout: Duration = .seconds(2), limit: Int = 1 << 20)
         -> TransportRequest
@@ -16,10 +17,11 @@ import Testing
             timeout: timeout, maxResponseBytes: limit)
     }
 
-    @Test func errorMapping() async throws {
+    @Test(arguments: TransportKind.available)
+    func errorMapping(kind: TransportKind) async throws {
         let server = try ControlPlaneServer(flags: ["default": [["key": "a", "value": 1]]])
         defer { server.stop() }
-        let transport = URLSessionTransport()
+        let transport = kind.make()
 
         let ok = try await transport.send(Self.request(server))
         #expect(ok.status == 200)

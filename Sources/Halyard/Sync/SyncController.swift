@@ -11,7 +11,7 @@ import Foundation
 package final class SyncController: Sendable {
     /// The options the client was created with.
     package let options: FlagClientOptions
-    /// The transport in use (``FlagClientOptions/transport`` or a ``URLSessionTransport``).
+    /// The transport in use (``FlagClientOptions/transport`` or the platform default).
     package let transport: any FlagTransport
     /// The clock in use.
     package let clock: any HalyardClock
@@ -30,7 +30,7 @@ package final class SyncController: Sendable {
 
     package init(options: FlagClientOptions, store: SnapshotStore) {
         self.options = options
-        let transport = options.transport ?? URLSessionTransport()
+        let transport = options.transport ?? makeDefaultTransport()
         self.transport = transport
         clock = options.clock
         installID = options.installIDStorage.resolve()
