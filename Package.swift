@@ -9,7 +9,8 @@ import PackageDescription
 //   Sources/CZlib              zlib through a system-library target (Debian: zlib1g-dev)
 //   Sources/CCurl              libcurl through a system-library target, Linux only (Debian: libcurl4-openssl-dev)
 //   Sources/HalyardTesting     an in-memory control plane for application tests (SPEC §10)
-//   Benchmarks/                the read-latency harness (`swift run -c release halyard-bench`)
+//   Benchmarks/                the read-latency harness (`swift run -c release halyard-bench`) and the
+//                              others (`halyard-bench-*`, e.g. `halyard-bench-transport`)
 //   Fuzz/                      libFuzzer harnesses, in a package of their own (see docs/fuzzing.md)
 let package = Package(
     name: "Halyard",
@@ -20,6 +21,7 @@ let package = Package(
         .executable(name: "halyard-bench", targets: ["HalyardBenchmarks"]),
         .executable(name: "halyard-bench-context", targets: ["ContextBenchmarks"]),
         .executable(name: "halyard-bench-exposures", targets: ["ExposureBenchmarks"]),
+        .executable(name: "halyard-bench-transport", targets: ["TransportBenchmarks"]),
     ],
     targets: [
         .target(name: "CHalyardAtomics"),
@@ -48,6 +50,11 @@ let package = Package(
             dependencies: ["Halyard"],
             path: "Benchmarks/ExposureBenchmarks",
             swiftSettings: [.unsafeFlags(["-Ounchecked"])]
+        ),
+        .executableTarget(
+            name: "TransportBenchmarks",
+            dependencies: ["Halyard"],
+            path: "Benchmarks/TransportBenchmarks"
         ),
         .testTarget(name: "HalyardTests", dependencies: ["Halyard", "HalyardTesting", "CHalyardAtomics"]),
     ],
