@@ -41,6 +41,18 @@ import Testing
             try await transport.send(Self.request(server, limit: 10_000))
         }
 
+        // Content-Encoding: gzip is decoded, the header is kept, and the limit holds on the
+        // decoded size (2 KiB on the wire, 2 MiB decoded).
+        try await server.script([["action": "gzipbomb", "inflatedBytes": 2 << 20]])
+        let inflated = try await transport.send(Self.request(server, limit: 4 << 20))
+        #expect(inflated.status == 200)
+        #expect(inflated.header("Content-Encoding") == "gzip")
+        #expect(inflated.body == Data(count: 2 << 20))
+        try await server.script([["action": "gzipbomb", "inflatedBytes": 2 << 20]])
+        await #expect(throws: TransportError.responseTooLarge(limit: 1 << 20)) {
+            try await transport.send(Self.request(server, limit: 1 << 20))
+        }
+
         try await server.script([["action": "status", "status": 503, "headers": ["Retry-After": "7"], "body": "busy"]])
         let busy = try await transport.send(Self.request(server))
         #expect(busy.status == 503)

@@ -33,7 +33,7 @@ import Testing
         // The limit is 4 MiB; the inflated bomb is 1 GiB. Other suites run in parallel, so leave
         // them room: the old double inflate grew the peak by more than 1 GiB.
         print(
-            "gzip bomb: peak resident growth \(growth >> 10) KiB, before \(before >> 10) KiB, peak \(peak >> 10) KiB, reset \(reset)"
+            "gzip bomb (\(kind.rawValue)): peak resident growth \(growth >> 10) KiB, before \(before >> 10) KiB, peak \(peak >> 10) KiB, reset \(reset)"
         )
         #expect(growth < 192 << 20, "peak resident memory grew by \(growth >> 20) MiB (reset: \(reset))")
     }
