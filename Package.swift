@@ -7,8 +7,10 @@ import PackageDescription
 //   Sources/Halyard            the library (Values, Context, Snapshot, Sync, Exposure, Cache, Client)
 //   Sources/CHalyardAtomics    C11 atomics and the hazard-pointer records used by the snapshot store
 //   Sources/CZlib              zlib through a system-library target (Debian: zlib1g-dev)
+//   Sources/CCurl              libcurl through a system-library target, Linux only (Debian: libcurl4-openssl-dev)
 //   Sources/HalyardTesting     an in-memory control plane for application tests (SPEC §10)
-//   Benchmarks/                the read-latency harness (`swift run -c release halyard-bench`)
+//   Benchmarks/                the read-latency harness (`swift run -c release halyard-bench`) and the
+//                              others (`halyard-bench-*`, e.g. `halyard-bench-transport`)
 //   Fuzz/                      libFuzzer harnesses, in a package of their own (see docs/fuzzing.md)
 let package = Package(
     name: "Halyard",
@@ -19,13 +21,15 @@ let package = Package(
         .executable(name: "halyard-bench", targets: ["HalyardBenchmarks"]),
         .executable(name: "halyard-bench-context", targets: ["ContextBenchmarks"]),
         .executable(name: "halyard-bench-exposures", targets: ["ExposureBenchmarks"]),
+        .executable(name: "halyard-bench-transport", targets: ["TransportBenchmarks"]),
     ],
     targets: [
         .target(name: "CHalyardAtomics"),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(
             name: "Halyard",
-            dependencies: ["CHalyardAtomics", "CZlib"]
+            dependencies: ["CHalyardAtomics", "CZlib", .target(name: "CCurl", condition: .when(platforms: [.linux]))]
         ),
         .target(name: "HalyardTesting", dependencies: ["Halyard"]),
         .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
@@ -46,6 +50,11 @@ let package = Package(
             dependencies: ["Halyard"],
             path: "Benchmarks/ExposureBenchmarks",
             swiftSettings: [.unsafeFlags(["-Ounchecked"])]
+        ),
+        .executableTarget(
+            name: "TransportBenchmarks",
+            dependencies: ["Halyard"],
+            path: "Benchmarks/TransportBenchmarks"
         ),
         .testTarget(name: "HalyardTests", dependencies: ["Halyard", "HalyardTesting", "CHalyardAtomics"]),
     ],

@@ -2,7 +2,9 @@
 """Loopback OFREP control plane for Halyard's integration tests (Python standard library only).
 
 Usage:
-    python3 server.py [--flags FILE] [--exposure-path /v1/exposures]
+    python3 server.py [--flags FILE] [--exposure-path /v1/exposures] [--tls-cert PEM --tls-key PEM]
+
+With ``--tls-cert``/``--tls-key`` the server speaks HTTPS only (transport TLS tests).
 
 Binds 127.0.0.1 on a free port and prints one line, ``PORT <n>``, on stdout once it is listening.
 Stops on SIGTERM/SIGINT or when stdin is closed (so a crashed test run does not leave it behind).
@@ -61,6 +63,13 @@ decremented and the fault removed at 0. Fields:
     {"action": "drip",     "interval": 0.2, "chunks": 50}  # the 200 body (never 304), a piece per interval
     {"action": "gzip"}                                # the 200 body (never 304), gzip-compressed
     {"action": "pass"}                                # answer normally (counts as a fault slot)
+    {"action": "gzipbomb", "inflatedBytes": 1073741824, "layers": 1}
+                                                      # 200, Content-Encoding: gzip, a body of ~1/1000
+                                                      # of inflatedBytes that inflates to that many
+                                                      # zero bytes (see gzip_bomb below); layers 2
+                                                      # gzips that body once more (a client that
+                                                      # decodes the declared encoding still holds
+                                                      # a gzip stream)
 
 Every fault also accepts ``"path"``, ``"count"``, ``"headers"`` (added to the answer) and
 ``"delay"`` (seconds to wait before acting). On the exposure path, ``"process": true`` with
@@ -81,6 +90,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 EVALUATE_PATH = "/ofrep/v1/evaluate/flags"
@@ -135,6 +145,31 @@ class State:
                     spec.loader.exec_module(module)
                     self.exposure_module = module
             return self.exposure_module
+
+
+# -- gzip bomb (transport tests: the response limit must hold on the inflated size) ----------
+
+_BOMBS = {}
+
+
+def gzip_bomb(inflated_bytes, chunk=1 << 20):
+    """A gzip member inflating to ``inflated_bytes`` (rounded down to whole MiB) zero bytes.
+
+    Built without compressing the whole output: one MiB of zeros is deflated once and ended with
+    a full flush (byte-aligned, no back-reference across it), so the same segment can be
+    repeated; a final empty block and the CRC-32/size trailer close the member. Cached by size."""
+    if inflated_bytes not in _BOMBS:
+        zeros = bytes(chunk)
+        compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+        segment = compressor.compress(zeros) + compressor.flush(zlib.Z_FULL_FLUSH)
+        count = max(1, inflated_bytes // chunk)
+        crc = 0
+        for _ in range(count):
+            crc = zlib.crc32(zeros, crc)
+        header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+        trailer = struct.pack("<II", crc, (count * chunk) & 0xFFFFFFFF)
+        _BOMBS[inflated_bytes] = header + segment * count + b"\x03\x00" + trailer
+    return _BOMBS[inflated_bytes]
 
 
 def flag_set_for(flags, context):
@@ -360,6 +395,13 @@ class Handler(BaseHTTPRequestHandler):
                 payload = fault.get("body", '{"flags": [')
                 self.send(200, payload.encode() if isinstance(payload, str) else bytes(payload), extra)
                 return True
+            if action == "gzipbomb":
+                payload = gzip_bomb(int(fault.get("inflatedBytes", 1 << 30)))
+                for _ in range(1, int(fault.get("layers", 1))):
+                    payload = gzip.compress(payload)
+                extra["Content-Encoding"] = "gzip"
+                self.send(200, payload, extra)
+                return True
             if action == "oversize":
                 size = int(fault.get("bytes", 9 * 1024 * 1024))
                 filler = b'{"flags": [], "padding": "' + b"x" * max(0, size - 30) + b'"}'
@@ -388,6 +430,9 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # The default listen backlog (5) drops SYNs when a client opens many connections at once
+    # (CurlTransport with 64 requests in flight): each drop costs a 1 s retransmit.
+    request_queue_size = 128
 
     def handle_error(self, request, client_address):  # resets and client hang-ups are expected
         pass
@@ -397,6 +442,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--flags", help="flag-set JSON file")
     parser.add_argument("--exposure-path", default="/v1/exposures")
+    parser.add_argument("--tls-cert", help="PEM certificate: serve HTTPS (with --tls-key)")
+    parser.add_argument("--tls-key", help="PEM private key for --tls-cert")
     args = parser.parse_args()
     flags = {"default": []}
     if args.flags:
@@ -404,6 +451,12 @@ def main():
             flags = json.load(f)
     server = Server(("127.0.0.1", 0), Handler)
     server.state = State(flags, args.exposure_path)
+    if args.tls_cert:
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        # A failed handshake (an untrusting client) raises in accept(), which socketserver ignores.
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
 
     def watch_stdin():

@@ -4,8 +4,9 @@ import Testing
 
 @testable import Halyard
 
-/// End to end through the loopback Python control plane (server.py) with injected
-/// failures. Waits use a ManualClock (advanced by each flush's `retryAfter`), so only the real
+/// End to end through the loopback Python control plane (server.py) with injected failures,
+/// through each production transport. Waits use a ManualClock (advanced by each flush's
+/// `retryAfter`), so only the real
 /// network exchanges and the injected timeouts take time.
 @Suite(.serialized) struct ExposureIntegrationTests {
     static let meta = ExposureMeta(sdk: "halyard-swift", version: "0.1.0", appId: "it", installId: "install-it")
@@ -39,7 +40,8 @@ import Testing
         "\(fp)|\(key)|\(variant ?? "<nil>")"
     }
 
-    @Test func hundredThousandExposuresThroughInjectedFailuresAddUp() async throws {
+    @Test(arguments: TransportKind.available)
+    func hundredThousandExposuresThroughInjectedFailuresAddUp(kind: TransportKind) async throws {
         let server = try ExposureServer.start()
         defer { server.stop() }
         let clock = ManualClock()
@@ -48,7 +50,7 @@ import Testing
             options: Self.options {
                 $0.sampleRate = rate; $0.capacity = 20_000
             },
-            clock: clock, transport: LoopbackTransport(), endpoint: server.baseURL, meta: Self.meta,
+            clock: clock, transport: kind.make(), endpoint: server.baseURL, meta: Self.meta,
             headers: ["Authorization": "Bearer test-key"], startsTicker: false)
 
         // One fault per upload request, in order; {} is a normal answer.
@@ -118,7 +120,8 @@ import Testing
         #expect((report["rejected"] as? [Any])?.isEmpty == true, "\(report["rejected"] ?? "")")
     }
 
-    @Test func outageOverflowDropsOldestAndRejectionDrops() async throws {
+    @Test(arguments: TransportKind.available)
+    func outageOverflowDropsOldestAndRejectionDrops(kind: TransportKind) async throws {
         let server = try ExposureServer.start()
         defer { server.stop() }
         let clock = ManualClock()
@@ -126,7 +129,7 @@ import Testing
             options: Self.options {
                 $0.capacity = 2_000; $0.batchSize = 500
             },
-            clock: clock, transport: LoopbackTransport(), endpoint: server.baseURL, meta: Self.meta,
+            clock: clock, transport: kind.make(), endpoint: server.baseURL, meta: Self.meta,
             headers: [:], startsTicker: false)
         try await server.addFaults(Array(repeating: ["status": 503], count: 3) + [["status": 400]])
         // While the server fails, 5,000 distinct exposures arrive: only the newest 2,000 fit.

@@ -28,7 +28,7 @@ final class ScriptedExposureTransport: FlagTransport, Sendable {
 
     /// The events of one upload, decoded by the independent path (zlib inflate + Foundation JSON).
     static func events(of request: TransportRequest) -> [[String: Any]] {
-        guard let json = GzipDecompressor.decompress([UInt8](request.body)),
+        guard let json = try? Gzip.inflate([UInt8](request.body)),
             let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
             let events = object["events"] as? [[String: Any]]
         else { return [] }
@@ -101,7 +101,7 @@ final class ScriptedExposureTransport: FlagTransport, Sendable {
         #expect(request.headers["Content-Type"] == "application/json")
         #expect(request.headers["Authorization"] == "Bearer secret")
         #expect((request.headers["Idempotency-Key"] ?? "").count > 4)
-        let json = try #require(GzipDecompressor.decompress([UInt8](request.body)))
+        let json = try #require(try? Gzip.inflate([UInt8](request.body)))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any])
         let meta = try #require(object["meta"] as? [String: String])
         #expect(meta == ["sdk": "halyard-swift", "version": "0.1.0", "appId": "app-1", "installId": "inst-1"])

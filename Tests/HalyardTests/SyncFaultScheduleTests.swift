@@ -58,11 +58,12 @@ import Testing
         }
     }
 
-    @Test func thousandRequestFaultSchedule() async throws {
+    @Test(arguments: TransportKind.available)
+    func thousandRequestFaultSchedule(kind: TransportKind) async throws {
         let server = try ControlPlaneServer(flags: Self.flagSet(version: 1))
         defer { server.stop() }
         let clock = ManualClock()
-        let transport = RecordingTransport(URLSessionTransport(), clock: clock)
+        let transport = RecordingTransport(kind.make(), clock: clock)
         var options = SyncHarness.options(
             server: server, clock: clock, transport: transport, key: "cli-schedule", installID: "install-schedule")
         options.requestTimeout = .milliseconds(500)

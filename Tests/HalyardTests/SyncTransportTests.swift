@@ -4,7 +4,8 @@ import Testing
 
 @testable import Halyard
 
-/// URLSessionTransport's error mapping against the loopback server, install ids, and fitting.
+/// The transports' error mapping against the loopback server (each transport), install ids, and
+/// fitting.
 @Suite(.serialized) struct SyncTransportTests {
     static func request(_ server: ControlPlaneServer, timeout: Duration = .seconds(2), limit: Int = 1 << 20)
         -> TransportRequest
@@ -16,10 +17,11 @@ import Testing
             timeout: timeout, maxResponseBytes: limit)
     }
 
-    @Test func errorMapping() async throws {
+    @Test(arguments: TransportKind.available)
+    func errorMapping(kind: TransportKind) async throws {
         let server = try ControlPlaneServer(flags: ["default": [["key": "a", "value": 1]]])
         defer { server.stop() }
-        let transport = URLSessionTransport()
+        let transport = kind.make()
 
         let ok = try await transport.send(Self.request(server))
         #expect(ok.status == 200)
@@ -37,6 +39,18 @@ import Testing
         try await server.script([["action": "oversize", "bytes": 50_000, "declareLength": false]])
         await #expect(throws: TransportError.responseTooLarge(limit: 10_000)) {
             try await transport.send(Self.request(server, limit: 10_000))
+        }
+
+        // Content-Encoding: gzip is decoded, the header is kept, and the limit holds on the
+        // decoded size (2 KiB on the wire, 2 MiB decoded).
+        try await server.script([["action": "gzipbomb", "inflatedBytes": 2 << 20]])
+        let inflated = try await transport.send(Self.request(server, limit: 4 << 20))
+        #expect(inflated.status == 200)
+        #expect(inflated.header("Content-Encoding") == "gzip")
+        #expect(inflated.body == Data(count: 2 << 20))
+        try await server.script([["action": "gzipbomb", "inflatedBytes": 2 << 20]])
+        await #expect(throws: TransportError.responseTooLarge(limit: 1 << 20)) {
+            try await transport.send(Self.request(server, limit: 1 << 20))
         }
 
         try await server.script([["action": "status", "status": 503, "headers": ["Retry-After": "7"], "body": "busy"]])
@@ -61,11 +75,11 @@ import Testing
 
     @Test func gzipInflationRespectsTheLimit() throws {
         let big = Data(repeating: 0x61, count: 100_000)
-        let packed = HTTPBodyGzip.deflate(big)
+        let packed = Gzip.compress(big)
         #expect(packed.count < 1_000)
-        #expect(HTTPBodyGzip.inflate(packed, limit: 200_000) == big)
-        #expect(HTTPBodyGzip.inflate(packed, limit: 50_000) == nil)
-        #expect(HTTPBodyGzip.inflate(Data("not gzip".utf8), limit: 0) == nil)
+        #expect(try Gzip.inflate(packed, limit: 200_000) == big)
+        #expect(throws: GzipError.tooLarge(limit: 50_000)) { try Gzip.inflate(packed, limit: 50_000) }
+        #expect(throws: GzipError.invalid) { try Gzip.inflate(Data("not gzip".utf8), limit: 0) }
     }
 
     @Test func fileInstallIDIsPersisted() throws {

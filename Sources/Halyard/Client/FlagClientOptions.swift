@@ -67,7 +67,9 @@ public struct FlagClientOptions: Sendable {
     public var cacheDirectory: URL? = nil
     /// Receives log messages; *default* `nil` (silent).
     public var logHandler: HalyardLogHandler? = nil
-    /// How HTTP is sent; *default* `nil` = a ``URLSessionTransport`` (ephemeral, no URL cache).
+    /// How HTTP is sent; *default* `nil` = ``CurlTransport`` on Linux, ``URLSessionTransport``
+    /// (ephemeral, no URL cache) on Apple platforms. `URLSessionTransport()` selects URLSession on
+    /// Linux too.
     public var transport: (any FlagTransport)? = nil
     /// The clock for polling, backoff, `Retry-After` and staleness; *default* ``SystemClock``.
     public var clock: any HalyardClock = SystemClock()

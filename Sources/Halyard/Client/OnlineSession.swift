@@ -31,7 +31,7 @@ package final class OnlineSession: Sendable {
     init(options: FlagClientOptions, store: SnapshotStore, readCounters: ReadCounters) {
         self.options = options
         lifecycle = Locked(Lifecycle(context: options.initialContext))
-        let transport = options.transport ?? URLSessionTransport()
+        let transport = options.transport ?? makeDefaultTransport()
         self.transport = transport
         let identity = ClientIdentity(
             baseURL: options.baseURL, key: options.key, appID: options.appID,

@@ -199,7 +199,7 @@ package enum OFREPWire {
 
     /// Inflates a gzip body, nil when it is invalid or inflates beyond `limit` bytes.
     package static func gunzip(_ body: Data, limit: Int = 16 << 20) -> Data? {
-        HTTPBodyGzip.inflate(body, limit: limit)
+        try? Gzip.inflate(body, limit: limit)
     }
 
     /// Parses a JSON body (a request's `{"context": ...}`), nil when it is not JSON.

@@ -1,4 +1,3 @@
-import CZlib
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -71,11 +70,14 @@ public final class URLSessionTransport: FlagTransport, Sendable {
         if encoding?.contains("gzip") == true, body.count >= 2, body[body.startIndex] == 0x1f,
             body[body.startIndex + 1] == 0x8b
         {
-            guard let inflated = HTTPBodyGzip.inflate(body, limit: limit) else {
-                throw limit > 0 && HTTPBodyGzip.wouldExceed(body, limit: limit)
-                    ? TransportError.responseTooLarge(limit: limit) : TransportError.network("invalid gzip body")
+            // One bounded pass: it stops at the limit and says why it failed.
+            do {
+                body = try Gzip.inflate(body, limit: limit)
+            } catch .tooLarge {
+                throw TransportError.responseTooLarge(limit: limit)
+            } catch {
+                throw TransportError.network("invalid gzip body")
             }
-            body = inflated
         }
         return TransportResponse(status: response.statusCode, headers: headers, body: body)
     }
@@ -196,73 +198,5 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     private static func describe(_ error: any Error) -> String {
         if let urlError = error as? URLError { return "URLError \(urlError.code.rawValue)" }
         return String(describing: type(of: error))
-    }
-}
-
-/// zlib inflation of gzip bodies with an output limit.
-enum HTTPBodyGzip {
-    /// Inflates a gzip (or zlib) body; `nil` when it is invalid or inflates beyond `limit` bytes
-    /// (`limit <= 0` means unlimited).
-    static func inflate(_ input: Data, limit: Int) -> Data? {
-        var stream = z_stream()
-        guard inflateInit2_(&stream, 15 + 32, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            return nil
-        }
-        defer { inflateEnd(&stream) }
-        var output = Data()
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        var input = input
-        let ok: Bool = input.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) -> Bool in
-            guard let base = raw.bindMemory(to: Bytef.self).baseAddress else { return false }
-            stream.next_in = base
-            stream.avail_in = UInt32(raw.count)
-            while true {
-                let status: Int32 = buffer.withUnsafeMutableBufferPointer { out in
-                    stream.next_out = out.baseAddress
-                    stream.avail_out = UInt32(out.count)
-                    return CZlib.inflate(&stream, Z_NO_FLUSH)
-                }
-                let produced = buffer.count - Int(stream.avail_out)
-                output.append(contentsOf: buffer[0..<produced])
-                if limit > 0, output.count > limit { return false }
-                if status == Z_STREAM_END { return true }
-                if status != Z_OK { return false }
-                if stream.avail_in == 0 && produced == 0 { return false }
-            }
-        }
-        return ok ? output : nil
-    }
-
-    /// Whether inflating `input` produces more than `limit` bytes (used to tell the error apart).
-    static func wouldExceed(_ input: Data, limit: Int) -> Bool {
-        inflate(input, limit: 0).map { $0.count > limit } ?? false
-    }
-
-    /// Compresses with a gzip wrapper (tests and the in-memory control plane).
-    static func deflate(_ input: Data) -> Data {
-        var stream = z_stream()
-        guard
-            deflateInit2_(
-                &stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
-                Int32(MemoryLayout<z_stream>.size)) == Z_OK
-        else { return Data() }
-        defer { deflateEnd(&stream) }
-        var output = Data()
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        var input = input
-        input.withUnsafeMutableBytes { (raw: UnsafeMutableRawBufferPointer) in
-            stream.next_in = raw.bindMemory(to: Bytef.self).baseAddress
-            stream.avail_in = UInt32(raw.count)
-            while true {
-                let status: Int32 = buffer.withUnsafeMutableBufferPointer { out in
-                    stream.next_out = out.baseAddress
-                    stream.avail_out = UInt32(out.count)
-                    return CZlib.deflate(&stream, Z_FINISH)
-                }
-                output.append(contentsOf: buffer[0..<(buffer.count - Int(stream.avail_out))])
-                if status == Z_STREAM_END || status != Z_OK { break }
-            }
-        }
-        return output
     }
 }

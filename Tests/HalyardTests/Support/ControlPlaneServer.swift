@@ -29,8 +29,12 @@ final class ControlPlaneServer: @unchecked Sendable {
         var description: String
     }
 
-    /// Starts the server with `flags` (the flag-set document: `default`, `contexts`, `metadata`).
-    init(flags: [String: Any] = ["default": []], exposurePath: String? = nil) throws {
+    /// Starts the server with `flags` (the flag-set document: `default`, `contexts`, `metadata`);
+    /// with `tls` (PEM files) it serves HTTPS only (the admin helpers then need a trusting client).
+    init(
+        flags: [String: Any] = ["default": []], exposurePath: String? = nil,
+        tls: (certificate: String, key: String)? = nil
+    ) throws {
         let flagsFile = FileManager.default.temporaryDirectory.appendingPathComponent(
             "halyard-flags-\(UUID().uuidString).json")
         try JSONSerialization.data(withJSONObject: flags).write(to: flagsFile)
@@ -38,6 +42,7 @@ final class ControlPlaneServer: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         var arguments = ["python3", Self.scriptPath, "--flags", flagsFile.path]
         if let exposurePath { arguments += ["--exposure-path", exposurePath] }
+        if let tls { arguments += ["--tls-cert", tls.certificate, "--tls-key", tls.key] }
         process.arguments = arguments
         let stdout = Pipe()
         stdin = Pipe()
@@ -59,7 +64,7 @@ final class ControlPlaneServer: @unchecked Sendable {
             throw LaunchError(description: "control plane did not start: \(text)")
         }
         self.port = port
-        baseURL = URL(string: "http://127.0.0.1:\(port)")!
+        baseURL = URL(string: "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)")!
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         session = URLSession(configuration: configuration)

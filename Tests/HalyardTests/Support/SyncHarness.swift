@@ -5,7 +5,7 @@ import Testing
 @testable import Halyard
 
 /// The shared setup of the sync integration tests: the loopback control plane (server.py), a
-/// manual clock, a recording transport over the real `URLSessionTransport`, and an online client.
+/// manual clock, a recording transport over a real transport (`URLSessionTransport` unless the test picks one), and an online client.
 struct SyncHarness {
     let server: ControlPlaneServer
     let clock: ManualClock
@@ -61,12 +61,13 @@ struct SyncHarness {
         flags: [String: Any] = defaultFlags,
         context: EvaluationContext = .anonymous,
         startFaults: [[String: Any]] = [],
+        transport kind: TransportKind = .urlSession,
         configure: (inout FlagClientOptions) -> Void = { _ in }
     ) async throws -> SyncHarness {
         let server = try ControlPlaneServer(flags: flags)
         if !startFaults.isEmpty { try await server.script(startFaults) }
         let clock = ManualClock()
-        let transport = RecordingTransport(URLSessionTransport(), clock: clock)
+        let transport = RecordingTransport(kind.make(), clock: clock)
         var options = Self.options(server: server, clock: clock, transport: transport)
         options.appID = "app-1"
         options.initialContext = context

@@ -61,4 +61,4 @@ extension ManualClock {
 }
 
 /// Gzip-compresses test bodies.
-func gzipForTest(_ data: Data) -> Data { HTTPBodyGzip.deflate(data) }
+func gzipForTest(_ data: Data) -> Data { Gzip.compress(data) }

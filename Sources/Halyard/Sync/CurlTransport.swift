@@ -1,0 +1,51 @@
+#if canImport(CCurl)
+    import CCurl
+    import Foundation
+
+    /// The default ``FlagTransport`` on Linux: libcurl, with one `curl_multi` driven by one thread
+    /// for all the requests of the process (see `docs/protocol.md`, "Transports").
+    ///
+    /// - Connections are reused across requests and clients (one connection cache per process);
+    ///   HTTP/2 is used when a TLS server offers it. TLS peer and host verification are on.
+    /// - ``TransportRequest/timeout`` is a total deadline (connect to last byte) →
+    ///   ``TransportError/timedOut``. Task cancellation removes the transfer at once →
+    ///   ``TransportError/cancelled``.
+    /// - `Accept-Encoding: gzip` is sent unless the request names its own; a
+    ///   `Content-Encoding: gzip` body is inflated as it arrives, and
+    ///   ``TransportRequest/maxResponseBytes`` holds on the received and on the inflated size as
+    ///   bytes arrive (a `Content-Length` above it is refused before any body byte) →
+    ///   ``TransportError/responseTooLarge(limit:)``. Nothing is ever inflated past the limit.
+    /// - Response headers are returned by lowercased name (repeated fields joined with `, `).
+    ///
+    /// The transport itself holds no connection or thread: creating many is cheap, and the
+    /// shared driver thread exits when no request has been in flight for a second.
+    public final class CurlTransport: FlagTransport, Sendable {
+        /// A PEM file of certificate authorities to trust instead of the system's, or `nil`.
+        public let trustedCAFile: String?
+
+        /// Creates a transport.
+        /// - Parameter trustedCAFile: a PEM file of certificate authorities to trust *instead of*
+        ///   the system store (for a private control plane or a test server with its own CA);
+        ///   `nil` (the default) trusts the system store. Verification is never turned off.
+        public init(trustedCAFile: String? = nil) {
+            self.trustedCAFile = trustedCAFile
+        }
+
+        /// Sends one request; see the type's documentation for the error mapping.
+        public func send(_ request: TransportRequest) async throws -> TransportResponse {
+            guard let exchange = CurlExchange(request, trustedCAFile: trustedCAFile) else {
+                throw TransportError.network("curl_easy_init failed")
+            }
+            let multi = CurlMulti.shared
+            let outcome = await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    exchange.attach(continuation)
+                    if !exchange.isFinished { multi.add(exchange) }
+                }
+            } onCancel: {
+                if exchange.finish(.failure(.cancelled)) { multi.remove(exchange) }
+            }
+            return try outcome.get()
+        }
+    }
+#endif

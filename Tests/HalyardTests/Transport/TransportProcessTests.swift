@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+
+@testable import Halyard
+
+/// Process-wide proofs for the Linux transport: resident memory stays flat over 20,000 requests,
+/// and 300 clients created and closed leave no thread and no memory behind.
+///
+/// They read process-wide figures (`/proc/self/status`, `/proc/self/task`), which other suites
+/// running in parallel would disturb, so they run only when `HALYARD_PROCESS_TESTS=1`, alone:
+/// `HALYARD_PROCESS_TESTS=1 swift test --skip-build --filter TransportProcessTests` (a step of
+/// `.ci/run`; well under two minutes).
+@Suite(
+    .serialized,
+    .enabled(
+        if: ProcessInfo.processInfo.environment["HALYARD_PROCESS_TESTS"] == "1",
+        "process-wide measurements: run alone with HALYARD_PROCESS_TESTS=1"))
+struct TransportProcessTests {
+    static var flags: [String: Any] { ["default": [["key": "a", "value": true, "reason": "STATIC"]]] }
+
+    /// Sends `count` requests, `concurrency` at a time, each expecting a 200.
+    static func send(_ count: Int, concurrency: Int, _ transport: any FlagTransport, _ request: TransportRequest)
+        async throws
+    {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<concurrency {
+                let share = count / concurrency + (worker < count % concurrency ? 1 : 0)
+                group.addTask {
+                    for _ in 0..<share {
+                        let response = try await transport.send(request)
+                        guard response.status == 200 else { throw TransportError.network("status \(response.status)") }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test(arguments: TransportKind.available)
+    func twentyThousandRequestsKeepResidentMemoryFlat(kind: TransportKind) async throws {
+        let server = try ControlPlaneServer(flags: Self.flags)
+        defer { server.stop() }
+        let transport = kind.make()
+        let request = SyncTransportTests.request(server, timeout: .seconds(10))
+        try await Self.send(2_000, concurrency: 4, transport, request)
+        let early = try #require(ProcessProbe.residentBytes)
+        try await Self.send(18_000, concurrency: 4, transport, request)
+        let late = try #require(ProcessProbe.residentBytes)
+        let growth = late - early
+        print("\(kind.rawValue): resident \(early >> 10) KiB after 2,000 requests, \(late >> 10) KiB after 20,000")
+        if kind == .urlSession {
+            // FoundationNetworking keeps ~190 bytes per request (issue 15): recorded, not required.
+            withKnownIssue("URLSession on Linux grows per request", isIntermittent: true) {
+                #expect(growth < 256 << 10, "URLSession: resident memory grew by \(growth >> 10) KiB")
+            }
+        } else {
+            #expect(growth < 256 << 10, "resident memory grew by \(growth >> 10) KiB over 18,000 requests")
+        }
+    }
+
+    /// A client on the platform's default transport (`kind == nil`) or on `kind`.
+    static func makeClient(_ server: ControlPlaneServer, _ kind: TransportKind?) throws -> FlagClient {
+        var options = FlagClientOptions(baseURL: server.baseURL, key: "process-test")
+        if let kind { options.transport = kind.make() }
+        options.installIDStorage = .fixed("install-process")
+        options.pollInterval = .zero
+        options.exposures.enabled = false
+        return try FlagClient(options: options)
+    }
+
+    /// Waits (real time, bounded) until the thread count is back to `limit` or below.
+    static func threadsSettle(atMost limit: Int, seconds: Double = 15) async -> Int {
+        let deadline = Date().addingTimeInterval(seconds)
+        var count = ProcessProbe.threadCount ?? .max
+        while count > limit, Date() < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+            count = ProcessProbe.threadCount ?? .max
+        }
+        return count
+    }
+
+    /// The default transport (curl on Linux) must leave nothing; URLSession is measured too, as a
+    /// known issue.
+    @Test(arguments: [nil] + TransportKind.available.filter { $0 == .urlSession })
+    func threeHundredClientsCreatedAndClosedLeaveNoThreadsAndNoMemory(kind: TransportKind?) async throws {
+        let server = try ControlPlaneServer(flags: Self.flags)
+        defer { server.stop() }
+        // Warm-up: the cooperative pool, Foundation, libcurl's caches and the shared driver exist.
+        for _ in 0..<30 {
+            let client = try Self.makeClient(server, kind)
+            #expect(await client.ready(timeout: .seconds(5)))
+            client.close()
+        }
+        try await Task.sleep(for: .seconds(2))  // let the driver thread's idle linger pass
+        let threadsBefore = try #require(ProcessProbe.threadCount)
+        let residentBefore = try #require(ProcessProbe.residentBytes)
+        for _ in 0..<300 {
+            let client = try Self.makeClient(server, kind)
+            #expect(await client.ready(timeout: .seconds(5)))
+            #expect(client.bool("a", default: false))
+            client.close()
+        }
+        let threadsAfter = await Self.threadsSettle(atMost: threadsBefore)
+        let residentAfter = try #require(ProcessProbe.residentBytes)
+        let growth = residentAfter - residentBefore
+        let name = kind?.rawValue ?? "default"
+        print(
+            "300 clients (\(name)): threads \(threadsBefore) → \(threadsAfter), resident \(residentBefore >> 10) → \(residentAfter >> 10) KiB"
+        )
+        let check = {
+            #expect(threadsAfter <= threadsBefore, "threads left behind: \(threadsBefore) → \(threadsAfter)")
+            #expect(growth < 512 << 10, "300 clients (\(name)) left \(growth >> 10) KiB of resident memory")
+        }
+        if kind == .urlSession {
+            withKnownIssue("URLSession on Linux keeps memory per session", isIntermittent: true) { check() }
+        } else {
+            check()
+        }
+    }
+}
