@@ -428,12 +428,15 @@ struct HalyardBenchmark {
                         single.append(pass(1))
                     }
                 }
-                let cpuRatios = zip(all, single).map { $0.cpuNsPerRead / $1.cpuNsPerRead }
+                // Rounds where a pass read nothing (a starved thread) have no ratio.
+                let cpuRatios = zip(all, single).map { $0.cpuNsPerRead / $1.cpuNsPerRead }.filter(\.isFinite)
                 let wallRatios = zip(single, all).map { $0.readsPerSecond * Double(cores) / $1.readsPerSecond }
+                    .filter { $0.isFinite && $0 > 0 }
                 let row = BenchReport.HandleScaling(
                     design: r.info.id, threads: cores, singleCPUNsPerRead: single.map(\.cpuNsPerRead),
-                    allCPUNsPerRead: all.map(\.cpuNsPerRead), cpuRatios: cpuRatios, cpuRatio: median(cpuRatios),
-                    wallRatio: median(wallRatios))
+                    allCPUNsPerRead: all.map(\.cpuNsPerRead), cpuRatios: cpuRatios,
+                    cpuRatio: cpuRatios.isEmpty ? .nan : median(cpuRatios),
+                    wallRatio: wallRatios.isEmpty ? .nan : median(wallRatios))
                 progress(
                     "[scaling] \(r.info.id): \(cores) threads vs 1, per-thread cost \(fmt(row.cpuRatio))x (CPU time), "
                         + "\(fmt(row.wallRatio))x (wall)")

@@ -71,7 +71,7 @@
             let nameN = "\(id): per-thread cost, all cores reading the same handles <= 1.1x one thread (issue 9)"
             if let h = r.handleScaling?.first(where: { $0.design == id }) {
                 verdict(
-                    h.cpuRatio <= 1.1, nameN,
+                    h.cpuRatio.isFinite ? h.cpuRatio <= 1.1 : nil, nameN,
                     "\(fmt(h.cpuRatio))x CPU time per read, \(h.threads) threads vs 1 (rounds [\(h.cpuRatios.map(fmt).joined(separator: ", "))]); "
                         + "wall-clock \(fmt(h.wallRatio))x")
             } else {
@@ -298,9 +298,11 @@
                 pad("design", 26) + pad("1 thread", 10, right: true) + pad("all cores", 11, right: true)
                     + pad("ratio", 8, right: true) + pad("wall ratio", 12, right: true))
             for h in scaling {
+                let single = h.singleCPUNsPerRead.filter(\.isFinite)
+                let all = h.allCPUNsPerRead.filter(\.isFinite)
                 lines.append(
-                    pad(h.design, 26) + pad(fmt(median(h.singleCPUNsPerRead)), 10, right: true)
-                        + pad(fmt(median(h.allCPUNsPerRead)), 11, right: true)
+                    pad(h.design, 26) + pad(single.isEmpty ? "-" : fmt(median(single)), 10, right: true)
+                        + pad(all.isEmpty ? "-" : fmt(median(all)), 11, right: true)
                         + pad(fmt(h.cpuRatio) + "x", 8, right: true) + pad(fmt(h.wallRatio) + "x", 12, right: true))
             }
         }

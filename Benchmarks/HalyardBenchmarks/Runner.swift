@@ -276,7 +276,9 @@
             maxLatenessNs: publisherSlot.maxLatenessNs,
             realtimeError: publisherSlot.realtimeError,
             publishDurations: publisherSlot.publishDurations,
-            cpuNsPerRead: Double(cpuNs) / Double(max(reads, 1))
+            // nan when no reader got to read (on an overloaded machine a thread may first run
+            // after the pass is over); the scaling phase drops such rounds.
+            cpuNsPerRead: reads > 0 ? Double(cpuNs) / Double(reads) : .nan
         )
     }
 #endif

@@ -61,7 +61,7 @@ package final class Snapshot: @unchecked Sendable {
     /// Exposure fast-path slots, one per flag: coarse second until which no record is needed.
     let exposureSlots: UnsafeMutablePointer<hal_atomic_word>
     private let liveCounter: LiveCounter?
-    /// This snapshot's serial number in its ``LiveCounter`` (0 without one).
+    /// This snapshot's token in its ``LiveCounter`` (0 without one).
     package let liveSerial: UInt
 
     /// Builds a snapshot from flags with unique keys (the OFREP decoder is the one place that
@@ -146,12 +146,14 @@ package final class Snapshot: @unchecked Sendable {
 /// Counts live objects and remembers which ones are alive; tests use it to prove every replaced
 /// snapshot is freed, and that none is freed while a reader still uses it.
 ///
-/// Each registered object gets a serial number; `isLive(serial)` is answered from a table of
-/// atomic words (no lock), so a reader can ask it from inside a protected read. The table has
-/// 4,096 entries: two objects alive at once must not have serials 4,096 apart, far more than
-/// any test keeps alive.
+/// Each registered object gets a token (a unique serial number and the index of the table slot
+/// it holds); `isLive(token)` is answered from a table of atomic words (no lock), so a reader can
+/// ask it from inside a protected read. Slots are claimed with a compare-and-swap and probed
+/// linearly, so any number of objects up to the table size (16,384) may be alive at once,
+/// however far apart their serial numbers are.
 package final class LiveCounter: @unchecked Sendable {
-    private static let tableSize = 4096
+    private static let slotBits = 14
+    private static let tableSize = 1 << slotBits
     private let word = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 2)
     private let table = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: LiveCounter.tableSize)
 
@@ -164,21 +166,30 @@ package final class LiveCounter: @unchecked Sendable {
         table.deallocate()
     }
 
-    /// Counts a new object and returns its serial (never 0).
+    /// Counts a new object and returns its token (never 0).
     package func register() -> UInt {
         let serial = hal_fetch_add(word + 1, 1) + 1
-        hal_store_release(table + Int(serial % UInt(Self.tableSize)), serial)
-        _ = hal_fetch_add(word, 1)
-        return serial
+        let mask = UInt(Self.tableSize - 1)
+        var slot = serial & mask
+        for _ in 0..<Self.tableSize {
+            let token = serial << UInt(Self.slotBits) | slot
+            var expected: UInt = 0
+            if hal_compare_exchange(table + Int(slot), &expected, token) {
+                _ = hal_fetch_add(word, 1)
+                return token
+            }
+            slot = (slot + 1) & mask
+        }
+        preconditionFailure("LiveCounter: more than \(Self.tableSize) objects alive at once")
     }
     /// Counts an object's end.
-    package func unregister(_ serial: UInt) {
-        hal_store_release(table + Int(serial % UInt(Self.tableSize)), 0)
+    package func unregister(_ token: UInt) {
+        hal_store_release(table + Int(token & UInt(Self.tableSize - 1)), 0)
         _ = hal_fetch_add(word, UInt.max)
     }
-    /// Whether the object with `serial` is still alive.
-    package func isLive(_ serial: UInt) -> Bool {
-        serial != 0 && hal_load_acquire(table + Int(serial % UInt(Self.tableSize))) == serial
+    /// Whether the object with `token` is still alive.
+    package func isLive(_ token: UInt) -> Bool {
+        token != 0 && hal_load_acquire(table + Int(token & UInt(Self.tableSize - 1))) == token
     }
     /// The number of live objects now.
     package var value: Int { Int(bitPattern: hal_load_acquire(word)) }

@@ -3,7 +3,7 @@ import Dispatch
 
 /// Holds the current ``Snapshot`` and lets any number of threads read it without locks.
 ///
-/// - Reads (``read(orElse:_:)``, ``withCurrent(_:)``) are lock-free and do no atomic
+/// - Reads (``protect()`` on the hot paths, ``withCurrent(_:)`` on slow ones) are lock-free and do no atomic
 ///   read-modify-write on shared memory: they load the snapshot pointer, publish it in the
 ///   calling thread's own hazard slot, re-check the pointer, use the snapshot, and clear the
 ///   slot. No retain/release per read. Nothing but Halyard's own lookup and copy-out may run
@@ -103,18 +103,6 @@ package final class SnapshotStore: @unchecked Sendable {
         defer { hal_hazard_clear(record) }
         guard let pointer = UnsafeRawPointer(bitPattern: raw) else { return body(nil) }
         return Unmanaged<Snapshot>.fromOpaque(pointer)._withUnsafeGuaranteedRef { body($0) }
-    }
-
-    /// The read path's form of ``withCurrent(_:)``: `body` gets the snapshot non-optional and
-    /// at +0 (no retain, no Optional wrapping, which would copy the reference); `empty` is
-    /// returned before the first publish. Same rules for `body` as ``withCurrent(_:)``.
-    @inline(__always)
-    package func read<R>(orElse empty: @autoclosure () -> R, _ body: (Snapshot) -> R) -> R {
-        let record = Self.record()
-        let raw = hal_hazard_protect(record, current)
-        defer { hal_hazard_clear(record) }
-        guard let pointer = UnsafeRawPointer(bitPattern: raw) else { return empty() }
-        return Unmanaged<Snapshot>.fromOpaque(pointer)._withUnsafeGuaranteedRef(body)
     }
 
     /// The hot read path's protection, without a closure: returns the calling thread's hazard
