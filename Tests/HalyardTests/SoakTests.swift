@@ -29,9 +29,42 @@ import Testing
         #endif
     }
 
+    /// A control plane that keeps nothing per request (InMemoryControlPlane logs every request
+    /// and context, which would be the growth measured): answers the current values with an
+    /// ETag (304 when unchanged), and 202 to uploads.
+    final class StatelessPlane: FlagTransport {
+        private let state = Locked<(version: Int, flags: [ServedFlag])>((1, []))
+        let uploads = Locked(0)
+
+        func setValue(_ value: JSONValue, for key: String) {
+            state.withLock { s in
+                s.flags.removeAll { $0.key == key }
+                s.flags.append(ServedFlag(key: key, value: value, reason: .staticValue))
+                s.version += 1
+            }
+        }
+
+        func send(_ request: TransportRequest) async throws -> TransportResponse {
+            guard request.url.path.hasSuffix("/ofrep/v1/evaluate/flags") else {
+                uploads.withLock { $0 += 1 }
+                return TransportResponse(status: 202)
+            }
+            let (version, flags) = state.withLock { ($0.version, $0.flags) }
+            let etag = "\"v\(version)\""
+            if request.headers["If-None-Match"] == etag {
+                return TransportResponse(status: 304, headers: ["ETag": etag])
+            }
+            return TransportResponse(status: 200, headers: ["ETag": etag], body: OFREPWire.encodeResponse(flags))
+        }
+    }
+
     @Test func pollingClientWithChurnStaysFlat() async throws {
-        let plane = InMemoryControlPlane(values: ["a": .bool(true), "n": .int(0), "s": .string("x")])
-        var options = plane.makeOptions()
+        let plane = StatelessPlane()
+        for (key, value) in [("a", JSONValue.bool(true)), ("n", .int(0)), ("s", .string("x"))] {
+            plane.setValue(value, for: key)
+        }
+        var options = InMemoryControlPlane().makeOptions()
+        options.transport = plane
         options.pollInterval = .milliseconds(20)
         options.pollJitter = 0.1
         options.exposures.flushInterval = .milliseconds(200)
