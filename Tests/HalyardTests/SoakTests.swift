@@ -8,9 +8,15 @@ import Testing
 /// churn and exposures on, keeps memory and thread count flat; 300 clients created and closed
 /// leave no threads behind.
 ///
-/// Short by default (CI); `HALYARD_SOAK_SECONDS=300 swift test --filter SoakTests` runs the
-/// long version and prints the figures.
+/// Memory and thread count are process-wide, so they only mean something when nothing else runs:
+/// the figures are asserted only when `HALYARD_SOAK_SECONDS` is set, which is meant for a run of
+/// this suite alone (`HALYARD_SOAK_SECONDS=300 swift test --filter SoakTests`; CI runs it for
+/// 20 s after the full suite). In the full `swift test` the suite runs 12 s, checks behaviour
+/// and prints the figures.
 @Suite(.serialized) struct SoakTests {
+    /// Whether this is a dedicated soak run (see above): then memory and threads are asserted.
+    static let measures = ProcessInfo.processInfo.environment["HALYARD_SOAK_SECONDS"] != nil
+
     static let seconds: Double = {
         let raw = ProcessInfo.processInfo.environment["HALYARD_SOAK_SECONDS"].flatMap(Double.init) ?? 12
         return min(max(raw, 4), 3_600)
@@ -116,6 +122,7 @@ import Testing
         print(
             "soak \(Int(Self.seconds)) s: rss \(String(format: "%.1f", warm.rssMiB)) -> \(String(format: "%.1f", last.rssMiB)) MiB, threads \(warm.threads) -> \(last.threads) (peak \(peakThreads)), fetches \(stats.sync.requestsSent), identifies \(identified), exposures sent \(stats.exposures.sent)"
         )
+        guard Self.measures else { return }
         #expect(last.rssMiB - warm.rssMiB < 16, "memory grew from \(warm.rssMiB) to \(last.rssMiB) MiB")
         #expect(last.threads - warm.threads <= 4, "threads grew from \(warm.threads) to \(last.threads)")
     }
@@ -157,6 +164,7 @@ import Testing
         print(
             "300 clients: threads \(before.threads) -> \(threadsAfter), rss \(String(format: "%.1f", before.rssMiB)) -> \(String(format: "%.1f", after?.rssMiB ?? 0)) MiB"
         )
+        guard Self.measures else { return }
         #expect(threadsAfter <= before.threads + 4, "threads left behind: \(before.threads) -> \(threadsAfter)")
     }
 }
