@@ -378,4 +378,31 @@ struct MachineDriver {
         }
         #expect(firstDelays.count > 40, "first retries are not spread: \(firstDelays.count) distinct delays")
     }
+
+    /// Issue 14 bug 3: every trigger deferred by a Retry-After is owed and sent when it ends, and
+    /// owing one does not hide the stale transition meanwhile.
+    @Test func deferredTriggersAreOwedAndStaleStillComes() {
+        for trigger in [RefreshMachine.Input.refresh, .refreshIfStale, .keyChanged] {
+            var d = MachineDriver()
+            d.feed(.start(fingerprint: "fp"))
+            d.respond(.updated(etag: nil))
+            let confirmed = d.now
+            d.now += .seconds(20)
+            d.feed(.refresh)
+            d.respond(.rateLimited(retryAfter: .seconds(300)))
+            let sentBefore = d.sent.count
+            d.feed(trigger)
+            #expect(d.sent.count == sentBefore, "\(trigger) sent during the Retry-After")
+            #expect(d.machine.pendingFetch, "\(trigger) was not owed")
+            let staleAt = confirmed + d.machine.configuration.staleAfter
+            #expect(d.machine.nextWake == staleAt)
+            d.now = staleAt
+            d.feed(.timer)
+            #expect(d.machine.status == .stale)
+            #expect(d.sent.count == sentBefore)
+            d.now = confirmed + .seconds(320)
+            d.feed(.timer)
+            #expect(d.sent.count == sentBefore + 1, "the owed \(trigger) fetch was not sent")
+        }
+    }
 }

@@ -60,7 +60,8 @@ public struct FlagClientOptions: Sendable {
     /// Sent as the `X-Halyard-App-Id` header when set; *default* `nil` (header omitted).
     public var appID: String? = nil
     /// Where the install id (sent as `X-Halyard-Install-Id`) is kept; *default*
-    /// ``InstallIDStorage/automatic``.
+    /// ``InstallIDStorage/automatic``. Resolved on first use, in the first fetch's task, never on
+    /// the thread that creates the client.
     public var installIDStorage: InstallIDStorage = .automatic
     /// Placeholder for the on-device cache directory (docs/configuration.md). No cache is implemented yet; the
     /// value is accepted and ignored. *Default* `nil`.

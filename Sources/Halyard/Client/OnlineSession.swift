@@ -35,7 +35,7 @@ package final class OnlineSession: Sendable {
         self.transport = transport
         let identity = ClientIdentity(
             baseURL: options.baseURL, key: options.key, appID: options.appID,
-            installID: options.installIDStorage.resolve())
+            installID: { [storage = options.installIDStorage] in storage.resolve() })
         self.identity = identity
         let hub = ClientEventHub(readCounters: readCounters)
         self.hub = hub

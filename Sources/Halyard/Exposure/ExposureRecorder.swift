@@ -66,7 +66,7 @@ package final class ExposureRecorder: Sendable {
     private let clock: any HalyardClock
     private let transport: any FlagTransport
     private let url: URL
-    private let meta: ExposureMeta
+    private let meta: @Sendable () -> ExposureMeta
     private let headers: @Sendable () -> [String: String]
     private let log: (@Sendable (String) -> Void)?
     private let origin: Duration
@@ -98,13 +98,13 @@ package final class ExposureRecorder: Sendable {
         clock: any HalyardClock,
         transport: any FlagTransport,
         endpoint: URL,
-        meta: ExposureMeta,
+        meta: @autoclosure @escaping @Sendable () -> ExposureMeta,
         headers: [String: String],
         log: (@Sendable (String) -> Void)? = nil,
         startsTicker: Bool = true
     ) {
         self.init(
-            options: options, clock: clock, transport: transport, endpoint: endpoint, meta: meta,
+            options: options, clock: clock, transport: transport, endpoint: endpoint, meta: meta(),
             headerProvider: { headers }, log: log, startsTicker: startsTicker)
     }
 
@@ -115,7 +115,8 @@ package final class ExposureRecorder: Sendable {
     ///   - clock: timestamps, windows, backoff and the ticker use it.
     ///   - transport: uploads go through it.
     ///   - endpoint: the control plane's base URL; uploads go to `endpoint` + `options.path`.
-    ///   - meta: the `meta` object of every upload.
+    ///   - meta: the `meta` object of every upload, evaluated at the first upload (it may hold the
+    ///     install id, which is resolved lazily and never on the creating thread).
     ///   - headerProvider: extra header fields for every upload (`Authorization`, `User-Agent`, …),
     ///     read at each upload so a key rotation reaches the uploader; `Content-Type`,
     ///     `Content-Encoding` and `Idempotency-Key` are set by the recorder.
@@ -128,7 +129,7 @@ package final class ExposureRecorder: Sendable {
         clock: any HalyardClock,
         transport: any FlagTransport,
         endpoint: URL,
-        meta: ExposureMeta,
+        meta: @autoclosure @escaping @Sendable () -> ExposureMeta,
         headerProvider: @escaping @Sendable () -> [String: String] = { [:] },
         log: (@Sendable (String) -> Void)? = nil,
         startsTicker: Bool = true
@@ -360,7 +361,7 @@ package final class ExposureRecorder: Sendable {
     }
 
     private func upload(_ batch: ExposureBatch) async -> ExposureUploadOutcome {
-        let json = ExposureEncoder.encode(meta: meta, events: batch.events)
+        let json = ExposureEncoder.encode(meta: meta(), events: batch.events)
         let gzipped = compressor.compress(json)
         var fields = headers()
         fields["Content-Type"] = "application/json"

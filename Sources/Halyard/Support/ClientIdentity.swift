@@ -35,16 +35,33 @@ package final class ClientIdentity: Sendable {
     package let baseURL: URL
     /// The app id, sent as ``appIDHeader`` when set.
     package let appID: String?
-    /// The persisted install id, sent as ``installIDHeader``.
-    package let installID: String
     private let credential: Locked<String>
+    private let resolveInstallID: @Sendable () -> String
+    private let resolvedInstallID = Locked<String?>(nil)
 
-    /// Creates an identity.
-    package init(baseURL: URL, key: String, appID: String?, installID: String) {
+    /// Creates an identity. `installID` is called once, on first use (it may read or create a
+    /// file): the first request builds its headers in a task, never on the creating thread.
+    package init(baseURL: URL, key: String, appID: String?, installID: @escaping @Sendable () -> String) {
         self.baseURL = baseURL
         self.appID = appID
-        self.installID = installID
+        resolveInstallID = installID
         credential = Locked(key)
+    }
+
+    /// Creates an identity with a known install id.
+    package convenience init(baseURL: URL, key: String, appID: String?, installID: String) {
+        self.init(baseURL: baseURL, key: key, appID: appID, installID: { installID })
+    }
+
+    /// The persisted install id, sent as ``installIDHeader``; resolved on first use, once (callers
+    /// that race wait for the one resolution).
+    package var installID: String {
+        resolvedInstallID.withLock { id in
+            if let id { return id }
+            let resolved = resolveInstallID()
+            id = resolved
+            return resolved
+        }
     }
 
     /// The key in use.

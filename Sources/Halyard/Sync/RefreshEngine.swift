@@ -321,16 +321,17 @@ final class RefreshEngine: Sendable {
         switch effect {
         case .send(let request):
             guard let context = s.context, context.fingerprint == request.fingerprint else { return }
-            let transportRequest = configuration.builder.request(
-                contextJSON: context.canonicalJSON, ifNoneMatch: request.ifNoneMatch)
+            let contextJSON = context.canonicalJSON
             s.stats.requestsSent += 1
             s.outbox.append(
                 .log(
                     .debug,
                     "fetch #\(request.id) (\(request.trigger.rawValue))\(request.ifNoneMatch == nil ? "" : " with If-None-Match")"
                 ))
+            // The request (and its identity headers: the install id is resolved on first use,
+            // possibly from disk) is built in the task, never on the caller's thread.
             s.tasks[request.id] = Task { [weak self] in
-                await self?.execute(request, transportRequest)
+                await self?.execute(request, contextJSON: contextJSON)
             }
         case .cancel(let id):
             if let task = s.tasks.removeValue(forKey: id) { cancels.append(task) }
@@ -393,7 +394,9 @@ final class RefreshEngine: Sendable {
         if current { process(.timer) }
     }
 
-    private func execute(_ request: RefreshMachine.Request, _ transportRequest: TransportRequest) async {
+    private func execute(_ request: RefreshMachine.Request, contextJSON: String) async {
+        let transportRequest = configuration.builder.request(
+            contextJSON: contextJSON, ifNoneMatch: request.ifNoneMatch)
         let outcome: RefreshMachine.Outcome
         var decoded: OFREPResponse?
         var status: Int?

@@ -164,10 +164,12 @@ struct RefreshMachine: Sendable {
     /// When the engine should feed ``Input/timer`` next; `nil` for never.
     var nextWake: Duration? {
         if closed || !started || inFlight != nil || contextInvalid || currentFingerprint == nil { return nil }
-        if pendingFetch { return retryNotBefore ?? .zero }
-        if authBlocked { return nil }
         var wake: Duration?
-        if failures > 0 {
+        if pendingFetch {
+            wake = retryNotBefore ?? .zero
+        } else if authBlocked {
+            return nil
+        } else if failures > 0 {
             wake = max(backoffUntil ?? .zero, retryNotBefore ?? .zero)
         } else if configuration.pollInterval > .zero, let poll = nextPollAt {
             wake = max(poll, retryNotBefore ?? .zero)
