@@ -381,15 +381,15 @@ struct MachineDriver {
 
     /// Issue 14 bug 3: every trigger deferred by a Retry-After is owed and sent when it ends, and
     /// owing one does not hide the stale transition meanwhile.
-    @Test func deferredTriggersAreOwedAndStaleStillComes() {
+    @Test func deferredTriggersAreOwedAndStaleStillComes() throws {
         for trigger in [RefreshMachine.Input.refresh, .refreshIfStale, .keyChanged] {
             var d = MachineDriver()
             d.feed(.start(fingerprint: "fp"))
-            d.respond(.updated(etag: nil))
+            try d.respond(.updated(etag: nil))
             let confirmed = d.now
             d.now += .seconds(20)
             d.feed(.refresh)
-            d.respond(.rateLimited(retryAfter: .seconds(300)))
+            try d.respond(.rateLimited(retryAfter: .seconds(300)))
             let sentBefore = d.sent.count
             d.feed(trigger)
             #expect(d.sent.count == sentBefore, "\(trigger) sent during the Retry-After")
