@@ -11,17 +11,12 @@
     final class CurlExchange: @unchecked Sendable {
         typealias Outcome = Result<TransportResponse, TransportError>
 
-        private struct Completion {
-            var result: Outcome?
-            var continuation: CheckedContinuation<Outcome, Never>?
-        }
-
         /// The easy handle (owned; cleaned up in `deinit`).
         let easy: UnsafeMutableRawPointer
         private let limit: Int
         private var headerList: UnsafeMutablePointer<curl_slist>?
         private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
-        private let completion = Locked(Completion())
+        private let completion = OneShot<Outcome>()
 
         // Driver thread only.
         private var responseHeaders: [String: String] = [:]
@@ -216,32 +211,16 @@
         // MARK: - Completion (any thread)
 
         /// Whether the exchange has its outcome.
-        var isFinished: Bool { completion.withLock { $0.result != nil } }
+        var isFinished: Bool { completion.isFinished }
 
         /// Installs the continuation; resumes it at once when the exchange already finished.
-        func attach(_ continuation: CheckedContinuation<Outcome, Never>) {
-            let ready = completion.withLock { c -> Outcome? in
-                if let result = c.result { return result }
-                c.continuation = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
+        func attach(_ continuation: CheckedContinuation<Outcome, Never>) { completion.attach(continuation) }
 
         /// Fails the exchange (once).
         func fail(_ error: TransportError) { finish(.failure(error)) }
 
         /// Sets the outcome once; returns whether this call set it.
         @discardableResult
-        func finish(_ outcome: Outcome) -> Bool {
-            let (first, continuation) = completion.withLock { c -> (Bool, CheckedContinuation<Outcome, Never>?) in
-                if c.result != nil { return (false, nil) }
-                c.result = outcome
-                defer { c.continuation = nil }
-                return (true, c.continuation)
-            }
-            continuation?.resume(returning: outcome)
-            return first
-        }
+        func finish(_ outcome: Outcome) -> Bool { completion.finish(outcome) }
     }
 #endif

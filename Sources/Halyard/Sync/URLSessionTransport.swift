@@ -89,38 +89,29 @@ private final class Exchange: Sendable {
     struct Progress {
         var data = Data()
         var response: HTTPURLResponse?
+        /// Set (and `data` dropped) once the exchange has its outcome: later data is ignored.
         var done = false
-        var result: Outcome?
-        var continuation: CheckedContinuation<Outcome, Never>?
     }
     let limit: Int
     let progress = Locked(Progress())
+    private let completion = OneShot<Outcome>()
 
     init(limit: Int) { self.limit = limit }
 
     /// Installs the continuation; resumes it at once when the exchange already finished.
-    func attach(_ continuation: CheckedContinuation<Outcome, Never>) {
-        let ready = progress.withLock { p -> Outcome? in
-            if let result = p.result { return result }
-            p.continuation = continuation
-            return nil
-        }
-        if let ready { continuation.resume(returning: ready) }
-    }
+    func attach(_ continuation: CheckedContinuation<Outcome, Never>) { completion.attach(continuation) }
 
     /// Completes the exchange once; returns whether this call completed it.
     @discardableResult
     func finish(_ result: Outcome) -> Bool {
-        let (first, continuation) = progress.withLock { p -> (Bool, CheckedContinuation<Outcome, Never>?) in
-            if p.done { return (false, nil) }
+        guard completion.finish(result) else { return false }
+        // Data that arrives between the two locks is appended first and dropped here; data
+        // after this sees `done`.
+        progress.withLock { p in
             p.done = true
             p.data = Data()
-            p.result = result
-            defer { p.continuation = nil }
-            return (true, p.continuation)
         }
-        continuation?.resume(returning: result)
-        return first
+        return true
     }
 }
 
