@@ -16,7 +16,7 @@ import Testing
         let h = try await SyncHarness.make(
             context: EvaluationContext(targetingKey: "u9", attributes: ["plan": "pro"]), transport: kind)
         defer { h.close() }
-        try await h.client.refreshOrFail()  // joins the start-up fetch
+        try await h.started()
         #expect(h.client.status == .ready)
         #expect(h.client.bool("a", default: false))
         try await h.client.refreshOrFail()
@@ -42,7 +42,7 @@ import Testing
         defer { h.close() }
         let recorder = EventRecorder(h.client)
         defer { recorder.stop() }
-        try await h.client.refreshOrFail()
+        try await h.started()
         #expect(h.client.bool("a", default: false))
         #expect(
             try await Wait.result("identify(u1)") { await h.client.identify(EvaluationContext(targetingKey: "u1")) })
@@ -74,7 +74,7 @@ import Testing
     @Test func status400IsAnErrorEventAndKeepsServing() async throws {
         let h = try await SyncHarness.make()
         defer { h.close() }
-        try await h.client.refreshOrFail()
+        try await h.started()
         let recorder = EventRecorder(h.client)
         defer { recorder.stop() }
         try await h.server.script([["action": "status", "status": 400]])
@@ -120,7 +120,7 @@ import Testing
     @Test func status403WhileServingIsAnErrorAndKeepsValues() async throws {
         let h = try await SyncHarness.make { $0.pollInterval = .seconds(30) }
         defer { h.close() }
-        try await h.client.refreshOrFail()
+        try await h.started()
         try await h.server.script([["action": "status", "status": 403]])
         try await Wait.advance(h.clock, by: .seconds(60), "the poll timer")  // the poll fires
         try await Wait.until("status .error after 403") { h.client.status == .error }
@@ -140,7 +140,7 @@ import Testing
     func status429BlocksRequestsUntilRetryAfter(format: String) async throws {
         let h = try await SyncHarness.make()
         defer { h.close() }
-        try await h.client.refreshOrFail()
+        try await h.started()
         let due = h.clock.wallNow.addingTimeInterval(120)
         let header: String
         switch format {
@@ -179,7 +179,7 @@ import Testing
     @Test func serverErrorsKeepServingAndBackOff() async throws {
         let h = try await SyncHarness.make()
         defer { h.close() }
-        try await h.client.refreshOrFail()
+        try await h.started()
         try await h.server.script([["action": "status", "status": 503, "count": 3]])
         var failureTimes: [Duration] = []
         for _ in 0..<3 {
@@ -202,7 +202,7 @@ import Testing
     @Test func failedStartWithNothingConfirmedIsAnError() async throws {
         let h = try await SyncHarness.make(startFaults: [["action": "status", "status": 500]])
         defer { h.close() }
-        try await h.client.refreshOrFail()
+        try await h.started()
         #expect(h.client.status == .error)
         #expect(h.client.boolDetail("a", default: false).errorCode == .providerNotReady)
     }
@@ -218,7 +218,7 @@ import Testing
             $0.requestTimeout = timeout; $0.maxResponseBytes = 64 * 1024
         }
         defer { h.close() }
-        try await h.client.refreshOrFail()
+        try await h.started()
         #expect(h.client.status == .ready)
         let before = h.client.store.generation
         try await h.server.script([fault])
@@ -242,12 +242,16 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func delayBeyondTheTimeoutIsATimeout(kind: TransportKind) async throws {
-        try await expectFaultKeepsValues(["action": "delay", "seconds": 2.5], timeout: .seconds(1), kind: kind) { $0.timeouts == 1 }
+        try await expectFaultKeepsValues(["action": "delay", "seconds": 2.5], timeout: .seconds(1), kind: kind) {
+            $0.timeouts == 1
+        }
     }
 
     @Test(arguments: TransportKind.available)
     func slowDripBeyondTheTimeoutIsATimeout(kind: TransportKind) async throws {
-        try await expectFaultKeepsValues(["action": "drip", "interval": 0.1, "chunks": 25], timeout: .seconds(1), kind: kind) {
+        try await expectFaultKeepsValues(
+            ["action": "drip", "interval": 0.1, "chunks": 25], timeout: .seconds(1), kind: kind
+        ) {
             $0.timeouts == 1
         }
     }
@@ -274,13 +278,19 @@ import Testing
     @Test(arguments: TransportKind.available)
     func malformedBodyIsNeverApplied(kind: TransportKind) async throws {
         try await expectFaultKeepsValues(["action": "malformed"], kind: kind) { $0.invalidBodies == 1 }
-        try await expectFaultKeepsValues(["action": "malformed", "body": "{\"flags\": {}}"], kind: kind) { $0.invalidBodies == 1 }
-        try await expectFaultKeepsValues(["action": "malformed", "body": "<html>oops</html>"], kind: kind) { $0.invalidBodies == 1 }
+        try await expectFaultKeepsValues(["action": "malformed", "body": "{\"flags\": {}}"], kind: kind) {
+            $0.invalidBodies == 1
+        }
+        try await expectFaultKeepsValues(["action": "malformed", "body": "<html>oops</html>"], kind: kind) {
+            $0.invalidBodies == 1
+        }
     }
 
     @Test(arguments: TransportKind.available)
     func oversizedBodyWithContentLengthIsRefused(kind: TransportKind) async throws {
-        try await expectFaultKeepsValues(["action": "oversize", "bytes": 200_000], kind: kind) { $0.oversizedResponses == 1 }
+        try await expectFaultKeepsValues(["action": "oversize", "bytes": 200_000], kind: kind) {
+            $0.oversizedResponses == 1
+        }
     }
 
     @Test(arguments: TransportKind.available)
@@ -320,7 +330,7 @@ import Testing
     @Test func tenThousandConcurrentRefreshesSendOneRequest() async throws {
         let h = try await SyncHarness.make()
         defer { h.close() }
-        try await h.client.refreshOrFail()
+        try await h.started()
         try await h.server.script([["action": "delay", "seconds": 0.3]])
         let coalescedBefore = h.client.stats.sync.coalescedRefreshes
         try await Wait.result("10,000 concurrent refresh() calls", seconds: 60) {

@@ -16,6 +16,15 @@ struct SyncHarness {
         get throws { try #require(client.sync, "an online client has a sync session").engine }
     }
 
+    /// Waits for the start-up fetch to be over (answered and applied, or failed). Tests count
+    /// requests exactly, so they must not rely on a `refresh()` joining it.
+    func started() async throws {
+        try await Wait.until("the start-up fetch to end") {
+            transport.exchanges.count >= 1 && transport.inFlight == 0 && client.status != .notReady
+                && (client.status != .ready || client.store.generation > 0)
+        }
+    }
+
     func close() {
         client.close()
         server.stop()
