@@ -3,7 +3,7 @@ import Testing
 
 @testable import Halyard
 
-/// SPEC §3: a thread that reads the same flag with a keyed read and then with a handle (or the
+/// docs/architecture.md: a thread that reads the same flag with a keyed read and then with a handle (or the
 /// reverse) never sees an older value after a newer one.
 @Suite(.serialized) struct GenerationOrderTests {
     static func snapshot(_ value: Int) -> Snapshot {

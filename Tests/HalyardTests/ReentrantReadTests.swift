@@ -3,7 +3,7 @@ import Testing
 
 @testable import Halyard
 
-/// SPEC §3: nothing but Halyard's own lookup and copy-out runs while a snapshot is protected.
+/// docs/architecture.md: nothing but Halyard's own lookup and copy-out runs while a snapshot is protected.
 ///
 /// User code reachable from a read — the injected clock (through the exposure recorder) and a
 /// `FlagValue` conformance's `_fromJSON` — reads a flag on another client (which, with one

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Halyard
 
-/// Concurrency proof for the snapshot store (SPEC §3): run under
+/// Concurrency proof for the snapshot store (docs/architecture.md): run under
 /// `swift test --sanitize=thread` and `--sanitize=address` as well (see .ci/run).
 ///
 /// Every snapshot the publisher builds holds the same value `g` in all of its flags, so a
@@ -107,7 +107,7 @@ import Testing
                     break
                 }
                 let key = iterations % Self.keys.count
-                // Keyed, handle, keyed on the same flag: k1 <= h <= k2 (SPEC §3).
+                // Keyed, handle, keyed on the same flag: k1 <= h <= k2 (docs/architecture.md).
                 let k1 = client.int(Self.keys[key], default: -1)
                 let h = handles[key].value
                 let k2 = client.int(Self.keys[key], default: -1)

@@ -1,6 +1,6 @@
 import CHalyardAtomics
 
-// The typed reads of SPEC §2. Every read answers from one snapshot, protected by the calling
+// The typed reads (read rules: README, docs/architecture.md). Every read answers from one snapshot, protected by the calling
 // thread's hazard slot for the few nanoseconds it takes (no lock, no retain, no allocation for
 // Bool/Int/Double).
 
@@ -74,7 +74,7 @@ extension FlagClient {
 
     // MARK: - The read path
     //
-    // Under a snapshot's protection only Halyard's own lookup and copy-out run (SPEC §3): no
+    // Under a snapshot's protection only Halyard's own lookup and copy-out run (docs/architecture.md): no
     // user code (the injected clock behind the exposure recorder, `FlagValue` conformances), no
     // lock, no read of another store. A read that must call out copies what it needs — or, on
     // the exposure slow path (once per window), retains the snapshot — ends the protection,
