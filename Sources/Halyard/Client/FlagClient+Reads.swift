@@ -1,8 +1,8 @@
 import CHalyardAtomics
 
-// The typed reads (read rules: README, docs/architecture.md). Every read answers from one snapshot, protected by the calling
-// thread's hazard slot for the few nanoseconds it takes (no lock, no retain, no allocation for
-// Bool/Int/Double).
+// The typed reads (their rules: README, docs/architecture.md). Every read answers from one
+// snapshot, protected by the calling thread's hazard slot for the few nanoseconds it takes (no
+// lock, no retain, no allocation for Bool/Int/Double).
 
 extension FlagClient {
     /// Reads a Bool flag. Returns `default` when there are no values yet, the flag is missing,
@@ -74,8 +74,8 @@ extension FlagClient {
 
     // MARK: - The read path
     //
-    // Under a snapshot's protection only Halyard's own lookup and copy-out run (docs/architecture.md): no
-    // user code (the injected clock behind the exposure recorder, `FlagValue` conformances), no
+    // Under a snapshot's protection only Halyard's own lookup and copy-out run
+    // (docs/architecture.md): no user code (the injected clock behind the exposure recorder, `FlagValue` conformances), no
     // lock, no read of another store. A read that must call out copies what it needs — or, on
     // the exposure slow path (once per window), retains the snapshot — ends the protection,
     // then calls out.
