@@ -75,10 +75,10 @@ extension FlagClient {
     // MARK: - The read path
     //
     // Under a snapshot's protection only Halyard's own lookup and copy-out run
-    // (docs/architecture.md): no user code (the injected clock behind the exposure recorder, `FlagValue` conformances), no
-    // lock, no read of another store. A read that must call out copies what it needs — or, on
-    // the exposure slow path (once per window), retains the snapshot — ends the protection,
-    // then calls out.
+    // (docs/architecture.md): no user code (the injected clock behind the exposure recorder,
+    // `FlagValue` conformances), no lock, no read of another store. A read that must call out
+    // copies what it needs — or, on the exposure slow path (once per window), retains the
+    // snapshot — ends the protection, then calls out.
 
     /// Bool/Int/Double: entry kind and bits only, no `JSONValue`, no retain.
     ///
