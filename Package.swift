@@ -12,6 +12,15 @@ import PackageDescription
 //   Benchmarks/                the read-latency harness (`swift run -c release halyard-bench`) and the
 //                              others (`halyard-bench-*`, e.g. `halyard-bench-transport`)
 //   Fuzz/                      libFuzzer harnesses, in a package of their own (see docs/fuzzing.md)
+// The upcoming language features every Swift target opts into: `any` spelled out for
+// existentials, imports internal unless a file says `public import`, and members visible only
+// from modules a file imports itself.
+let upcoming: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
 let package = Package(
     name: "Halyard",
     platforms: [.macOS(.v13), .iOS(.v15), .tvOS(.v15), .watchOS(.v8)],
@@ -29,34 +38,38 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(
             name: "Halyard",
-            dependencies: ["CHalyardAtomics", "CZlib", .target(name: "CCurl", condition: .when(platforms: [.linux]))]
+            dependencies: ["CHalyardAtomics", "CZlib", .target(name: "CCurl", condition: .when(platforms: [.linux]))],
+            swiftSettings: upcoming
         ),
-        .target(name: "HalyardTesting", dependencies: ["Halyard"]),
+        .target(name: "HalyardTesting", dependencies: ["Halyard"], swiftSettings: upcoming),
         .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
         .executableTarget(
             name: "HalyardBenchmarks",
             dependencies: ["Halyard", "CMallocCounter"],
             path: "Benchmarks/HalyardBenchmarks",
-            swiftSettings: [.unsafeFlags(["-Ounchecked"])]
+            swiftSettings: upcoming + [.unsafeFlags(["-Ounchecked"])]
         ),
         .executableTarget(
             name: "ContextBenchmarks",
             dependencies: ["Halyard"],
             path: "Benchmarks/ContextBenchmarks",
-            swiftSettings: [.unsafeFlags(["-Ounchecked"])]
+            swiftSettings: upcoming + [.unsafeFlags(["-Ounchecked"])]
         ),
         .executableTarget(
             name: "ExposureBenchmarks",
             dependencies: ["Halyard"],
             path: "Benchmarks/ExposureBenchmarks",
-            swiftSettings: [.unsafeFlags(["-Ounchecked"])]
+            swiftSettings: upcoming + [.unsafeFlags(["-Ounchecked"])]
         ),
         .executableTarget(
             name: "TransportBenchmarks",
             dependencies: ["Halyard"],
-            path: "Benchmarks/TransportBenchmarks"
+            path: "Benchmarks/TransportBenchmarks",
+            swiftSettings: upcoming
         ),
-        .testTarget(name: "HalyardTests", dependencies: ["Halyard", "HalyardTesting", "CHalyardAtomics"]),
+        .testTarget(
+            name: "HalyardTests", dependencies: ["Halyard", "HalyardTesting", "CHalyardAtomics"],
+            swiftSettings: upcoming),
     ],
     swiftLanguageModes: [.v6]
 )

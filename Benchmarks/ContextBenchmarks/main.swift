@@ -181,7 +181,7 @@ func contextJSON(targetBytes: Int, attributeCount: Int? = nil) -> Data {
 // Codable mirror of the OFREP response, for JSONDecoder.
 indirect enum AnyJSON: Decodable {
     case null, bool(Bool), int(Int64), double(Double), string(String), array([AnyJSON]), object([String: AnyJSON])
-    init(from decoder: Decoder) throws {
+    init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .null }
         else if let b = try? c.decode(Bool.self) { self = .bool(b) }

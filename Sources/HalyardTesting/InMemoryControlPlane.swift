@@ -1,5 +1,5 @@
-import Foundation
-import Halyard
+public import Foundation
+public import Halyard
 
 /// An in-memory control plane for application tests (docs/configuration.md): the real ``FlagClient`` talks
 /// to it through the ``FlagTransport`` protocol, with no network and no disk.

@@ -1,5 +1,5 @@
-import Foundation
-import Halyard
+public import Foundation
+public import Halyard
 
 /// A clock that only moves when told to, for deterministic tests.
 ///

@@ -1,5 +1,5 @@
-import CHalyardAtomics
-import Foundation
+public import CHalyardAtomics
+public import Foundation
 
 /// The entry point: answers typed flag reads synchronously, in nanoseconds, from any thread.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Every setting of an online ``FlagClient``, each with its default.
 /// `docs/configuration.md` lists them all.

@@ -1,4 +1,4 @@
-import CHalyardAtomics
+public import CHalyardAtomics
 
 /// A pre-resolved flag read: the fastest way to read the same flag many times.
 ///

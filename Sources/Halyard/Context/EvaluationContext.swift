@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Who or what flags are evaluated for (docs/context.md): a targeting key, a kind, attributes, and the
 /// names of the attributes that must never leave the process.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A context ready to leave the process (docs/context.md): private attributes removed, serialized as
 /// canonical JSON within the size cap, with its fingerprint.

@@ -1,4 +1,4 @@
-import CHalyardAtomics
+public import CHalyardAtomics
 
 extension ExposureRecorder: ExposureSink {
     /// The coarse clock word the read fast path compares exposure slots with.

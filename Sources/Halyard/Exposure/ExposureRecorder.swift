@@ -1,5 +1,5 @@
-import CHalyardAtomics
-import Foundation
+public import CHalyardAtomics
+public import Foundation
 
 /// Coarse time for the read path: whole seconds since the recorder started, in one machine word
 /// readable from any thread with one relaxed load (no lock, no read-modify-write).

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// How one upload attempt ended, as the exposure pipeline sees it.
 package enum ExposureUploadOutcome: Sendable, Hashable {

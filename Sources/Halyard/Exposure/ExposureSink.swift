@@ -1,4 +1,4 @@
-import CHalyardAtomics
+public import CHalyardAtomics
 
 /// The seam between the read path and the exposure pipeline (not API).
 ///

@@ -1,4 +1,4 @@
-import CHalyardAtomics
+public import CHalyardAtomics
 import Dispatch
 
 /// Holds the current ``Snapshot`` and lets any number of threads read it without locks.

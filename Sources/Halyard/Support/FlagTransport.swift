@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// One HTTP request Halyard wants sent: the OFREP bulk evaluation or an exposure upload.
 public struct TransportRequest: Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The source of time for everything in Halyard that waits or timestamps: polling, backoff,
 /// `Retry-After`, staleness, exposure windows and batch timestamps.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Parses an HTTP `Retry-After` value into a delay from `now` (wall clock), for the sync
 /// engine (docs/protocol.md) and the exposure uploader (docs/exposures.md) alike.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Why an OFREP response body could not be used. Any of these is treated like a 5xx: the body
 /// is never applied. (SPI for the fuzz package; not API.)

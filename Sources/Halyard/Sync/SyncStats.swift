@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Counters of the control-plane sync (part of the client's stats).
 public struct SyncStats: Sendable, Hashable {

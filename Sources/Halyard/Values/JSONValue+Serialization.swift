@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 extension JSONValue {
     /// Canonical JSON (RFC 8785, JCS) for this value.
