@@ -12,6 +12,7 @@ import PackageDescription
 //   Benchmarks/                the read-latency harness (`swift run -c release halyard-bench`) and the
 //                              others (`halyard-bench-*`, e.g. `halyard-bench-transport`)
 //   Fuzz/                      libFuzzer harnesses, in a package of their own (see docs/fuzzing.md)
+
 // The upcoming language features every Swift target opts into: `any` spelled out for
 // existentials, imports internal unless a file says `public import`, and members visible only
 // from modules a file imports itself.
