@@ -1,5 +1,5 @@
 public import CHalyardAtomics
-public import Foundation
+import Foundation
 
 /// The entry point: answers typed flag reads synchronously, in nanoseconds, from any thread.
 ///

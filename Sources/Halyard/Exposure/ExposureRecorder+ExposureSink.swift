@@ -1,4 +1,4 @@
-public import CHalyardAtomics
+package import CHalyardAtomics
 
 extension ExposureRecorder: ExposureSink {
     /// The coarse clock word the read fast path compares exposure slots with.

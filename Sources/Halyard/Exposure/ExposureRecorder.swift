@@ -1,5 +1,5 @@
-public import CHalyardAtomics
-public import Foundation
+package import CHalyardAtomics
+package import Foundation
 
 /// Coarse time for the read path: whole seconds since the recorder started, in one machine word
 /// readable from any thread with one relaxed load (no lock, no read-modify-write).

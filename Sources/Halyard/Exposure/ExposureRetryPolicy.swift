@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// How one upload attempt ended, as the exposure pipeline sees it.
 package enum ExposureUploadOutcome: Sendable, Hashable {

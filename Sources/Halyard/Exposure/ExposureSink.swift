@@ -1,4 +1,4 @@
-public import CHalyardAtomics
+package import CHalyardAtomics
 
 /// The seam between the read path and the exposure pipeline (not API).
 ///

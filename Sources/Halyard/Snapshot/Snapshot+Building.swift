@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 extension Snapshot {
     /// The snapshot that follows `previous` with freshly served `flags`, and the keys whose served

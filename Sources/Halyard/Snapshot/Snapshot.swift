@@ -1,5 +1,5 @@
-public import CHalyardAtomics
-public import Foundation
+import CHalyardAtomics
+package import Foundation
 
 /// An immutable set of served flags for one fitted context, with where they came from and when
 /// the control plane last confirmed them.

@@ -1,4 +1,4 @@
-public import CHalyardAtomics
+package import CHalyardAtomics
 import Dispatch
 
 /// Holds the current ``Snapshot`` and lets any number of threads read it without locks.

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// Who is calling the control plane: the credential, the install id, the app id and the user
 /// agent. Every request Halyard sends (flag fetches and exposure uploads) takes its identity

@@ -1,5 +1,5 @@
-public import CZlib
-public import Foundation
+import CZlib
+package import Foundation
 
 // The package's one zlib codec: gzip compression (exposure uploads) and bounded, streaming
 // inflation (HTTP response bodies, tests).

@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// Parses an HTTP `Retry-After` value into a delay from `now` (wall clock), for the sync
 /// engine (docs/protocol.md) and the exposure uploader (docs/exposures.md) alike.

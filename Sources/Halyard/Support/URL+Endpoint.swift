@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 extension URL {
     /// `self` + `path` (with or without a leading slash), keeping any path prefix of the base URL
