@@ -100,6 +100,20 @@ import Testing
         #expect(client.stats.exposures.recorded == 1)
     }
 
+    /// Making a handle serves nothing to the program: it records no exposure; its first `value`
+    /// does.
+    @Test func creatingAHandleRecordsNothing() async throws {
+        let plane = InMemoryControlPlane(values: Self.familyValues)
+        let client = try await Self.client(plane)
+        defer { client.close() }
+        let b = client.handle("b", default: false)
+        let n = client.handle("n", default: 0)
+        let s = client.handle("s", default: "")
+        #expect(client.stats.exposures.recorded == 0, "creating handles recorded an exposure")
+        #expect(b.value && n.value == 3 && s.value == "x")
+        #expect(client.stats.exposures.recorded == 3)
+    }
+
     @Test func handleReadsRecordAndShareDedupWithKeyedReads() async throws {
         let plane = InMemoryControlPlane(values: ["h": .bool(true), "d": .double(1.5)])
         let client = try await Self.client(plane)

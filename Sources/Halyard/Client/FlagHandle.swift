@@ -258,8 +258,11 @@ extension FlagClient {
     ///
     /// Handles for the same key and type share one cache; making many is cheap and bounded.
     public func handle<Value: FlagValue>(_ key: String, default defaultValue: Value) -> FlagHandle<Value> {
-        let handle = FlagHandle(handleDomain.slot(key, Value._flagValueKind), defaultValue: defaultValue)
-        _ = handle.value
+        let kind = Value._flagValueKind
+        let handle = FlagHandle(handleDomain.slot(key, kind), defaultValue: defaultValue)
+        // Resolve the cache now so the first `value` is the fast path; creating a handle serves
+        // nothing to the program, so it records no exposure (the first `value` does).
+        if kind == .bool || kind == .int || kind == .double { _ = _halyardResolveHandle(handle.cache, kind) }
         return handle
     }
 
