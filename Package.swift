@@ -44,9 +44,10 @@ let package = Package(
         ),
         .target(name: "HalyardTesting", dependencies: ["Halyard"], swiftSettings: upcoming),
         .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
+        .target(name: "BenchmarkSupport", path: "Benchmarks/BenchmarkSupport", swiftSettings: upcoming),
         .executableTarget(
             name: "HalyardBenchmarks",
-            dependencies: ["Halyard", "CMallocCounter"],
+            dependencies: ["Halyard", "CMallocCounter", "BenchmarkSupport"],
             path: "Benchmarks/HalyardBenchmarks",
             swiftSettings: upcoming + [.unsafeFlags(["-Ounchecked"])]
         ),
@@ -64,7 +65,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "TransportBenchmarks",
-            dependencies: ["Halyard"],
+            dependencies: ["Halyard", "BenchmarkSupport"],
             path: "Benchmarks/TransportBenchmarks",
             swiftSettings: upcoming
         ),

@@ -4,6 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Glibc
+import BenchmarkSupport
 import CMallocCounter
 import Halyard
 
@@ -16,36 +17,13 @@ import Halyard
 
 /// The loopback control plane (Tests/ControlPlaneServer/server.py), started for the scenario.
 final class LoopbackControlPlane: @unchecked Sendable {
-    let process = Process()
-    let stdin = Pipe()
+    let server: LoopbackServerProcess
     let baseURL: URL
     let session: URLSession
 
     init(document: [String: Any]) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Tests/ControlPlaneServer/server.py")
-        let flagsFile = FileManager.default.temporaryDirectory.appendingPathComponent("halyard-bench-\(getpid()).json")
-        try JSONSerialization.data(withJSONObject: document).write(to: flagsFile)
-        defer { try? FileManager.default.removeItem(at: flagsFile) }
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path, "--flags", flagsFile.path]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardInput = stdin
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {
-            process.terminate()
-            throw NSError(domain: "halyard-bench", code: 1, userInfo: [NSLocalizedDescriptionKey: "server: \(text)"])
-        }
-        baseURL = URL(string: "http://127.0.0.1:\(port)")!
+        server = try LoopbackServerProcess(document: document, label: "halyard-bench")
+        baseURL = server.baseURL
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         session = URLSession(configuration: configuration)
@@ -61,11 +39,7 @@ final class LoopbackControlPlane: @unchecked Sendable {
         _ = done.wait(timeout: .now() + 5)
     }
 
-    func stop() {
-        try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
+    func stop() { server.stop() }
 }
 
 /// `flags.bool(key, default:)` on the polling client. Its publisher hook does nothing: the

@@ -7,6 +7,7 @@
 // The designs alternate (A B A B ...) in one run; the report gives medians over rounds and the
 // ratio of each to URLSessionTransport measured in the same run. CPU is this process's user +
 // system time (getrusage), so the server's own CPU is not counted.
+import BenchmarkSupport
 import Foundation
 import Halyard
 
@@ -31,54 +32,6 @@ struct Options {
                 exit(2)
             }
         }
-    }
-}
-
-/// The loopback control plane as a child process.
-final class LoopbackServer {
-    let process = Process()
-    let stdin = Pipe()
-    let port: Int
-
-    static var scriptPath: String {
-        let here = URL(fileURLWithPath: #filePath)
-        let fromSource = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Tests/ControlPlaneServer/server.py").path
-        if FileManager.default.fileExists(atPath: fromSource) { return fromSource }
-        return FileManager.default.currentDirectoryPath + "/Tests/ControlPlaneServer/server.py"
-    }
-
-    init() throws {
-        let flags = FileManager.default.temporaryDirectory.appendingPathComponent("halyard-bench-\(UUID()).json")
-        var items: [[String: Any]] = []
-        for i in 0..<20 { items.append(["key": "flag-\(i)", "value": i % 2 == 0, "reason": "STATIC", "variant": "v"]) }
-        try JSONSerialization.data(withJSONObject: ["default": items]).write(to: flags)
-        defer { try? FileManager.default.removeItem(at: flags) }
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.scriptPath, "--flags", flags.path]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardInput = stdin
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.hasPrefix("PORT "), let port = Int(text.dropFirst(5)) else {
-            process.terminate()
-            throw NSError(domain: "halyard-bench-transport", code: 1, userInfo: [NSLocalizedDescriptionKey: text])
-        }
-        self.port = port
-    }
-
-    func stop() {
-        try? stdin.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
     }
 }
 
@@ -133,7 +86,9 @@ func median(_ values: [Double]) -> Double {
 }
 
 let options = Options(CommandLine.arguments)
-let server = try LoopbackServer()
+var items: [[String: Any]] = []
+for i in 0..<20 { items.append(["key": "flag-\(i)", "value": i % 2 == 0, "reason": "STATIC", "variant": "v"]) }
+let server = try LoopbackServerProcess(document: ["default": items], label: "halyard-bench-transport")
 defer { server.stop() }
 let url = URL(string: "http://127.0.0.1:\(server.port)/ofrep/v1/evaluate/flags")!
 let request = TransportRequest(
