@@ -77,15 +77,23 @@ import Testing
         }
     }
 
-    @Test func reentrantClockCannotFreeTheSnapshotOfTheReadInProgress() throws {
+    /// Two clients on one ``ReentrantClock``: the outer client's first value is published and
+    /// counted, and the clock's hook (run by the outer client's exposure slow path) reads the
+    /// other client and publishes three more snapshots on the outer one.
+    static func armedClients() throws -> (outer: FlagClient, counter: LiveCounter, observation: Observation) {
         let clock = ReentrantClock()
-        let (outer, other) = try Self.clients(clock: clock)
+        let (outer, other) = try clients(clock: clock)
         let counter = LiveCounter()
-        let serial = Self.publishFirst(outer, counter)
+        let serial = publishFirst(outer, counter)
         let observation = Observation()
         clock.hook.withLock {
-            $0 = Self.hook(outer: outer, other: other, counter: counter, serial: serial, observation: observation)
+            $0 = hook(outer: outer, other: other, counter: counter, serial: serial, observation: observation)
         }
+        return (outer, counter, observation)
+    }
+
+    @Test func reentrantClockCannotFreeTheSnapshotOfTheReadInProgress() throws {
+        let (outer, counter, observation) = try Self.armedClients()
         // The first read of "n" is not yet exposed: its slow path asks the recorder, which asks
         // the clock, which runs the hook.
         #expect(outer.int("n", default: -1) == 1)
@@ -98,14 +106,7 @@ import Testing
     }
 
     @Test func reentrantClockThroughAHandle() throws {
-        let clock = ReentrantClock()
-        let (outer, other) = try Self.clients(clock: clock)
-        let counter = LiveCounter()
-        let serial = Self.publishFirst(outer, counter)
-        let observation = Observation()
-        clock.hook.withLock {
-            $0 = Self.hook(outer: outer, other: other, counter: counter, serial: serial, observation: observation)
-        }
+        let (outer, counter, observation) = try Self.armedClients()
         let handle = outer.handle("n", default: -1)
         #expect(handle.value == 1 || handle.value == 4)
         #expect(observation.nestedRead.value == true)
