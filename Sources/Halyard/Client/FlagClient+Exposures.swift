@@ -14,15 +14,17 @@ extension FlagClient {
     /// ```
     public func recordExposure(_ key: String) {
         guard let sink = exposureSink else { return }
-        let candidate = store.withCurrent { snapshot -> (String?, EvaluationReason, String)? in
+        let candidate = store.withCurrent { snapshot -> (String?, EvaluationReason, String, JSONValue?)? in
             guard let snapshot, let index = snapshot.index(of: key), snapshot.entries[index].kind != .error else {
                 return nil
             }
             let detail = snapshot.details[index]
-            return (detail.variant, detail.reason, snapshot.contextFingerprint)
+            let value = detail.variant == nil ? snapshot.flags[index].value : nil
+            return (detail.variant, detail.reason, snapshot.contextFingerprint, value)
         }
-        guard let (variant, reason, fingerprint) = candidate else { return }
-        _ = sink.recordExposure(key: key, variant: variant, reason: reason, contextFingerprint: fingerprint)
+        guard let (variant, reason, fingerprint, value) = candidate else { return }
+        _ = sink.recordExposure(
+            key: key, variant: variant, reason: reason, contextFingerprint: fingerprint, value: value, errorCode: nil)
     }
 
     /// Uploads pending exposures now and reports what happened. Honours a backoff or

@@ -217,9 +217,12 @@ extension FlagClient {
         return unmanaged._withUnsafeGuaranteedRef { snapshot -> UInt32 in
             guard let sink = exposureSink else { return 0 }
             let flag = snapshot.flags[index]
+            // The value only when there is no variant (the OTLP exporter's
+            // `feature_flag.result.value`); a variant names it.
             let deadline = sink.recordExposure(
                 key: flag.key, variant: flag.variant, reason: flag.reason,
-                contextFingerprint: snapshot.contextFingerprint)
+                contextFingerprint: snapshot.contextFingerprint, value: flag.variant == nil ? flag.value : nil,
+                errorCode: flag.errorCode)
             hal_store_relaxed(snapshot.exposureSlots + index, UInt(deadline))
             return deadline
         }

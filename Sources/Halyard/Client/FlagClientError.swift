@@ -22,6 +22,9 @@ public enum FlagClientError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The base URL is plain `http` to a host that is not loopback (`localhost`, `127.0.0.0/8`,
     /// `::1`). Carries the host.
     case insecureHTTPToNonLoopbackHost(String)
+    /// ``ExposureOptions/exporter`` cannot be used (for example an OTLP endpoint over plain
+    /// `http` to a host that is not loopback). Carries the reason.
+    case invalidExposureExporter(ExposureExporterError)
 
     /// A description that never contains the key.
     public var description: String {
@@ -42,6 +45,8 @@ public enum FlagClientError: Error, Sendable, Hashable, CustomStringConvertible 
             "the base URL scheme \"\(scheme)\" is not supported (use http or https)"
         case .insecureHTTPToNonLoopbackHost(let host):
             "plain http to \(host) is refused (use https; http is allowed to loopback only)"
+        case .invalidExposureExporter(let reason):
+            "the exposure exporter cannot be used: \(reason)"
         }
     }
 }

@@ -77,6 +77,10 @@ public struct FlagClientOptions: Sendable {
     /// Exposure recording and upload (docs/exposures.md): `enabled`, `sampleRate`, `dedupWindow`,
     /// `capacity`, `batchSize`, `flushInterval`, `path`; see ``ExposureOptions``.
     public var exposures = ExposureOptions()
+    /// The OpenTelemetry `service.name` of exposures exported with
+    /// ``ExposureExporter/otlp(endpoint:headers:)``; *default* `nil` = ``appID``, or
+    /// `unknown_service:<process name>` when that is unset too (the OpenTelemetry default).
+    public var serviceName: String? = nil
 
     /// Creates options with every other setting at its default.
     public init(baseURL: URL, key: String) {
@@ -95,19 +99,16 @@ public struct FlagClientOptions: Sendable {
         }
         guard scheme == "http" || scheme == "https" else { throw .unsupportedScheme(scheme) }
         if scheme == "http" && !Self.isLoopback(host) { throw .insecureHTTPToNonLoopbackHost(host) }
-    }
-
-    /// Whether a host names the loopback interface.
-    static func isLoopback(_ rawHost: String) -> Bool {
-        var host = rawHost.lowercased()
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0] == "127" else { return false }
-        return parts.allSatisfy { part in
-            !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && UInt8(part) != nil
+        do throws(ExposureExporterError) {
+            try exposures.exporter.validate()
+        } catch {
+            throw .invalidExposureExporter(error)
         }
     }
+
+    /// Whether a host names the loopback interface (``LoopbackHost``, shared with the OTLP
+    /// endpoint's check).
+    static func isLoopback(_ rawHost: String) -> Bool { LoopbackHost.contains(rawHost) }
 
     /// The stale threshold in force.
     var effectiveStaleAfter: Duration {

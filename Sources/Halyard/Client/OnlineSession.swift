@@ -83,7 +83,7 @@ package final class OnlineSession: Sendable {
             endpoint: options.baseURL,
             meta: ExposureMeta(
                 sdk: ClientIdentity.sdkName, version: ClientIdentity.sdkVersion, appId: options.appID ?? "",
-                installId: identity.installID),
+                installId: identity.installID, serviceName: options.serviceName),
             // Held strongly: the final flush after `close()` may outlive the client.
             headerProvider: { identity.headers },
             log: log)

@@ -42,7 +42,14 @@ public struct ExposureOptions: Sendable, Hashable {
     public var flushInterval: Duration = .seconds(30)
 
     /// The upload path, appended to the control plane's base URL. *Default* `"/v1/exposures"`.
+    /// Used by the ``ExposureExporter/halyard`` exporter only (OTLP posts to `{endpoint}/v1/logs`).
     public var path: String = "/v1/exposures"
+
+    /// Where exposures go: Halyard's collector endpoint (SPEC §7) or an OpenTelemetry receiver
+    /// over OTLP/HTTP JSON. *Default* ``ExposureExporter/halyard``. The same de-duplication,
+    /// sampling, buffer and batching apply to both; the wire, the headers and the retry rules
+    /// follow the exporter (docs/exposures.md).
+    public var exporter: ExposureExporter = .halyard
 
     /// The first retry delay after a failed upload; doubles per consecutive failure (full jitter).
     /// *Default* 1 s.
@@ -100,13 +107,17 @@ package struct ExposureMeta: Sendable, Hashable {
     package var appId: String
     /// The persisted install id.
     package var installId: String
+    /// The OpenTelemetry `service.name` the options set, if any (OTLP exporter; falls back to
+    /// ``appId``, see ``OTLPLogsEncoder/Resource``).
+    package var serviceName: String?
 
     /// Creates the meta object.
-    package init(sdk: String, version: String, appId: String, installId: String) {
+    package init(sdk: String, version: String, appId: String, installId: String, serviceName: String? = nil) {
         self.sdk = sdk
         self.version = version
         self.appId = appId
         self.installId = installId
+        self.serviceName = serviceName
     }
 }
 
@@ -129,16 +140,19 @@ public struct ExposureCounters: Sendable, Hashable {
     /// Of ``recorded``: first exposures in their window that sampling did not keep.
     public var sampledOut: Int = 0
     /// Of ``recorded``: kept events discarded without a confirmed delivery — the oldest pushed
-    /// out of a full buffer, rejected by the control plane (a 4xx other than 408 and 429; these
-    /// are also counted in ``rejected``), or still pending after the final flush at close.
+    /// out of a full buffer, rejected by the receiver (a non-retryable status, or records an
+    /// OTLP partial success refused; these are also counted in ``rejected``), or still pending
+    /// after the final flush at close.
     /// An event dropped after a failed (ambiguous) attempt may still have reached the server.
     public var dropped: Int = 0
-    /// Of ``recorded``: events in batches the control plane accepted (2xx).
+    /// Of ``recorded``: events in batches the control plane accepted (2xx), less the records an
+    /// OTLP receiver reported rejected in a partial success.
     public var sent: Int = 0
     /// Upload requests that failed (any non-2xx status or a transport error), retried or not.
     /// Counts requests, not events; not part of the identity.
     public var failed: Int = 0
-    /// Of ``dropped``: events in batches the control plane rejected with a non-retryable status.
+    /// Of ``dropped``: events the receiver refused — batches rejected with a non-retryable status,
+    /// and the `rejectedLogRecords` of an OTLP partial success (a 2xx).
     public var rejected: Int = 0
     /// Of ``recorded``: events kept and not yet resolved (buffered, waiting for a retry, or in
     /// flight). A gauge, not a total.

@@ -42,8 +42,8 @@ package final class ExposureCoarseClock: @unchecked Sendable {
 }
 
 /// The exposure pipeline (docs/exposures.md): the read path's slow path calls
-/// ``recordExposure(key:variant:reason:contextFingerprint:)`` when its local "exposed until" slot
-/// has expired; the recorder de-duplicates, samples, buffers and uploads in gzip batches.
+/// ``recordExposure(key:variant:reason:contextFingerprint:value:errorCode:)`` when its local
+/// "exposed until" slot has expired; the recorder de-duplicates, samples, buffers and uploads in gzip batches.
 ///
 /// All decisions live in the value type ``ExposureState``; this class holds it under a lock,
 /// and performs what it decides (uploads, timers) outside the lock.
@@ -56,7 +56,8 @@ package final class ExposureCoarseClock: @unchecked Sendable {
 /// recorded exposure starts it again. ``close()`` stops it and flushes once more, detached.
 package final class ExposureRecorder: Sendable {
     /// `false` when automatic recording is disabled by the options; reads skip everything.
-    /// (``recordExposure(key:variant:reason:contextFingerprint:)`` still records explicit calls.)
+    /// (``recordExposure(key:variant:reason:contextFingerprint:value:errorCode:)`` still records
+    /// explicit calls.)
     package let isEnabled: Bool
     /// The coarse clock read by ``coarseNow()``; the read path may hold it and load its word.
     package let coarseClock: ExposureCoarseClock
@@ -65,7 +66,7 @@ package final class ExposureRecorder: Sendable {
 
     private let clock: any HalyardClock
     private let transport: any FlagTransport
-    private let url: URL
+    private let target: UploadTarget
     private let meta: @Sendable () -> ExposureMeta
     private let headers: @Sendable () -> [String: String]
     private let log: (@Sendable (String) -> Void)?
@@ -73,6 +74,19 @@ package final class ExposureRecorder: Sendable {
     private let wallOrigin: Int64
     private let state: Locked<ExposureState>
     private let compressor = SharedCompressor()
+    /// The last OTLP partial-success message logged (each distinct message is logged once in a row).
+    private let lastPartialMessage = Locked<String?>(nil)
+
+    /// Where and how batches are uploaded, from ``ExposureOptions/exporter``.
+    private enum UploadTarget {
+        /// SPEC §7: `{baseURL}{path}`, the identity headers, an `Idempotency-Key`.
+        case halyard(URL)
+        /// OTLP/HTTP JSON: `{endpoint}/v1/logs` with the exporter's headers only.
+        case otlp(URL, headers: [String: String])
+        /// An exporter that must not be used (validated at client creation; a recorder built
+        /// without that check drops every batch as rejected rather than send).
+        case invalid(ExposureExporterError)
+    }
     private let turn = Locked(Turn())
     private let tasks = Locked(Tasks())
 
@@ -114,12 +128,14 @@ package final class ExposureRecorder: Sendable {
     ///   - options: the exposure options (normalized here).
     ///   - clock: timestamps, windows, backoff and the ticker use it.
     ///   - transport: uploads go through it.
-    ///   - endpoint: the control plane's base URL; uploads go to `endpoint` + `options.path`.
+    ///   - endpoint: the control plane's base URL; the ``ExposureExporter/halyard`` exporter
+    ///     uploads to `endpoint` + `options.path` (the OTLP exporter has its own endpoint).
     ///   - meta: the `meta` object of every upload, evaluated at the first upload (it may hold the
     ///     install id, which is resolved lazily and never on the creating thread).
-    ///   - headerProvider: extra header fields for every upload (`Authorization`, `User-Agent`, …),
-    ///     read at each upload so a key rotation reaches the uploader; `Content-Type`,
-    ///     `Content-Encoding` and `Idempotency-Key` are set by the recorder.
+    ///   - headerProvider: extra header fields for every upload to the control plane
+    ///     (`Authorization`, `User-Agent`, …), read at each upload so a key rotation reaches the
+    ///     uploader; `Content-Type`, `Content-Encoding` and `Idempotency-Key` are set by the
+    ///     recorder. Never sent to an OTLP endpoint (it gets the exporter's headers).
     ///   - log: called (never under a lock) with a warning when a batch is rejected or cannot be
     ///     compressed. Never passed the key or header values.
     ///   - startsTicker: whether to run the once-a-second ticker (tests pass `false` and drive
@@ -140,7 +156,17 @@ package final class ExposureRecorder: Sendable {
         coarseClock = ExposureCoarseClock()
         self.clock = clock
         self.transport = transport
-        url = endpoint.appendingEndpoint(o.path)
+        switch o.exporter {
+        case .halyard:
+            target = .halyard(endpoint.appendingEndpoint(o.path))
+        case .otlp(let otlpEndpoint, let headers):
+            do throws(ExposureExporterError) {
+                try o.exporter.validate()
+                target = .otlp(otlpEndpoint.appendingEndpoint("/v1/logs"), headers: headers)
+            } catch {
+                target = .invalid(error)
+            }
+        }
         self.meta = meta
         self.headers = headerProvider
         self.log = log
@@ -185,10 +211,14 @@ package final class ExposureRecorder: Sendable {
     /// needs no further call — the end of its window, also when it was de-duplicated or sampled
     /// out; the read stores it in its slot and skips the recorder while `coarseNow() < slot`.
     /// After ``close()`` it records nothing and returns `UInt32.max`.
+    ///
+    /// `value` is kept only when `variant` is nil and the exporter writes it (OTLP); the SPEC §7
+    /// exporter never holds it.
     @discardableResult
-    package func recordExposure(key: String, variant: String?, reason: EvaluationReason, contextFingerprint: String)
-        -> UInt32
-    {
+    package func recordExposure(
+        key: String, variant: String?, reason: EvaluationReason, contextFingerprint: String, value: JSONValue?,
+        errorCode: FlagErrorCode?
+    ) -> UInt32 {
         let now = elapsed
         let seconds = coarseClock.advance(to: Self.seconds(now))
         let dedupKey = ExposureHash.dedupKey(fingerprint: contextFingerprint, key: key, variant: variant)
@@ -196,13 +226,20 @@ package final class ExposureRecorder: Sendable {
         let result = state.withLock {
             $0.record(
                 key: key, variant: variant, reason: reason.rawValue, contextFingerprint: contextFingerprint,
-                dedupKey: dedupKey, now: now, nowSeconds: seconds, creationDate: creation)
+                dedupKey: dedupKey, now: now, nowSeconds: seconds, creationDate: creation,
+                value: keepsValue && variant == nil ? value : nil, errorCode: errorCode)
         }
         if result.startDrain {
             Task { await self.drain(.automatic) }
         }
         startTickerIfNeeded()
         return result.windowEnd
+    }
+
+    /// Whether events keep the served value (the OTLP exporter writes it when there is no variant).
+    private var keepsValue: Bool {
+        if case .otlp = target { return true }
+        return false
     }
 
     /// The counters (``ExposureCounters/pending`` is the current gauge).
@@ -341,7 +378,11 @@ package final class ExposureRecorder: Sendable {
                 if finish.failed { result.failedBatches += 1 }
                 result.droppedEvents += finish.dropped
                 if let status = finish.rejectedStatus, let log {
-                    log("Halyard: exposure batch of \(batch.events.count) rejected with HTTP \(status); dropped")
+                    let what = status == 0 ? "not sent (invalid exporter)" : "rejected with HTTP \(status)"
+                    log("Halyard: exposure batch of \(batch.events.count) \(what); dropped")
+                }
+                if case .partiallyDelivered(let rejected, let message) = outcome {
+                    logPartialSuccess(rejected: finish.partiallyRejected, of: batch.events.count, claimed: rejected, message)
                 }
                 if finish.stop { break loop }
             }
@@ -361,11 +402,34 @@ package final class ExposureRecorder: Sendable {
     }
 
     private func upload(_ batch: ExposureBatch) async -> ExposureUploadOutcome {
-        let json = ExposureEncoder.encode(meta: meta(), events: batch.events)
+        let url: URL
+        let json: [UInt8]
+        var fields: [String: String]
+        switch target {
+        case .invalid:
+            return .rejected(status: 0)
+        case .halyard(let halyardURL):
+            url = halyardURL
+            json = ExposureEncoder.encode(meta: meta(), events: batch.events)
+            fields = headers()
+            fields["Idempotency-Key"] = batch.idempotencyKey
+        case .otlp(let otlpURL, let extra):
+            url = otlpURL
+            let resource = OTLPLogsEncoder.Resource(meta: meta(), processName: ProcessInfo.processInfo.processName)
+            json = OTLPLogsEncoder.encode(resource: resource, events: batch.events)
+            // The exporter's headers only: the control plane's key never goes to a collector.
+            // Ours replace any of the same name, whatever its case.
+            fields = [:]
+            for (name, value) in extra
+            where !["content-type", "content-encoding", "content-length"].contains(name.lowercased()) {
+                fields[name] = value
+            }
+            if !fields.keys.contains(where: { $0.lowercased() == "user-agent" }) {
+                fields["User-Agent"] = ClientIdentity.userAgent
+            }
+        }
         let gzipped = compressor.compress(json)
-        var fields = headers()
         fields["Content-Type"] = "application/json"
-        fields["Idempotency-Key"] = batch.idempotencyKey
         let body: Data
         if let gzipped {
             fields["Content-Encoding"] = "gzip"
@@ -380,8 +444,10 @@ package final class ExposureRecorder: Sendable {
         do {
             let response = try await transport.send(request)
             return ExposureUploadOutcome.classify(
+                exporter: options.exporter,
                 status: response.status,
                 retryAfterHeader: response.header("Retry-After"),
+                body: response.body,
                 wallNow: clock.wallNow)
         } catch TransportError.responseTooLarge {
             // The transport refuses an answer whose body is over the limit without giving its
@@ -392,6 +458,22 @@ package final class ExposureRecorder: Sendable {
         } catch {
             return .retry(retryAfter: nil)
         }
+    }
+
+    /// Logs an OTLP partial success: the counts, and the receiver's `errorMessage` (cut to 512
+    /// characters) unless it is the same message as the last one logged.
+    private func logPartialSuccess(rejected: Int, of count: Int, claimed: Int, _ message: String?) {
+        guard let log else { return }
+        let text = message.map { String($0.prefix(512)) }
+        let repeated = lastPartialMessage.withLock { last -> Bool in
+            defer { last = text }
+            return text != nil && last == text
+        }
+        var line = "Halyard: the OTLP receiver rejected \(rejected) of \(count) log records"
+        if claimed > count { line += " (it reported \(claimed))" }
+        if let text, !repeated { line += ": \(text)" }
+        if repeated && rejected == 0 { return }
+        log(line)
     }
 }
 

@@ -4,13 +4,66 @@ package import Foundation
 package enum ExposureUploadOutcome: Sendable, Hashable {
     /// A 2xx response: the batch was delivered.
     case delivered
+    /// A 2xx OTLP response whose `partialSuccess` says the receiver refused `rejected` of the
+    /// records (the rest were delivered), with its `errorMessage` when it sent one.
+    case partiallyDelivered(rejected: Int, errorMessage: String?)
     /// A retryable failure (5xx, 408, 429 or a transport error); `retryAfter` is the delay the
     /// server asked for, when it sent a usable `Retry-After`.
     case retry(retryAfter: Duration?)
     /// A non-retryable status: the batch is dropped.
     case rejected(status: Int)
 
-    /// Classifies an HTTP response.
+    /// Classifies an HTTP response to an upload sent by `exporter`.
+    package static func classify(
+        exporter: ExposureExporter, status: Int, retryAfterHeader: String?, body: Data, wallNow: Date
+    ) -> ExposureUploadOutcome {
+        switch exporter {
+        case .halyard:
+            return classify(status: status, retryAfterHeader: retryAfterHeader, wallNow: wallNow)
+        case .otlp:
+            return classifyOTLP(status: status, retryAfterHeader: retryAfterHeader, body: body, wallNow: wallNow)
+        }
+    }
+
+    /// Classifies an OTLP/HTTP export response (the OTLP specification's rules): 2xx is
+    /// delivered, partially when its body holds a `partialSuccess` with `rejectedLogRecords`
+    /// above zero or an `errorMessage`; 429, 502, 503 and 504 are retried (honouring
+    /// `Retry-After`); every other status is not retried.
+    package static func classifyOTLP(status: Int, retryAfterHeader: String?, body: Data, wallNow: Date)
+        -> ExposureUploadOutcome
+    {
+        switch status {
+        case 200..<300:
+            return partialSuccess(body) ?? .delivered
+        case 429, 502, 503, 504:
+            let delay = retryAfterHeader.flatMap { RetryAfter.parse($0, now: wallNow) }
+            return .retry(retryAfter: delay)
+        default:
+            return .rejected(status: status)
+        }
+    }
+
+    /// The `partialSuccess` of an `ExportLogsServiceResponse` in the protobuf JSON mapping
+    /// (`rejectedLogRecords` as a string or a number, `errorMessage`); nil when the body is
+    /// empty, not JSON, or reports nothing.
+    static func partialSuccess(_ body: Data) -> ExposureUploadOutcome? {
+        guard !body.isEmpty, let doc = try? JSONValue(parsing: body, limits: .ofrepResponse),
+            case .object(let top) = doc, case .object(let partial)? = top["partialSuccess"]
+        else { return nil }
+        var rejected = 0
+        switch partial["rejectedLogRecords"] {
+        case .int(let n)?: rejected = Int(clamping: n)
+        case .string(let s)?: rejected = Int(s) ?? 0
+        case .double(let d)? where d.isFinite: rejected = Int(clamping: Int64(max(0, min(d, 1e15))))
+        default: break
+        }
+        var message: String?
+        if case .string(let m)? = partial["errorMessage"], !m.isEmpty { message = m }
+        if rejected <= 0 && message == nil { return nil }
+        return .partiallyDelivered(rejected: max(0, rejected), errorMessage: message)
+    }
+
+    /// Classifies an HTTP response (the SPEC §7 exporter).
     package static func classify(status: Int, retryAfterHeader: String?, wallNow: Date) -> ExposureUploadOutcome {
         switch status {
         case 200..<300:

@@ -14,10 +14,17 @@ package struct ExposureEvent: Sendable, Hashable {
     package var creationDate: Int64
     /// How many exposures this event stands for (always 1 today).
     package var count: Int
+    /// The value served, kept only when there is no variant and the exporter writes it
+    /// (``ExposureExporter/otlp(endpoint:headers:)``'s `feature_flag.result.value`); shared with
+    /// the snapshot it came from, not copied.
+    package var value: JSONValue?
+    /// The error code the served flag carried, if any (`error.type` on reason `ERROR`).
+    package var errorCode: FlagErrorCode?
 
     /// Creates an event.
     package init(
-        key: String, variant: String?, reason: String, contextFingerprint: String, creationDate: Int64, count: Int = 1
+        key: String, variant: String?, reason: String, contextFingerprint: String, creationDate: Int64, count: Int = 1,
+        value: JSONValue? = nil, errorCode: FlagErrorCode? = nil
     ) {
         self.key = key
         self.variant = variant
@@ -25,6 +32,8 @@ package struct ExposureEvent: Sendable, Hashable {
         self.contextFingerprint = contextFingerprint
         self.creationDate = creationDate
         self.count = count
+        self.value = value
+        self.errorCode = errorCode
     }
 }
 
@@ -286,6 +295,9 @@ package struct ExposureState: Sendable {
         package var stop = false
         /// The rejecting status, when the batch was rejected.
         package var rejectedStatus: Int?
+        /// Records a receiver refused in an accepted request (OTLP partial success), also in
+        /// ``dropped``.
+        package var partiallyRejected = 0
     }
 
     /// The normalized options.
@@ -346,7 +358,8 @@ package struct ExposureState: Sendable {
     /// and only when the rate is below 1.
     package mutating func record(
         key: String, variant: String?, reason: String, contextFingerprint: String,
-        dedupKey: UInt64, now: Duration, nowSeconds: UInt32, creationDate: Int64
+        dedupKey: UInt64, now: Duration, nowSeconds: UInt32, creationDate: Int64,
+        value: JSONValue? = nil, errorCode: FlagErrorCode? = nil
     ) -> RecordResult {
         if isClosed { return RecordResult(windowEnd: .max, decision: .ignored, startDrain: false) }
         totals.recorded += 1
@@ -371,7 +384,8 @@ package struct ExposureState: Sendable {
         buffer.append(
             ExposureEvent(
                 key: key, variant: variant, reason: reason,
-                contextFingerprint: contextFingerprint, creationDate: creationDate))
+                contextFingerprint: contextFingerprint, creationDate: creationDate,
+                value: value, errorCode: errorCode))
         var start = false
         if buffer.count >= options.batchSize, !automaticDrainRequested, now >= notBefore {
             automaticDrainRequested = true
@@ -464,6 +478,16 @@ package struct ExposureState: Sendable {
         case .delivered:
             totals.sent += n
             f.sent = n
+            consecutiveFailures = 0
+            notBefore = .zero
+        case .partiallyDelivered(let rejected, _):
+            let k = min(max(rejected, 0), n)
+            totals.sent += n - k
+            totals.dropped += k
+            totals.rejected += k
+            f.sent = n - k
+            f.dropped = k
+            f.partiallyRejected = k
             consecutiveFailures = 0
             notBefore = .zero
         case .rejected(let status):
