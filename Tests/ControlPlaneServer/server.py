@@ -34,6 +34,14 @@ A request whose body ends before its ``Content-Length`` (libcurl may resend a sh
 reset) is never handled: the connection is dropped and, on the exposure path,
 ``exposure_endpoint.note_truncated_request(state)`` is called when the module has it.
 
+OTLP logs
+---------
+Requests to ``/v1/logs`` (``--otlp-path``) go to ``otlp_endpoint.handle(body, headers, state,
+fault)`` from ``otlp_endpoint.py`` (a strict OTLP/HTTP JSON receiver, with its own state), after
+the fault script like the exposure path (``"process": true`` included). The extra fault
+``{"action": "partial", "rejected": k, "message": "..."}`` answers a valid request with a
+partial success.
+
 Admin endpoints (never faulted, never logged)
 ---------------------------------------------
 ``POST /_admin/script``    body: a JSON list of faults (or ``{"faults": [...]}``), appended to the queue.
@@ -44,6 +52,7 @@ Admin endpoints (never faulted, never logged)
 ``POST /_admin/reset``     clears the fault queue and the request log, and calls
                            ``exposure_endpoint.reset(state)`` when the module has it.
 ``GET  /_admin/exposures[?summary=1]``  ``exposure_endpoint.report(state, include_events=...)``.
+``GET  /_admin/otlp[?bodies=1]``  ``otlp_endpoint.report(state, include_bodies=...)``.
 ``GET  /_admin/health``    200.
 
 Faults
@@ -63,6 +72,7 @@ decremented and the fault removed at 0. Fields:
     {"action": "drip",     "interval": 0.2, "chunks": 50}  # the 200 body (never 304), a piece per interval
     {"action": "gzip"}                                # the 200 body (never 304), gzip-compressed
     {"action": "pass"}                                # answer normally (counts as a fault slot)
+    {"action": "partial", "rejected": 3}              # OTLP path only: a partial success
     {"action": "gzipbomb", "inflatedBytes": 1073741824, "layers": 1}
                                                       # 200, Content-Encoding: gzip, a body of ~1/1000
                                                       # of inflatedBytes that inflates to that many
@@ -98,7 +108,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class State:
-    def __init__(self, flags, exposure_path):
+    def __init__(self, flags, exposure_path, otlp_path="/v1/logs"):
         self.lock = threading.Lock()
         self.flags = flags
         self.faults = []
@@ -108,6 +118,10 @@ class State:
         self.exposure_state = {}
         self.exposure_module = None
         self.exposure_module_loaded = False
+        self.otlp_path = otlp_path
+        self.otlp_state = {}
+        self.otlp_module = None
+        self.otlp_module_loaded = False
 
     def take_fault(self, path):
         with self.lock:
@@ -145,6 +159,19 @@ class State:
                     spec.loader.exec_module(module)
                     self.exposure_module = module
             return self.exposure_module
+
+
+    def otlp_handler(self):
+        with self.lock:
+            if not self.otlp_module_loaded:
+                self.otlp_module_loaded = True
+                candidate = os.path.join(HERE, "otlp_endpoint.py")
+                if os.path.exists(candidate):
+                    spec = importlib.util.spec_from_file_location("otlp_endpoint", candidate)
+                    module = importlib.util.module_from_spec(spec)
+                    spec.loader.exec_module(module)
+                    self.otlp_module = module
+            return self.otlp_module
 
 
 # -- gzip bomb (transport tests: the response limit must hold on the inflated size) ----------
@@ -243,6 +270,10 @@ class Handler(BaseHTTPRequestHandler):
                 module = state.exposure_handler()
                 if module is not None and hasattr(module, "note_truncated_request"):
                     module.note_truncated_request(state.exposure_state)
+            if path == state.otlp_path:
+                module = state.otlp_handler()
+                if module is not None:
+                    module.note_truncated_request(state.otlp_state)
             self.close_connection = True
             return
         if path.startswith("/_admin/"):
@@ -257,6 +288,10 @@ class Handler(BaseHTTPRequestHandler):
                 module = state.exposure_handler()
                 if module is not None:
                     module.handle(body, dict(self.headers.items()), state.exposure_state)
+            if fault.get("process") and path == state.otlp_path and fault.get("action", "status") in ("status", "reset"):
+                module = state.otlp_handler()
+                if module is not None:
+                    module.handle(body, dict(self.headers.items()), state.otlp_state)
             if self.apply_fault(fault, path, body):
                 return
         self.normal(path, body, fault)
@@ -286,6 +321,9 @@ class Handler(BaseHTTPRequestHandler):
                 module = state.exposure_handler()
                 if module is not None and hasattr(module, "reset"):
                     module.reset(state.exposure_state)
+                module = state.otlp_handler()
+                if module is not None:
+                    module.reset(state.otlp_state)
                 return self.send(200, b"{}")
             if path == "/_admin/exposures" and method == "GET":
                 module = state.exposure_handler()
@@ -293,6 +331,12 @@ class Handler(BaseHTTPRequestHandler):
                     return self.send(404, b'{"error": "no exposure endpoint"}')
                 summary = "summary=1" in query
                 doc = module.report(state.exposure_state, include_events=not summary)
+                return self.send(200, json.dumps(doc).encode())
+            if path == "/_admin/otlp" and method == "GET":
+                module = state.otlp_handler()
+                if module is None:
+                    return self.send(404, b'{"error": "no OTLP endpoint"}')
+                doc = module.report(state.otlp_state, include_bodies="bodies=1" in query)
                 return self.send(200, json.dumps(doc).encode())
             if path == "/_admin/health":
                 return self.send(200, b"{}")
@@ -308,6 +352,14 @@ class Handler(BaseHTTPRequestHandler):
             if module is None:
                 return self.send(404, b'{"error": "no exposure endpoint"}', extra)
             status, headers, answer = module.handle(body, dict(self.headers.items()), state.exposure_state)
+            merged = dict(headers or {})
+            merged.update(extra)
+            return self.send(int(status), answer or b"", merged)
+        if path == state.otlp_path:
+            module = state.otlp_handler()
+            if module is None:
+                return self.send(404, b'{"error": "no OTLP endpoint"}', extra)
+            status, headers, answer = module.handle(body, dict(self.headers.items()), state.otlp_state, fault)
             merged = dict(headers or {})
             merged.update(extra)
             return self.send(int(status), answer or b"", merged)
@@ -424,7 +476,7 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True
             return True
-        return False  # "drip", "gzip", "pass": answered by normal()
+        return False  # "drip", "gzip", "pass", "partial": answered by normal()
 
 
 class Server(ThreadingHTTPServer):
@@ -442,6 +494,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--flags", help="flag-set JSON file")
     parser.add_argument("--exposure-path", default="/v1/exposures")
+    parser.add_argument("--otlp-path", default="/v1/logs")
     parser.add_argument("--tls-cert", help="PEM certificate: serve HTTPS (with --tls-key)")
     parser.add_argument("--tls-key", help="PEM private key for --tls-cert")
     args = parser.parse_args()
@@ -450,7 +503,7 @@ def main():
         with open(args.flags, "rb") as f:
             flags = json.load(f)
     server = Server(("127.0.0.1", 0), Handler)
-    server.state = State(flags, args.exposure_path)
+    server.state = State(flags, args.exposure_path, args.otlp_path)
     if args.tls_cert:
         import ssl
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
