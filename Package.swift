@@ -59,7 +59,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "ExposureBenchmarks",
-            dependencies: ["Halyard"],
+            dependencies: ["Halyard", "CMallocCounter"],
             path: "Benchmarks/ExposureBenchmarks",
             swiftSettings: upcoming + [.unsafeFlags(["-Ounchecked"])]
         ),

@@ -6,6 +6,10 @@
 //    deflateInit2_ per body, alternated A B A B so machine drift hits both.
 // 2. 64 threads recording first exposures of distinct flags at once: throughput, nothing lost.
 // 3. The slow path of recordExposure for an event already de-duplicated (and a first exposure).
+// 4. Encoding 1,000 events: the SPEC §7 body vs the OTLP/HTTP JSON body, alternated, with gzip.
+// 5. The de-duplicated slow path with a value (OTLP recorder) vs without (SPEC §7), alternated,
+//    with allocations per call.
+import CMallocCounter
 import CZlib
 import Dispatch
 import Foundation
@@ -48,6 +52,8 @@ struct ExposureBenchmarks {
         gzipBenchmark()
         await concurrentFirstExposures()
         slowPath()
+        encodingComparison()
+        slowPathWithValue()
     }
 
     // MARK: 1. gzip
@@ -215,5 +221,115 @@ struct ExposureBenchmarks {
         print("coarseNow() (the read path's check): median \(fmt(median(coarse), 2)) ns/call")
         let c = recorder.counters
         print("counters: recorded \(c.recorded) deduplicated \(c.deduplicated) pending \(c.pending)  (sink \(sink % 10))")
+    }
+
+    // MARK: 4. SPEC §7 vs OTLP encoding
+
+    /// The benchmark batch with a value on every event that has no variant (what the OTLP
+    /// exporter writes as `feature_flag.result.value`).
+    static func eventsWithValues(_ n: Int) -> [ExposureEvent] {
+        events(n).enumerated().map { i, e in
+            var e = e
+            if e.variant == nil {
+                switch i % 4 {
+                case 0: e.value = .bool(true)
+                case 1: e.value = .int(Int64(i))
+                case 2: e.value = .string("blue")
+                default: e.value = .object(["limit": .int(3), "ratio": .double(0.25)])
+                }
+            }
+            return e
+        }
+    }
+
+    static func encodingComparison() {
+        let meta = ExposureMeta(sdk: "halyard-swift", version: "0.1.0", appId: "bench-app", installId: "6f1c2a7e-install")
+        let resource = OTLPLogsEncoder.Resource(meta: meta, processName: "bench")
+        let batch = eventsWithValues(1_000)
+        var spec: [Double] = [], otlp: [Double] = [], ratios: [Double] = []
+        var specBody: [UInt8] = [], otlpBody: [UInt8] = []
+        for _ in 0..<5 {
+            specBody = ExposureEncoder.encode(meta: meta, events: batch)
+            otlpBody = OTLPLogsEncoder.encode(resource: resource, events: batch)
+        }
+        for round in 0..<(quick ? 30 : 300) {
+            // A B, then B A: drift and cache warmth hit both.
+            var a = 0.0, b = 0.0
+            for order in (round % 2 == 0 ? [0, 1] : [1, 0]) {
+                let t0 = nanos()
+                if order == 0 {
+                    specBody = ExposureEncoder.encode(meta: meta, events: batch)
+                    a = Double(nanos() - t0) / 1_000
+                } else {
+                    otlpBody = OTLPLogsEncoder.encode(resource: resource, events: batch)
+                    b = Double(nanos() - t0) / 1_000
+                }
+            }
+            spec.append(a)
+            otlp.append(b)
+            ratios.append(b / a)
+        }
+        let gzip = GzipCompressor(reusesStream: true)
+        var gSpec: [Double] = [], gOTLP: [Double] = []
+        var zSpec = 0, zOTLP = 0
+        for _ in 0..<(quick ? 20 : 100) {
+            var t0 = nanos()
+            zSpec = gzip.compress(specBody)?.count ?? -1
+            gSpec.append(Double(nanos() - t0) / 1_000)
+            t0 = nanos()
+            zOTLP = gzip.compress(otlpBody)?.count ?? -1
+            gOTLP.append(Double(nanos() - t0) / 1_000)
+        }
+        print("")
+        print("## encoding 1,000 events: SPEC §7 body vs OTLP/HTTP JSON body (alternated, same run)")
+        print("SPEC §7: median \(fmt(median(spec))) µs per 1,000 events  p90 \(fmt(percentile(spec, 0.9)))  -> \(specBody.count) bytes, gzip \(zSpec) bytes in \(fmt(median(gSpec))) µs")
+        print("OTLP   : median \(fmt(median(otlp))) µs per 1,000 events  p90 \(fmt(percentile(otlp, 0.9)))  -> \(otlpBody.count) bytes, gzip \(zOTLP) bytes in \(fmt(median(gOTLP))) µs")
+        print("OTLP/SPEC §7: encode \(fmt(median(ratios), 2))x (median of paired ratios; p10 \(fmt(percentile(ratios, 0.1), 2)) p90 \(fmt(percentile(ratios, 0.9), 2))), body \(fmt(Double(otlpBody.count) / Double(specBody.count), 2))x, gzipped \(fmt(Double(zOTLP) / Double(zSpec), 2))x, encode+gzip \(fmt((median(otlp) + median(gOTLP)) / (median(spec) + median(gSpec)), 2))x")
+    }
+
+    // MARK: 5. de-duplicated slow path with a value
+
+    static func slowPathWithValue() {
+        func make(_ exporter: ExposureExporter) -> ExposureRecorder {
+            var o = ExposureOptions()
+            o.exporter = exporter
+            return ExposureRecorder(options: o, clock: SystemClock(), transport: NullTransport(),
+                                    endpoint: URL(string: "http://127.0.0.1:9")!,
+                                    meta: ExposureMeta(sdk: "b", version: "0", appId: "a", installId: "i"),
+                                    startsTicker: false)
+        }
+        let spec = make(.halyard)
+        let otlp = make(.otlp(endpoint: URL(string: "http://127.0.0.1:9")!, headers: [:]))
+        let fp = String(repeating: "3f", count: 20)
+        let key = "checkout.new-flow.limits"
+        let value: JSONValue = .object(["limit": .int(3), "ratio": .double(0.25)])
+        for r in [spec, otlp] {
+            r.recordExposure(key: key, variant: nil, reason: .split, contextFingerprint: fp, value: value, errorCode: nil)
+        }
+        let batch = 1_000
+        var tSpec: [Double] = [], tOTLP: [Double] = []
+        var allocations: [UInt64] = [0, 0]
+        var sink: UInt64 = 0
+        for round in 0..<(quick ? 200 : 2_000) {
+            for which in (round % 2 == 0 ? [0, 1] : [1, 0]) {
+                let r = which == 0 ? spec : otlp
+                let m0 = halyard_malloc_count()
+                let t0 = nanos()
+                for _ in 0..<batch {
+                    sink &+= UInt64(r.recordExposure(key: key, variant: nil, reason: .split, contextFingerprint: fp,
+                                                     value: value, errorCode: nil))
+                }
+                let dt = Double(nanos() - t0) / Double(batch)
+                allocations[which] += halyard_malloc_count() - m0
+                if which == 0 { tSpec.append(dt) } else { tOTLP.append(dt) }
+            }
+        }
+        let calls = Double(tSpec.count * batch)
+        print("")
+        print("## recordExposure de-duplicated, no variant, value passed (1 thread, batches of \(batch), alternated)")
+        print("SPEC §7 recorder (value not kept): median \(fmt(median(tSpec))) ns/call, \(fmt(Double(allocations[0]) / calls, 4)) allocations/call")
+        print("OTLP recorder    (value kept)    : median \(fmt(median(tOTLP))) ns/call, \(fmt(Double(allocations[1]) / calls, 4)) allocations/call  (OTLP/SPEC \(fmt(median(tOTLP) / median(tSpec), 2))x)")
+        print("counters: SPEC \(spec.counters.deduplicated) deduplicated, OTLP \(otlp.counters.deduplicated) deduplicated (sink \(sink % 10))")
+        print("ExposureEvent: \(MemoryLayout<ExposureEvent>.size) bytes inline, stride \(MemoryLayout<ExposureEvent>.stride)")
     }
 }
