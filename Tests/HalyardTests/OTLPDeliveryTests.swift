@@ -115,8 +115,9 @@ import Testing
         #expect(request.headers["X-Halyard-App-Id"] == nil)
         let json = try Gzip.inflate(request.body, limit: 1 << 20)
         let doc = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
-        let records = ((doc["resourceLogs"] as? [[String: Any]])?.first?["scopeLogs"] as? [[String: Any]])?.first?[
-            "logRecords"] as? [[String: Any]]
+        let records =
+            ((doc["resourceLogs"] as? [[String: Any]])?.first?["scopeLogs"] as? [[String: Any]])?.first?[
+                "logRecords"] as? [[String: Any]]
         #expect(records?.count == 3)
     }
 

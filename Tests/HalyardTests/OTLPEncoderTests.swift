@@ -106,7 +106,8 @@ import Testing
     }
 
     @Test func errorTypeOnlyOnReasonErrorAndLowercased() {
-        var e = ExposureEvent(key: "k", variant: "v", reason: "TARGETING_MATCH", contextFingerprint: "f", creationDate: 1)
+        var e = ExposureEvent(
+            key: "k", variant: "v", reason: "TARGETING_MATCH", contextFingerprint: "f", creationDate: 1)
         #expect(OTLPLogsEncoder.errorType(e) == nil)
         e.reason = "ERROR"
         #expect(OTLPLogsEncoder.errorType(e) == "general")
@@ -122,7 +123,8 @@ import Testing
         #expect(OTLPLogsEncoder.Resource(meta: named, processName: "p").serviceName == "svc")
         var anonymous = meta
         anonymous.appId = ""
-        #expect(OTLPLogsEncoder.Resource(meta: anonymous, processName: "worker").serviceName == "unknown_service:worker")
+        #expect(
+            OTLPLogsEncoder.Resource(meta: anonymous, processName: "worker").serviceName == "unknown_service:worker")
         #expect(OTLPLogsEncoder.Resource(meta: anonymous, processName: "").serviceName == "unknown_service")
     }
 

@@ -114,7 +114,8 @@ import Testing
         // No record twice (no "process" fault here: nothing was delivered whose answer was lost).
         var seen = Set<String>()
         for record in records {
-            let id = "\(record["feature_flag.context.id"] ?? "")|\(record["feature_flag.key"] ?? "")|"
+            let id =
+                "\(record["feature_flag.context.id"] ?? "")|\(record["feature_flag.key"] ?? "")|"
                 + "\(record["feature_flag.result.variant"] ?? "-")"
             #expect(seen.insert(id).inserted, "\(id) twice")
         }

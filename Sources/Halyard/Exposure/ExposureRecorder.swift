@@ -382,7 +382,8 @@ package final class ExposureRecorder: Sendable {
                     log("Halyard: exposure batch of \(batch.events.count) \(what); dropped")
                 }
                 if case .partiallyDelivered(let rejected, let message) = outcome {
-                    logPartialSuccess(rejected: finish.partiallyRejected, of: batch.events.count, claimed: rejected, message)
+                    logPartialSuccess(
+                        rejected: finish.partiallyRejected, of: batch.events.count, claimed: rejected, message)
                 }
                 if finish.stop { break loop }
             }
