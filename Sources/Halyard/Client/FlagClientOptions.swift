@@ -75,7 +75,8 @@ public struct FlagClientOptions: Sendable {
     /// The clock for polling, backoff, `Retry-After` and staleness; *default* ``SystemClock``.
     public var clock: any HalyardClock = SystemClock()
     /// Exposure recording and upload (docs/exposures.md): `enabled`, `sampleRate`, `dedupWindow`,
-    /// `capacity`, `batchSize`, `flushInterval`, `path`; see ``ExposureOptions``.
+    /// `capacity`, `batchSize`, `flushInterval`, `path`, `exporter` (SPEC §7 or OTLP); see
+    /// ``ExposureOptions``.
     public var exposures = ExposureOptions()
     /// The OpenTelemetry `service.name` of exposures exported with
     /// ``ExposureExporter/otlp(endpoint:headers:)``; *default* `nil` = ``appID``, or
