@@ -3,4 +3,6 @@
 import Foundation
 import HalyardCLICore
 
-exit(await HalyardCommandLine.run(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))
+exit(
+    await HalyardCommandLine.run(
+        Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))

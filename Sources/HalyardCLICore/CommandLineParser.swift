@@ -142,7 +142,9 @@ enum CommandLineParser {
             ("--\(option.name)" + (option.valueName.map { " \($0)" } ?? ""), option.help)
         }
         let width = max(rows.map(\.0.count).max() ?? 0, "-h, --help".count)
-        func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(width - text.count, 0)) }
+        func pad(_ text: String, _ width: Int) -> String {
+            text + String(repeating: " ", count: max(width - text.count, 0))
+        }
         var lines = [usage, "", command.summary, "", "options:"]
         for (left, right) in rows {
             lines.append("  " + pad(left, width) + "  " + right)

@@ -27,14 +27,16 @@ struct Connection {
         }
         baseURL = url
         key = try Self.key(parsed.values["key-file"], environment: environment)
-        context = try parsed.values["context"].map { path throws(CommandFailure) in try loadContext(path).context }
+        context =
+            try parsed.values["context"].map { path throws(CommandFailure) in try loadContext(path).context }
             ?? .anonymous
-        timeout = try parsed.values["timeout"].map { text throws(CommandFailure) in
-            guard let duration = CommandLineParser.duration(text) else {
-                throw .usage("--timeout \(text) is not a duration (for example 500ms, 5s, 1m)")
-            }
-            return duration
-        } ?? .seconds(5)
+        timeout =
+            try parsed.values["timeout"].map { text throws(CommandFailure) in
+                guard let duration = CommandLineParser.duration(text) else {
+                    throw .usage("--timeout \(text) is not a duration (for example 500ms, 5s, 1m)")
+                }
+                return duration
+            } ?? .seconds(5)
     }
 
     private static func key(_ keyFile: String?, environment: [String: String]) throws(CommandFailure) -> String {

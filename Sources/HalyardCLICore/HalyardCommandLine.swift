@@ -8,12 +8,15 @@ public enum HalyardCommandLine {
 
     static var usage: String {
         let width = commands.map(\.name.count).max() ?? 0
-        let rows = commands.map { "  " + $0.name + String(repeating: " ", count: width - $0.name.count) + "  " + $0.summary }
-        return (["usage: halyard COMMAND [OPTIONS]", "", "commands:"] + rows + [
-            "",
-            "Run 'halyard COMMAND --help' for a command's options; 'halyard --version' for the version.",
-            "The key comes from --key-file FILE or $HALYARD_KEY. Exit status: 0 ok, 1 control-plane or input error, 2 usage.",
-        ]).joined(separator: "\n")
+        let rows = commands.map {
+            "  " + $0.name + String(repeating: " ", count: width - $0.name.count) + "  " + $0.summary
+        }
+        return
+            (["usage: halyard COMMAND [OPTIONS]", "", "commands:"] + rows + [
+                "",
+                "Run 'halyard COMMAND --help' for a command's options; 'halyard --version' for the version.",
+                "The key comes from --key-file FILE or $HALYARD_KEY. Exit status: 0 ok, 1 control-plane or input error, 2 usage.",
+            ]).joined(separator: "\n")
     }
 
     /// Runs the command line `arguments` (without the program name) and returns the exit status.
@@ -60,7 +63,8 @@ public enum HalyardCommandLine {
             switch name {
             case EvalCommand.command.name: try await EvalCommand.run(parsed, environment: environment, console: console)
             case ContextCommand.command.name: try ContextCommand.run(parsed, console: console)
-            case WatchCommand.command.name: try await WatchCommand.run(parsed, environment: environment, console: console)
+            case WatchCommand.command.name:
+                try await WatchCommand.run(parsed, environment: environment, console: console)
             default: try await VerifyCommand.run(parsed, environment: environment, console: console)
             }
         }

@@ -17,7 +17,8 @@ enum VerifyCommand {
         _ = await client.shutdown(timeout: .seconds(2))
         let url = connection.baseURL.absoluteString
         guard let check else {
-            throw .controlPlane("no answer from \(url) within \(readable(connection.timeout)) (network error or timeout)")
+            throw .controlPlane(
+                "no answer from \(url) within \(readable(connection.timeout)) (network error or timeout)")
         }
 
         if parsed.flags.contains("json") {

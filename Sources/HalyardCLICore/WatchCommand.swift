@@ -113,9 +113,15 @@ private struct ChangePrinter {
         if status != self.status {
             let from = self.status?.rawValue ?? "-"
             if json {
-                emit(now, ["type": "status", "from": self.status.map { .string($0.rawValue) } ?? .null, "to": .string(status.rawValue)])
+                emit(
+                    now,
+                    [
+                        "type": "status", "from": self.status.map { .string($0.rawValue) } ?? .null,
+                        "to": .string(status.rawValue),
+                    ])
             } else {
-                let colour: Console.Style = status == .ready ? .green : (status == .error || status == .fatal ? .red : .yellow)
+                let colour: Console.Style =
+                    status == .ready ? .green : (status == .error || status == .fatal ? .red : .yellow)
                 console.line("\(clockTime(now))  status  \(from) → \(console.styled(status.rawValue, colour))")
             }
             self.status = status
@@ -124,9 +130,15 @@ private struct ChangePrinter {
         for key in Set(flags.keys).union(next.keys).sorted() where flags[key] != next[key] {
             let old = flags[key], new = next[key]
             if json {
-                emit(now, ["type": "change", "key": .string(key), "from": old?.jsonObject ?? .null, "to": new?.jsonObject ?? .null])
+                emit(
+                    now,
+                    [
+                        "type": "change", "key": .string(key), "from": old?.jsonObject ?? .null,
+                        "to": new?.jsonObject ?? .null,
+                    ])
             } else {
-                console.line("\(clockTime(now))  \(console.styled(key, .bold))  \(summary(old)) → \(summary(new))")
+                console.line(
+                    "\(clockTime(now))  flag    \(console.styled(key, .bold))  \(summary(old)) → \(summary(new))")
             }
         }
         flags = next
