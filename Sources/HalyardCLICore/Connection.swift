@@ -103,20 +103,17 @@ func loadContext(_ path: String, limit: Int = EvaluationContext.defaultFittingLi
 }
 
 /// The last problem the client logged (warnings and errors), kept to say why values did not come.
-///
-/// `@unchecked Sendable`: `last` is only touched under `lock`.
-final class ProblemLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var last: String?
+final class ProblemLog: Sendable {
+    private let last = Guarded<String?>(nil)
 
     /// The handler to put in the options.
     var handler: HalyardLogHandler {
-        { level, message in
+        { [last] level, message in
             guard level >= .warning else { return }
-            self.lock.withLock { self.last = message }
+            last.withLock { $0 = message }
         }
     }
 
     /// The last warning or error, if any.
-    var lastProblem: String? { lock.withLock { last } }
+    var lastProblem: String? { last.withLock { $0 } }
 }

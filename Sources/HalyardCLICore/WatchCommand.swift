@@ -55,27 +55,31 @@ enum WatchCommand {
 
 /// SIGINT handling with a dispatch signal source: the default action (exit at once) is turned
 /// off, and each SIGINT closes the client instead.
-///
-/// `@unchecked Sendable`: `client` and `didFire` are only touched under `lock`; the source is
-/// set up and cancelled on the command's task only.
-private final class Interrupt: @unchecked Sendable {
-    private let lock = NSLock()
-    private var didFire = false
-    private var client: FlagClient?
+private final class Interrupt {
+    private struct State {
+        var fired = false
+        var client: FlagClient?
+    }
+    private let state = Guarded(State())
     private let source: any DispatchSourceSignal
 
     init() {
         signal(SIGINT, SIG_IGN)
         source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler { [weak self] in self?.fire() }
+        source.setEventHandler { [state] in
+            state.withLock { s -> FlagClient? in
+                s.fired = true
+                return s.client
+            }?.close()
+        }
         source.resume()
     }
 
     /// Closes `client` on SIGINT (at once if one already came).
     func arm(closing client: FlagClient) {
-        let firedAlready = lock.withLock {
-            self.client = client
-            return didFire
+        let firedAlready = state.withLock { s -> Bool in
+            s.client = client
+            return s.fired
         }
         if firedAlready { client.close() }
     }
@@ -84,15 +88,7 @@ private final class Interrupt: @unchecked Sendable {
     func disarm() { source.cancel() }
 
     /// Whether SIGINT came.
-    var fired: Bool { lock.withLock { didFire } }
-
-    private func fire() {
-        let client = lock.withLock {
-            didFire = true
-            return self.client
-        }
-        client?.close()
-    }
+    var fired: Bool { state.withLock { $0.fired } }
 }
 
 /// Prints what changed since the last call: the status, and each flag whose served result

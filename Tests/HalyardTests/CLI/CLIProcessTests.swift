@@ -311,10 +311,14 @@ struct CLIProcessTests {
         var changed = Self.flags
         changed["default"] = [["key": "checkout.new", "value": true, "reason": "DEFAULT", "variant": "on"]]
         try await server.setFlags(changed)
-        try await Wait.until("watch shows the change") { (try? change("checkout.new", to: .bool(true))) == true }
-        let removal = try #require(
-            try events().first { Self.member($0, "key") == .string("missing") && Self.member($0, "to") == .null })
-        #expect(Self.member(removal, "time") != nil)
+        func removal() throws -> JSONValue? {
+            try events().first { Self.member($0, "key") == .string("missing") && Self.member($0, "to") == .null }
+        }
+        // One snapshot, two lines (written one after the other): wait for both.
+        try await Wait.until("watch shows the change and the removal") {
+            (try? change("checkout.new", to: .bool(true))) == true && (try? removal()) != nil
+        }
+        #expect(try removal().flatMap { Self.member($0, "time") } != nil)
 
         watch.interrupt()
         #expect(try await watch.exitStatus() == 0)
