@@ -283,6 +283,30 @@ struct CLIProcessTests {
         #expect(badLimit.status == 2)
     }
 
+    /// Colour only on a terminal without `NO_COLOR` (every other test reads a pipe: no colour).
+    /// The terminal is util-linux `script` (Debian's essential bsdutils); Linux only.
+    @Test func colourOnlyOnATerminalWithoutNoColor() async throws {
+        #if os(Linux)
+            let script = try #require(ExternalTool.find("script"))
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "halyard-tty-\(UUID().uuidString).json")
+            try Data(#"{"targetingKey": "u1"}"#.utf8).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            func onATerminal(noColor: Bool) async throws -> String {
+                let run = try HalyardProcess(
+                    ["-qec", "'\(try HalyardProcess.binary().path)' context '\(file.path)'", "/dev/null"],
+                    executable: URL(fileURLWithPath: script), environment: noColor ? ["NO_COLOR": "1"] : [:])
+                #expect(try await run.exitStatus() == 0)
+                return run.stdout
+            }
+            let coloured = try await onATerminal(noColor: false)
+            #expect(coloured.contains("\u{1B}[1mfingerprint\u{1B}[0m"), "\(coloured)")
+            let plain = try await onATerminal(noColor: true)
+            #expect(plain.contains("fingerprint  "), "\(plain)")
+            #expect(!plain.contains("\u{1B}["))
+        #endif
+    }
+
     // MARK: - watch
 
     @Test func watchPrintsChangesAndExitsCleanlyOnSIGINT() async throws {

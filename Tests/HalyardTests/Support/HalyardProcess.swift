@@ -35,8 +35,11 @@ final class HalyardProcess: @unchecked Sendable {
 
     /// Starts `halyard arguments` with `environment` added to this process's environment minus
     /// `HALYARD_KEY` and `NO_COLOR`, and `stdin` (empty by default) on its standard input.
-    init(_ arguments: [String], environment: [String: String] = [:], stdin: Data = Data()) throws {
-        process.executableURL = try Self.binary()
+    /// `executable` runs another program the same way (one that runs `halyard` itself).
+    init(_ arguments: [String], executable: URL? = nil, environment: [String: String] = [:], stdin: Data = Data())
+        throws
+    {
+        process.executableURL = try executable ?? Self.binary()
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env["HALYARD_KEY"] = nil
