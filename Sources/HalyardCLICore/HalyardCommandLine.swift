@@ -65,7 +65,9 @@ public enum HalyardCommandLine {
             case ContextCommand.command.name: try ContextCommand.run(parsed, console: console)
             case WatchCommand.command.name:
                 try await WatchCommand.run(parsed, environment: environment, console: console)
-            default: try await VerifyCommand.run(parsed, environment: environment, console: console)
+            case VerifyCommand.command.name:
+                try await VerifyCommand.run(parsed, environment: environment, console: console)
+            default: throw .usage("unknown command \(name)")
             }
         }
     }
