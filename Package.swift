@@ -9,6 +9,7 @@ import PackageDescription
 //   Sources/CZlib              zlib through a system-library target (Debian: zlib1g-dev)
 //   Sources/CCurl              libcurl through a system-library target, Linux only (Debian: libcurl4-openssl-dev)
 //   Sources/HalyardTesting     an in-memory control plane for application tests (SPEC §10)
+//   Sources/HalyardCLI         the `halyard` command (docs/cli.md); its code is in Sources/HalyardCLICore
 //   Benchmarks/                the read-latency harness (`swift run -c release halyard-bench`) and the
 //                              others (`halyard-bench-*`, e.g. `halyard-bench-transport`)
 //   Fuzz/                      libFuzzer harnesses, in a package of their own (see docs/fuzzing.md)
@@ -28,6 +29,7 @@ let package = Package(
     products: [
         .library(name: "Halyard", targets: ["Halyard"]),
         .library(name: "HalyardTesting", targets: ["HalyardTesting"]),
+        .executable(name: "halyard", targets: ["HalyardCLI"]),
         .executable(name: "halyard-bench", targets: ["HalyardBenchmarks"]),
         .executable(name: "halyard-bench-context", targets: ["ContextBenchmarks"]),
         .executable(name: "halyard-bench-exposures", targets: ["ExposureBenchmarks"]),
@@ -43,6 +45,8 @@ let package = Package(
             swiftSettings: upcoming
         ),
         .target(name: "HalyardTesting", dependencies: ["Halyard"], swiftSettings: upcoming),
+        .target(name: "HalyardCLICore", dependencies: ["Halyard"], swiftSettings: upcoming),
+        .executableTarget(name: "HalyardCLI", dependencies: ["HalyardCLICore"], swiftSettings: upcoming),
         .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
         .target(name: "BenchmarkSupport", path: "Benchmarks/BenchmarkSupport", swiftSettings: upcoming),
         .executableTarget(
@@ -70,7 +74,9 @@ let package = Package(
             swiftSettings: upcoming
         ),
         .testTarget(
-            name: "HalyardTests", dependencies: ["Halyard", "HalyardTesting", "CHalyardAtomics"],
+            name: "HalyardTests",
+            // HalyardCLI: `swift test` builds the `halyard` binary the CLI tests run as a subprocess.
+            dependencies: ["Halyard", "HalyardTesting", "CHalyardAtomics", "HalyardCLICore", "HalyardCLI"],
             swiftSettings: upcoming),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,114 @@
+import Foundation
+import Halyard
+import HalyardTesting
+import Testing
+
+/// `client.verify()`, the install check (docs/protocol.md, "Install check"): one request of its
+/// own, reported, never published, and `nil` when the control plane does not answer.
+@Suite("InstallCheck")
+struct InstallCheckTests {
+    private func verifyOrFail(_ client: FlagClient) async throws -> InstallCheck? {
+        try await Wait.result("verify()") { await client.verify() }
+    }
+
+    @Test func acceptedKeyReportsCountEtagAndLeavesTheClientAlone() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true), "b": .int(2)])
+        plane.setFlag(ServedFlag(key: "c", value: nil, reason: .error, errorCode: .flagNotFound))
+        let client = try plane.makeClient(context: EvaluationContext(targetingKey: "u1"))
+        defer { client.close() }
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        let before = client.stats.sync
+        plane.setValue(.bool(false), for: "a")
+        plane.setValue(.string("new"), for: "d")
+
+        let check = try #require(try await verifyOrFail(client))
+        #expect(check.outcome == .accepted)
+        #expect(check.isAccepted)
+        #expect(check.status == 200)
+        #expect(check.flagCount == 4)
+        #expect(check.failedFlagCount == 1)
+        #expect(check.etag == "\"v4\"")
+        #expect(check.contextFingerprint == (try EvaluationContext(targetingKey: "u1").fitted().fingerprint))
+
+        // Not published, not counted, and sent without the client's ETag.
+        #expect(client.bool("a", default: false) == true)
+        #expect(client.string("d", default: "absent") == "absent")
+        #expect(client.status == .ready)
+        #expect(client.stats.sync == before)
+        let last = try #require(plane.requests.last)
+        #expect(last.headers["If-None-Match"] == nil)
+        #expect(last.headers["Authorization"] == "Bearer test-key")
+    }
+
+    @Test func refusedKeyIsRejectedAndTheStatusIsUntouched() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let client = try plane.makeClient()
+        defer { client.close() }
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        plane.failInitialization(status: 401)  // the next OFREP request only
+
+        let check = try #require(try await verifyOrFail(client))
+        #expect(check.outcome == .rejected(status: 401))
+        #expect(!check.isAccepted)
+        #expect(check.flagCount == 0)
+        #expect(client.status == .ready)
+        #expect(client.bool("a", default: false) == true)
+    }
+
+    @Test func nothingToAskGivesNil() async throws {
+        let offline = try FlagClient(offlineValues: ["a": .bool(true)])
+        #expect(try await verifyOrFail(offline) == nil)
+
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let invalid = try plane.makeClient(context: EvaluationContext(targetingKey: "u", kind: "Not A Kind"))
+        #expect(try await verifyOrFail(invalid) == nil)
+        invalid.close()
+
+        let closed = try plane.makeClient()
+        closed.close()
+        #expect(try await verifyOrFail(closed) == nil)
+    }
+
+    @Test func loopbackServerAcceptedRefusedAndUnreachable() async throws {
+        let server = try ControlPlaneServer(flags: [
+            "default": [["key": "a", "value": true, "reason": "STATIC"], ["key": "b", "errorCode": "GENERAL"]],
+            "metadata": ["environment": "test", "version": 7],
+        ])
+        defer { server.stop() }
+        var options = FlagClientOptions(baseURL: server.baseURL, key: "k-loopback")
+        options.installIDStorage = .fixed("verify-test")
+        options.pollInterval = .zero
+        options.requestTimeout = .seconds(5)
+        let client = try FlagClient(options: options)
+        defer { client.close() }
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+
+        let check = try #require(try await verifyOrFail(client))
+        #expect(check.outcome == .accepted)
+        #expect(check.flagCount == 2)
+        #expect(check.failedFlagCount == 1)
+        #expect(check.metadata == ["environment": .string("test"), "version": .number(7)])
+        let logged = try await server.requests().filter { $0.path.hasSuffix("/ofrep/v1/evaluate/flags") }
+        #expect(logged.count == 2)
+        let first = try #require(logged.first), last = try #require(logged.last)
+        #expect(check.etag != nil)
+        #expect(last.header("If-None-Match") == nil)
+        #expect(last.body == first.body)
+
+        try await server.script([["action": "status", "status": 401]])
+        let refused = try #require(try await verifyOrFail(client))
+        #expect(refused.outcome == .rejected(status: 401))
+        #expect(refused.status == 401)
+        #expect(client.status == .ready)
+
+        try await server.script([["action": "status", "status": 503]])
+        let failing = try #require(try await verifyOrFail(client))
+        #expect(failing.outcome == .unexpected(status: 503))
+
+        var unreachable = options
+        unreachable.baseURL = try #require(URL(string: "http://127.0.0.1:1"))
+        let orphan = try FlagClient(options: unreachable)
+        defer { orphan.close() }
+        #expect(try await verifyOrFail(orphan) == nil)
+    }
+}
