@@ -69,6 +69,10 @@ let package = Package(
             path: "Benchmarks/TransportBenchmarks",
             swiftSettings: upcoming
         ),
+        // Writes cache entries through the real file store until killed (CacheProcessTests).
+        .executableTarget(
+            name: "CacheWriterProcess", dependencies: ["Halyard"], path: "Tests/CacheWriterProcess",
+            swiftSettings: upcoming),
         .testTarget(
             name: "HalyardTests", dependencies: ["Halyard", "HalyardTesting", "CHalyardAtomics"],
             swiftSettings: upcoming),
