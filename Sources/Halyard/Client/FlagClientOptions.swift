@@ -83,6 +83,10 @@ public struct FlagClientOptions: Sendable {
     /// plane answers; *default* empty. Precedence: network > cache > bootstrap > the code
     /// default (docs/cache.md).
     public var bootstrapValues: [String: JSONValue] = [:]
+    /// How long the start-up fetch waits for the cache lookup at most (so that a cached ETag
+    /// can go with it; a slow store never holds the fetch back longer); *default* 100 ms. Not
+    /// API: tests raise it so that the first request deterministically follows the lookup.
+    package var cacheLookupCap: Duration = .milliseconds(100)
     /// Receives log messages; *default* `nil` (silent).
     public var logHandler: HalyardLogHandler? = nil
     /// How HTTP is sent; *default* `nil` = ``CurlTransport`` on Linux, ``URLSessionTransport``

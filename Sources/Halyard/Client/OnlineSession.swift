@@ -95,7 +95,7 @@ package final class OnlineSession: Sendable {
     /// Serves the bootstrap values, then looks the initial context up in the on-device cache
     /// (on the cache queue) and sends the start-up fetch once that lookup is over, so that a
     /// cached ETag can go with it; the fetch waits for the lookup at most
-    /// ``cacheLookupCap`` (a slow store never holds it back longer). Without a cache (or an
+    /// ``FlagClientOptions/cacheLookupCap`` (a slow store never holds it back longer). Without a cache (or an
     /// invalid initial context) the fetch is sent at once.
     func start() {
         let fitted = try? options.initialContext.fitted(limit: options.contextSizeLimit)
@@ -113,13 +113,12 @@ package final class OnlineSession: Sendable {
             }
             self.startEngine(fitted)
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + Self.cacheLookupCap) { [weak self] in
+        let cap = options.cacheLookupCap.components
+        let seconds = min(max(Double(cap.seconds) + Double(cap.attoseconds) / 1e18, 0), 3600)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(seconds * 1e9))) { [weak self] in
             self?.startEngine(fitted)
         }
     }
-
-    /// How long the start-up fetch waits for the cache lookup at most.
-    static let cacheLookupCap: DispatchTimeInterval = .milliseconds(100)
 
     /// Starts the engine unless it was started (or an `identify` took over) already.
     private func startEngine(_ fitted: FittedContext?) {
