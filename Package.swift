@@ -32,6 +32,7 @@ let package = Package(
         .executable(name: "halyard-bench-context", targets: ["ContextBenchmarks"]),
         .executable(name: "halyard-bench-exposures", targets: ["ExposureBenchmarks"]),
         .executable(name: "halyard-bench-transport", targets: ["TransportBenchmarks"]),
+        .executable(name: "halyard-bench-cache", targets: ["CacheBenchmarks"]),
     ],
     targets: [
         .target(name: "CHalyardAtomics"),
@@ -67,6 +68,12 @@ let package = Package(
             name: "TransportBenchmarks",
             dependencies: ["Halyard", "BenchmarkSupport"],
             path: "Benchmarks/TransportBenchmarks",
+            swiftSettings: upcoming
+        ),
+        .executableTarget(
+            name: "CacheBenchmarks",
+            dependencies: ["Halyard", "HalyardTesting"],
+            path: "Benchmarks/CacheBenchmarks",
             swiftSettings: upcoming
         ),
         // Writes cache entries through the real file store until killed (CacheProcessTests).
