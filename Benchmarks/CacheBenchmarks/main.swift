@@ -148,9 +148,15 @@ func coldStart() {
     }
     let ratios = zip(cached, network).map { $0 / $1 }
     print("(a) cold start, \(flagCount) flags, \(samples) paired samples (microseconds)")
-    print("    FlagClient(...) -> first CACHED read (file store): p50 \(fmt(median(cached))) p90 \(fmt(quantile(cached, 0.9))) max \(fmt(cached.max() ?? .nan))")
-    print("      of which FlagClient(...) itself:                p50 \(fmt(median(creation))) p90 \(fmt(quantile(creation, 0.9)))")
-    print("    FlagClient(...) -> first read, in-memory network:  p50 \(fmt(median(network))) p90 \(fmt(quantile(network, 0.9)))")
+    print(
+        "    FlagClient(...) -> first CACHED read (file store): p50 \(fmt(median(cached))) p90 \(fmt(quantile(cached, 0.9))) max \(fmt(cached.max() ?? .nan))"
+    )
+    print(
+        "      of which FlagClient(...) itself:                p50 \(fmt(median(creation))) p90 \(fmt(quantile(creation, 0.9)))"
+    )
+    print(
+        "    FlagClient(...) -> first read, in-memory network:  p50 \(fmt(median(network))) p90 \(fmt(quantile(network, 0.9)))"
+    )
     print("    ratio cached / in-memory network (median of pairs): \(fmt(median(ratios)))")
     print("    goal < 2000 us for the cached read: \(median(cached) < 2000 ? "MET" : "NOT MET") (p50)")
 }
@@ -252,10 +258,18 @@ func readsWhilePublishing() {
     let cpuRatios = zip(on, off).map { $0.readsPerCPUSecond / $1.readsPerCPUSecond }
     let onBatches = on.flatMap(\.batchNs), offBatches = off.flatMap(\.batchNs)
     print("(b) \(readerThreads) readers while publishing, cache on vs off, \(rounds) paired rounds of \(seconds) s")
-    print("    cache on : \(fmt(median(on.map(\.readsPerSecond)) / 1e6)) Mreads/s wall, \(fmt(median(on.map(\.readsPerCPUSecond)) / 1e6)) Mreads/CPU-s, publishes/s \(fmt(median(on.map { Double($0.publishes) / seconds }), 0)), per-read p50/p99/p99.9 \(fmt(quantile(onBatches, 0.5))) / \(fmt(quantile(onBatches, 0.99))) / \(fmt(quantile(onBatches, 0.999))) ns")
-    print("    cache off: \(fmt(median(off.map(\.readsPerSecond)) / 1e6)) Mreads/s wall, \(fmt(median(off.map(\.readsPerCPUSecond)) / 1e6)) Mreads/CPU-s, publishes/s \(fmt(median(off.map { Double($0.publishes) / seconds }), 0)), per-read p50/p99/p99.9 \(fmt(quantile(offBatches, 0.5))) / \(fmt(quantile(offBatches, 0.99))) / \(fmt(quantile(offBatches, 0.999))) ns")
-    print("    ratio on/off (median of rounds): wall \(fmt(median(wallRatios))) [\(wallRatios.map { fmt($0) }.joined(separator: " "))]")
-    print("                                     per CPU-s \(fmt(median(cpuRatios))) [\(cpuRatios.map { fmt($0) }.joined(separator: " "))]")
+    print(
+        "    cache on : \(fmt(median(on.map(\.readsPerSecond)) / 1e6)) Mreads/s wall, \(fmt(median(on.map(\.readsPerCPUSecond)) / 1e6)) Mreads/CPU-s, publishes/s \(fmt(median(on.map { Double($0.publishes) / seconds }), 0)), per-read p50/p99/p99.9 \(fmt(quantile(onBatches, 0.5))) / \(fmt(quantile(onBatches, 0.99))) / \(fmt(quantile(onBatches, 0.999))) ns"
+    )
+    print(
+        "    cache off: \(fmt(median(off.map(\.readsPerSecond)) / 1e6)) Mreads/s wall, \(fmt(median(off.map(\.readsPerCPUSecond)) / 1e6)) Mreads/CPU-s, publishes/s \(fmt(median(off.map { Double($0.publishes) / seconds }), 0)), per-read p50/p99/p99.9 \(fmt(quantile(offBatches, 0.5))) / \(fmt(quantile(offBatches, 0.99))) / \(fmt(quantile(offBatches, 0.999))) ns"
+    )
+    print(
+        "    ratio on/off (median of rounds): wall \(fmt(median(wallRatios))) [\(wallRatios.map { fmt($0) }.joined(separator: " "))]"
+    )
+    print(
+        "                                     per CPU-s \(fmt(median(cpuRatios))) [\(cpuRatios.map { fmt($0) }.joined(separator: " "))]"
+    )
 }
 
 coldStart()

@@ -1,3 +1,4 @@
+import Foundation
 // A test-support process for CacheProcessTests: writes cache entries through the real
 // FileCacheStore in a loop until it is killed.
 //
@@ -7,7 +8,6 @@
 // in sizes from a few bytes to ~120 KB, so that a kill lands inside a write often. The parent
 // SIGKILLs it at random points and checks that the entry it then reads is always whole.
 @_spi(Fuzzing) import Halyard
-import Foundation
 
 let arguments = CommandLine.arguments
 guard arguments.count == 4 else {
@@ -23,9 +23,12 @@ FileHandle.standardOutput.write(Data("started\n".utf8))
 while true {
     sequence += 1
     let count = Int.random(in: 1...3000, using: &random)
-    let flags = (0..<count).map { ServedFlag(key: "flag-\($0)", value: .int(sequence), variant: "w\(writer)", reason: .targetingMatch) }
+    let flags = (0..<count).map {
+        ServedFlag(key: "flag-\($0)", value: .int(sequence), variant: "w\(writer)", reason: .targetingMatch)
+    }
     let envelope = CacheEnvelope(
-        fingerprint: String(repeating: "a", count: 40), kind: "user", targetingKeyHash: String(repeating: "b", count: 40),
+        fingerprint: String(repeating: "a", count: 40), kind: "user",
+        targetingKeyHash: String(repeating: "b", count: 40),
         etag: "\"\(writer)-\(sequence)\"", writtenAt: 1_800_000_000_000, flags: flags)
     do {
         try store.write(envelope.encoded(), for: name)

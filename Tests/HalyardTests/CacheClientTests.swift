@@ -212,7 +212,8 @@ import Testing
         #expect(client.stringDetail("who", default: "").reason == .cached)
         plane.completeInitialization()
         #expect(try await Wait.result("identify") { await identify.value })
-        #expect(client.stringDetail("who", default: "") == Evaluation(key: "who", value: "u2-fresh", reason: .staticValue))
+        #expect(
+            client.stringDetail("who", default: "") == Evaluation(key: "who", value: "u2-fresh", reason: .staticValue))
     }
 
     @Test func theLRUKeepsTheLastContexts() async throws {

@@ -10,7 +10,8 @@ import Testing
         fingerprint: String(repeating: "0123456789", count: 4), kind: "user",
         targetingKeyHash: String(repeating: "abcdef0123", count: 4), etag: "\"v7\"", writtenAt: 1_800_000_000_123,
         flags: [
-            ServedFlag(key: "b", value: .bool(true), variant: "on", reason: .targetingMatch, metadata: ["n": .number(2)]),
+            ServedFlag(
+                key: "b", value: .bool(true), variant: "on", reason: .targetingMatch, metadata: ["n": .number(2)]),
             ServedFlag(key: "d", value: .double(1.0), reason: .split),
             ServedFlag(key: "i", value: .int(Int64.max), reason: EvaluationReason(rawValue: "EXPERIMENT")),
             ServedFlag(key: "j", value: .object(["a": .array([.null, .string("é\u{1}")])]), reason: .staticValue),
@@ -115,5 +116,34 @@ import Testing
         #expect(CacheIndex(data: index.encoded) == index)
         #expect(CacheIndex(data: Data("garbage".utf8)).slots.isEmpty)
         #expect(CacheIndex(data: Data("{\"version\":1,\"slots\":[\"../../etc\"]}".utf8)).slots.isEmpty)
+    }
+}
+
+/// The FuzzCache seed corpus, replayed in `swift test` with the harness's invariants.
+@Suite struct CacheCorpusTests {
+    static var corpus: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fuzz/Corpus/FuzzCache")
+    }
+
+    @Test func seedCorpusHoldsTheFuzzInvariants() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).sorted()
+        #expect(names.count >= 10)
+        var decoded = 0
+        for name in names {
+            let bytes = try Data(contentsOf: Self.corpus.appendingPathComponent(name))
+            guard let mode = bytes.first else { continue }
+            var entry = Data(bytes.dropFirst())
+            if mode & 1 == 1 {
+                let header =
+                    "{\"checksum\":\"\(SHA1.hexDigest(entry))\",\"format\":\"halyard-cache\",\"length\":\(entry.count),\"version\":1}\n"
+                entry = Data(header.utf8) + entry
+            }
+            guard let envelope = try? CacheEnvelope.decode(entry, limit: 4096) else { continue }
+            decoded += 1
+            #expect(Set(envelope.flags.map(\.key)).count == envelope.flags.count, "\(name)")
+            #expect(try CacheEnvelope.decode(envelope.encoded(), limit: 1 << 20) == envelope, "\(name)")
+        }
+        #expect(decoded >= 3, "the valid seeds decode")
     }
 }

@@ -76,7 +76,8 @@ import Testing
             })
         let slotURL = cacheFolder.appendingPathComponent(slot)
         try FileManager.default.removeItem(at: slotURL)
-        try FileManager.default.createDirectory(at: slotURL.appendingPathComponent("inner"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: slotURL.appendingPathComponent("inner"), withIntermediateDirectories: true)
 
         let file = directory.appendingPathComponent("plain-file")
         try Data("x".utf8).write(to: file)

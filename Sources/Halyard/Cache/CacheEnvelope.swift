@@ -117,7 +117,8 @@ public import Foundation
         let header: JSONValue
         do {
             header = try JSONValue(
-                parsing: Data(headerBytes), limits: JSONParsingLimits(maxInputBytes: 512, maxDepth: 2, maxObjectMembers: 8))
+                parsing: Data(headerBytes),
+                limits: JSONParsingLimits(maxInputBytes: 512, maxDepth: 2, maxObjectMembers: 8))
         } catch {
             throw .badHeader
         }
@@ -168,7 +169,8 @@ public import Foundation
             flags.append(flag)
         }
         return CacheEnvelope(
-            fingerprint: fingerprint, kind: kind, targetingKeyHash: hash, etag: etag, writtenAt: writtenAt, flags: flags)
+            fingerprint: fingerprint, kind: kind, targetingKeyHash: hash, etag: etag, writtenAt: writtenAt, flags: flags
+        )
     }
 
     private static func flag(_ item: JSONValue) throws(CacheEnvelopeError) -> ServedFlag {

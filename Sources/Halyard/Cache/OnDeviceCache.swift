@@ -121,7 +121,8 @@ final class OnDeviceCache: Sendable {
         // Another key, control plane or context (a copied or colliding file) never matches.
         guard envelope.kind == context.kind, envelope.targetingKeyHash == hash else { return nil }
         let age = configuration.clock.wallNow.timeIntervalSince(envelope.writtenDate)
-        let maxAge = Double(configuration.maxAge.components.seconds)
+        let maxAge =
+            Double(configuration.maxAge.components.seconds)
             + Double(configuration.maxAge.components.attoseconds) / 1e18
         // An entry from the future (clock changed) is accepted within five minutes of skew.
         guard age < maxAge, age > -300 else { return nil }
@@ -187,7 +188,9 @@ final class OnDeviceCache: Sendable {
         let data = envelope.encoded()
         do {
             guard data.count <= store.sizeLimit else {
-                warnOnce(.oversized, "a cache entry of \(data.count) bytes exceeds the \(store.sizeLimit)-byte limit; not cached")
+                warnOnce(
+                    .oversized,
+                    "a cache entry of \(data.count) bytes exceeds the \(store.sizeLimit)-byte limit; not cached")
                 try store.remove(slot)
                 return false
             }

@@ -118,7 +118,9 @@ public struct FlagClientOptions: Sendable {
         if scheme == "http" && !Self.isLoopback(host) { throw .insecureHTTPToNonLoopbackHost(host) }
         for (key, value) in bootstrapValues {
             if key.isEmpty { throw .emptyFlagKey }
-            if !value.isFinite { throw .invalidOfflineValue(key: key, reason: "bootstrap value contains a non-finite number") }
+            if !value.isFinite {
+                throw .invalidOfflineValue(key: key, reason: "bootstrap value contains a non-finite number")
+            }
         }
     }
 
