@@ -341,4 +341,27 @@ import Testing
         #expect(store.state.withLock { $0.writes } <= 8)
         #expect(store.envelopes.values.first?.flags.first?.value == .int(10))
     }
+
+    /// A lookup slower than the cap does not hold back the start-up fetch, and when it ends
+    /// after the network answered, its entry is not published (network > cache).
+    @Test func aSlowLookupNeitherDelaysTheFetchNorOverridesTheNetwork() async throws {
+        let warmStore = MemoryCacheStore()
+        let plane = InMemoryControlPlane(values: ["n": .int(1)])
+        try await CacheTests.warm(Self.options(plane, warmStore))
+        plane.setValue(.int(2), for: "n")
+        let store = MemoryCacheStore(holdingReads: true)
+        store.state.withLock { $0.entries = warmStore.entries }
+        defer { for _ in 0..<64 { store.readGate?.signal() } }
+        var options = Self.options(plane, store)
+        options.cacheLookupCap = .milliseconds(20)
+        let client = try FlagClient(options: options)
+        defer { client.close() }
+        #expect(try await Wait.result("ready while the lookup hangs") { await client.ready(timeout: .seconds(5)) })
+        #expect(client.intDetail("n", default: 0) == Evaluation(key: "n", value: 2, reason: .staticValue))
+        for _ in 0..<8 { store.readGate?.signal() }  // the lookup, then the index reads of writes
+        try await CacheTests.waitForWrites(client)
+        #expect(store.state.withLock { $0.reads } >= 1, "the lookup ran")
+        #expect(client.intDetail("n", default: 0) == Evaluation(key: "n", value: 2, reason: .staticValue))
+        #expect(client.status == .ready)
+    }
 }

@@ -27,14 +27,18 @@ final class MemoryCacheStore: CacheStore {
     let state = Locked(State())
     /// When set, each write waits for one signal (a stuck store).
     let gate: DispatchSemaphore?
+    /// When set, each read waits for one signal (a slow disk at start).
+    let readGate: DispatchSemaphore?
 
-    init(sizeLimit: Int = 256 << 10, holdingWrites: Bool = false) {
+    init(sizeLimit: Int = 256 << 10, holdingWrites: Bool = false, holdingReads: Bool = false) {
         self.sizeLimit = sizeLimit
         gate = holdingWrites ? DispatchSemaphore(value: 0) : nil
+        readGate = holdingReads ? DispatchSemaphore(value: 0) : nil
     }
 
     func read(_ name: String) throws -> Data? {
-        try state.withLock { s in
+        readGate?.wait()
+        return try state.withLock { s in
             s.reads += 1
             if let error = s.readError { throw error }
             return s.entries[name]
