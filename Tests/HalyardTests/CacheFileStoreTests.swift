@@ -4,6 +4,10 @@ import Testing
 
 @_spi(Fuzzing) @testable import Halyard
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The default file store on a real folder: atomic writes, names and contents free of keys,
 /// faults of the folder itself, and two clients sharing one folder.
 @Suite struct CacheFileStoreTests {
@@ -136,4 +140,54 @@ import Testing
             plane.completeInitialization()
         }
     }
+
+    #if os(Linux)
+        /// A real full disk: a 64 KiB tmpfs (Linux, as root; elsewhere the injected store of
+        /// `CacheClientTests.aFailingStoreIsLoggedOnceAndTheClientKeepsWorking` stands in).
+        /// The failed write leaves no temporary file behind and the previous entry intact, and a
+        /// client on that folder logs once and keeps serving.
+        @Test func aFullDiskFailsTheWriteCleanlyAndTheClientKeepsWorking() async throws {
+            guard geteuid() == 0 else { return }
+            let directory = try CacheTests.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            func run(_ arguments: [String]) throws -> Int32 {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/bin/" + arguments[0])
+                process.arguments = Array(arguments.dropFirst())
+                try process.run()
+                process.waitUntilExit()
+                return process.terminationStatus
+            }
+            try #require(try run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", directory.path]) == 0)
+            defer { _ = try? run(["umount", directory.path]) }
+
+            let store = FileCacheStore(directory: directory, sizeLimit: 1 << 20)
+            try store.write(Data("small".utf8), for: "aaaaaaaaaaaa")
+            #expect(throws: CacheStoreError.self) { try store.write(Data(count: 200_000), for: "aaaaaaaaaaaa") }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["aaaaaaaaaaaa"])
+            #expect(try store.read("aaaaaaaaaaaa") == Data("small".utf8))
+            try store.remove("aaaaaaaaaaaa")
+
+            let big = String(repeating: "x", count: 30_000)
+            let plane = InMemoryControlPlane(values: [
+                "a": .string(big), "b": .string(big + "y"), "c": .string(big + "z"),
+            ])
+            let log = Locked<[String]>([])
+            var options = CacheClientTests.options(plane, MemoryCacheStore(), log: log)
+            options.cacheStore = nil
+            options.cacheDirectory = directory
+            let client = try FlagClient(options: options)
+            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+            for _ in 0..<3 {
+                await client.refresh()
+                try await CacheTests.waitForWrites(client)
+            }
+            #expect(client.string("a", default: "") == big)
+            #expect(log.value.filter { $0.contains("cache store failed") }.count == 1, "\(log.value)")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".tmp") }
+                    .isEmpty)
+            client.close()
+        }
+    #endif
 }
