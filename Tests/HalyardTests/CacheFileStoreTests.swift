@@ -189,5 +189,44 @@ import Testing
                     .isEmpty)
             client.close()
         }
+
+        /// A read-only folder (a read-only tmpfs: as root, `chmod` would deny nothing): every
+        /// write fails, logged once; the client keeps serving.
+        @Test func aReadOnlyFolderIsLoggedOnceAndTheClientKeepsWorking() async throws {
+            guard geteuid() == 0 else { return }
+            let directory = try CacheTests.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let mount = Process()
+            mount.executableURL = URL(fileURLWithPath: "/bin/mount")
+            mount.arguments = ["-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", directory.path]
+            try mount.run()
+            mount.waitUntilExit()
+            try #require(mount.terminationStatus == 0)
+            defer {
+                let umount = Process()
+                umount.executableURL = URL(fileURLWithPath: "/bin/umount")
+                umount.arguments = [directory.path]
+                try? umount.run()
+                umount.waitUntilExit()
+            }
+            #expect(throws: CacheStoreError.self) {
+                try FileCacheStore(directory: directory).write(Data("x".utf8), for: "aaaaaaaaaaaa")
+            }
+            let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+            let log = Locked<[String]>([])
+            var options = CacheClientTests.options(plane, MemoryCacheStore(), log: log)
+            options.cacheStore = nil
+            options.cacheDirectory = directory
+            let client = try FlagClient(options: options)
+            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+            for value in [false, true, false] {
+                plane.setValue(.bool(value), for: "a")
+                await client.refresh()
+                try await CacheTests.waitForWrites(client)
+                #expect(client.bool("a", default: !value) == value)
+            }
+            #expect(log.value.filter { $0.contains("cache store failed") }.count == 1, "\(log.value)")
+            client.close()
+        }
     #endif
 }
