@@ -171,7 +171,12 @@ final class OnDeviceCache: Sendable {
                 return
             }
             if writeNow(write, namespace: namespace) {
-                state.withLock { $0.written[key] = write.confirmedAt }
+                state.withLock { s in
+                    // Bounded: a long-lived client that switches among many contexts forgets
+                    // the oldest times (a forgotten slot is merely rewritten on its next 304).
+                    if s.written.count >= 64 { s.written.removeAll() }
+                    s.written[key] = write.confirmedAt
+                }
             }
         }
     }
