@@ -34,6 +34,7 @@ let package = Package(
         .executable(name: "halyard-bench-context", targets: ["ContextBenchmarks"]),
         .executable(name: "halyard-bench-exposures", targets: ["ExposureBenchmarks"]),
         .executable(name: "halyard-bench-transport", targets: ["TransportBenchmarks"]),
+        .executable(name: "halyard-bench-cache", targets: ["CacheBenchmarks"]),
     ],
     targets: [
         .target(name: "CHalyardAtomics"),
@@ -73,6 +74,16 @@ let package = Package(
             path: "Benchmarks/TransportBenchmarks",
             swiftSettings: upcoming
         ),
+        .executableTarget(
+            name: "CacheBenchmarks",
+            dependencies: ["Halyard", "HalyardTesting"],
+            path: "Benchmarks/CacheBenchmarks",
+            swiftSettings: upcoming
+        ),
+        // Writes cache entries through the real file store until killed (CacheProcessTests).
+        .executableTarget(
+            name: "CacheWriterProcess", dependencies: ["Halyard"], path: "Tests/CacheWriterProcess",
+            swiftSettings: upcoming),
         .testTarget(
             name: "HalyardTests",
             // HalyardCLI: `swift test` builds the `halyard` binary the CLI tests run as a subprocess.

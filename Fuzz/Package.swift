@@ -23,6 +23,7 @@ let package = Package(
         .executableTarget(name: "FuzzJSON", dependencies: [halyard]),
         .executableTarget(name: "FuzzSHA1", dependencies: [halyard, "CCrypto"]),
         .executableTarget(name: "FuzzOFREP", dependencies: [halyard]),
+        .executableTarget(name: "FuzzCache", dependencies: [halyard]),
     ],
     swiftLanguageModes: [.v6]
 )

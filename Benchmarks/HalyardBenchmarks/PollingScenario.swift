@@ -77,6 +77,7 @@ extension Bench {
         options.pollInterval = .milliseconds(10)
         options.initialContext = EvaluationContext(targetingKey: "user-a")
         options.installIDStorage = .memory
+        options.maxCachedContexts = 0
         options.exposures.enabled = false
         guard let client = try? FlagClient(options: options) else { return nil }
         defer { client.close() }

@@ -54,13 +54,15 @@ struct Connection {
     }
 
     /// Client options for a command-line client: role `.service` (operators check server keys
-    /// too), an install id kept in memory (the command writes no file), the app id
-    /// `halyard-cli`, `timeout` for each request and for `ready`, no polling unless `poll`.
+    /// too), an install id kept in memory and the on-device cache off (the command writes no
+    /// file and shows only what the control plane serves now), the app id `halyard-cli`,
+    /// `timeout` for each request and for `ready`, no polling unless `poll`.
     func clientOptions(poll: Duration = .zero, log: HalyardLogHandler? = nil) -> FlagClientOptions {
         var options = FlagClientOptions(baseURL: baseURL, key: key)
         options.role = .service
         options.initialContext = context
         options.installIDStorage = .memory
+        options.maxCachedContexts = 0
         options.appID = "halyard-cli"
         options.requestTimeout = timeout
         options.readyTimeout = timeout

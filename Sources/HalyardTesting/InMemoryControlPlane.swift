@@ -125,12 +125,15 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
 
     // MARK: - Clients
 
-    /// Options for a client of this plane: its transport, a fixed install id, no polling.
+    /// Options for a client of this plane: its transport, a fixed install id, no polling, and
+    /// no disk (the on-device cache is off: `maxCachedContexts = 0`; turn it on with a
+    /// `cacheStore` or `cacheDirectory` of the test's own).
     public func makeOptions(key: String = "test-key") -> FlagClientOptions {
         var options = FlagClientOptions(baseURL: Self.baseURL, key: key)
         options.transport = self
         options.installIDStorage = .fixed("halyard-testing")
         options.pollInterval = .zero
+        options.maxCachedContexts = 0
         return options
     }
 

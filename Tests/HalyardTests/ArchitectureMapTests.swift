@@ -6,9 +6,10 @@ import Testing
 @Suite struct ArchitectureMapTests {
     /// Which folders each folder may use (docs/architecture.md, "Map").
     static let allowed: [String: Set<String>] = [
-        "Client": ["Sync", "Exposure", "Snapshot", "Context", "Values", "Support"],
+        "Client": ["Sync", "Exposure", "Cache", "Snapshot", "Context", "Values", "Support"],
         "Sync": ["Context", "Values", "Support"],
         "Exposure": ["Values", "Support"],
+        "Cache": ["Context", "Values", "Support"],
         "Snapshot": ["Values", "Support"],
         "Context": ["Values", "Support"],
         "Values": ["Support"],

@@ -77,6 +77,7 @@ struct InstallCheckTests {
         defer { server.stop() }
         var options = FlagClientOptions(baseURL: server.baseURL, key: "k-loopback")
         options.installIDStorage = .fixed("verify-test")
+        options.maxCachedContexts = 0
         options.pollInterval = .zero
         options.requestTimeout = .seconds(5)
         let client = try FlagClient(options: options)

@@ -214,6 +214,7 @@ import Testing
             var options = FlagClientOptions(baseURL: URL(string: "https://flags.example")!, key: "cli-1")
             options.transport = ScriptedTransport()
             options.pollInterval = .zero
+            options.maxCachedContexts = 0
             options.exposures.exporter = .otlp(endpoint: URL(string: endpoint)!, headers: ["Authorization": "x"])
             let client = try FlagClient(options: options)
             client.close()

@@ -184,6 +184,7 @@ import Testing
         options.transport = TransportKind.urlSession.make()
         options.pollInterval = .zero
         options.installIDStorage = .fixed("install-1")
+        options.maxCachedContexts = 0
         options.initialContext = EvaluationContext(targetingKey: "user-1")
         options.serviceName = "checkout"
         options.exposures.flushInterval = .zero

@@ -133,6 +133,7 @@ import Testing
         func makeOptions(_ i: Int) -> FlagClientOptions {
             var options = FlagClientOptions(baseURL: server.baseURL, key: "cli-\(i)")
             options.installIDStorage = .memory
+            options.maxCachedContexts = 0
             options.pollInterval = .zero
             options.requestTimeout = .seconds(5)
             return options

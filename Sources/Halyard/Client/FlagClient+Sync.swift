@@ -11,11 +11,14 @@ extension FlagClient {
     /// ```
     ///
     /// Returns at once and fetches in the background; reads answer `PROVIDER_NOT_READY` until
-    /// values arrive. Only programming errors throw; connection problems never do.
+    /// values arrive — the bootstrap values at once, then values from the on-device cache
+    /// (reason `CACHED`, status `stale`) as soon as they are read, off this thread, then the
+    /// control plane's (docs/cache.md). Only programming errors throw; connection problems never do.
     ///
     /// - Throws: ``FlagClientError/blankKey``, ``FlagClientError/serverKeyInClientRole(prefix:)``,
     ///   ``FlagClientError/baseURLNotAbsolute``, ``FlagClientError/unsupportedScheme(_:)``,
-    ///   ``FlagClientError/insecureHTTPToNonLoopbackHost(_:)``.
+    ///   ``FlagClientError/insecureHTTPToNonLoopbackHost(_:)``; for a bad bootstrap value,
+    ///   ``FlagClientError/emptyFlagKey`` or ``FlagClientError/invalidOfflineValue(key:reason:)``.
     public convenience init(options: FlagClientOptions) throws(FlagClientError) {
         try options.validate()
         let store = SnapshotStore()

@@ -63,9 +63,30 @@ public struct FlagClientOptions: Sendable {
     /// ``InstallIDStorage/automatic``. Resolved on first use, in the first fetch's task, never on
     /// the thread that creates the client.
     public var installIDStorage: InstallIDStorage = .automatic
-    /// Placeholder for the on-device cache directory (docs/configuration.md). No cache is implemented yet; the
-    /// value is accepted and ignored. *Default* `nil`.
+    /// Where the default on-device cache store keeps its files (docs/cache.md); *default* `nil` =
+    /// the platform's caches directory on Apple platforms, `$XDG_CACHE_HOME` (or `~/.cache`) on
+    /// Linux, in a `halyard` folder. Ignored when ``cacheStore`` is set.
     public var cacheDirectory: URL? = nil
+    /// How many contexts the on-device cache keeps per base URL and key (LRU), so a switch
+    /// back (logout/login) starts warm; *default* 5. `0` turns the cache off.
+    public var maxCachedContexts: Int = 5
+    /// Cached values older than this are not served at start; *default* 24 h.
+    public var cacheMaxAge: Duration = .seconds(24 * 60 * 60)
+    /// The largest cache entry of the default file store, in bytes; *default* 256 KiB. A
+    /// larger entry is removed with one warning. (A custom ``cacheStore`` has its own
+    /// ``CacheStore/sizeLimit``.)
+    public var cacheEntrySizeLimit: Int = 256 << 10
+    /// Another store for the on-device cache; *default* `nil` = a ``FileCacheStore`` in
+    /// ``cacheDirectory``.
+    public var cacheStore: (any CacheStore)? = nil
+    /// Values served (reason `DEFAULT`) from creation until the on-device cache or the control
+    /// plane answers; *default* empty. Precedence: network > cache > bootstrap > the code
+    /// default (docs/cache.md).
+    public var bootstrapValues: [String: JSONValue] = [:]
+    /// How long the start-up fetch waits for the cache lookup at most (so that a cached ETag
+    /// can go with it; a slow store never holds the fetch back longer); *default* 100 ms. Not
+    /// API: tests raise it so that the first request deterministically follows the lookup.
+    package var cacheLookupCap: Duration = .milliseconds(100)
     /// Receives log messages; *default* `nil` (silent).
     public var logHandler: HalyardLogHandler? = nil
     /// How HTTP is sent; *default* `nil` = ``CurlTransport`` on Linux, ``URLSessionTransport``
@@ -104,6 +125,12 @@ public struct FlagClientOptions: Sendable {
             try exposures.exporter.validate()
         } catch {
             throw .invalidExposureExporter(error)
+        }
+        for (key, value) in bootstrapValues {
+            if key.isEmpty { throw .emptyFlagKey }
+            if !value.isFinite {
+                throw .invalidOfflineValue(key: key, reason: "bootstrap value contains a non-finite number")
+            }
         }
     }
 

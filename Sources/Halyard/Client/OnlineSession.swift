@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// The online parts of a ``FlagClient`` and their wiring: one ``ClientIdentity`` shared by every
@@ -20,6 +21,10 @@ package final class OnlineSession: Sendable {
     let recorder: ExposureRecorder
     /// Status and events as the client reports them.
     let hub: ClientEventHub
+    /// Publishes network, cached and bootstrap values in precedence order (docs/cache.md).
+    let publisher: ValuePublisher
+    /// Whether the engine was started (once: by the cache lookup, its time cap, or `identify`).
+    private let engineStarted = Locked(false)
     private struct Lifecycle {
         var closed = false
         var hooks: [@Sendable () -> Void] = []
@@ -39,6 +44,9 @@ package final class OnlineSession: Sendable {
         self.identity = identity
         let hub = ClientEventHub(readCounters: readCounters)
         self.hub = hub
+        let publisher = ValuePublisher(
+            store: store, cache: Self.makeCache(options: options, identity: identity))
+        self.publisher = publisher
         let builder = OFREPRequestBuilder(
             identity: identity,
             timeout: options.requestTimeout > .zero ? options.requestTimeout : .seconds(10),
@@ -56,13 +64,8 @@ package final class OnlineSession: Sendable {
             clock: options.clock,
             logHandler: options.logHandler,
             observer: SyncObserver(
-                publish: { values in
-                    let (snapshot, changed) = Snapshot.next(
-                        after: store.currentSnapshot, flags: values.flags, source: .network,
-                        confirmedAt: values.confirmedAt, contextFingerprint: values.fingerprint, etag: values.etag)
-                    store.publish(snapshot)
-                    return changed
-                },
+                publish: { values in publisher.publishNetwork(values) },
+                confirmed: { confirmation in publisher.confirmed(confirmation) },
                 event: { hub.emit($0) },
                 status: { hub.statusChanged($0) },
                 closed: { hub.finish() }))
@@ -89,9 +92,63 @@ package final class OnlineSession: Sendable {
             log: log)
     }
 
-    /// Sends the start-up fetch for the initial context (nothing when it is invalid).
+    /// Serves the bootstrap values, then looks the initial context up in the on-device cache
+    /// (on the cache queue) and sends the start-up fetch once that lookup is over, so that a
+    /// cached ETag can go with it; the fetch waits for the lookup at most
+    /// ``FlagClientOptions/cacheLookupCap`` (a slow store never holds it back longer). Without a cache (or an
+    /// invalid initial context) the fetch is sent at once.
     func start() {
-        engine.start(context: try? options.initialContext.fitted(limit: options.contextSizeLimit))
+        let fitted = try? options.initialContext.fitted(limit: options.contextSizeLimit)
+        publisher.begin(fitted, identify: false)
+        publisher.publishBootstrap(options.bootstrapValues, fingerprint: fitted?.fingerprint ?? "")
+        guard let cache = publisher.cache, let fitted else {
+            startEngine(fitted)
+            return
+        }
+        cache.load(fitted) { [weak self] envelope in
+            guard let self else { return }
+            if let envelope, !self.isClosed, let changed = self.publisher.publishCached(envelope, generation: 0) {
+                if !changed.isEmpty { self.hub.emit(.configurationChanged(changed)) }
+                self.engine.servedCachedValues(fingerprint: envelope.fingerprint, etag: envelope.etag)
+            }
+            self.startEngine(fitted)
+        }
+        let cap = options.cacheLookupCap.components
+        let seconds = min(max(Double(cap.seconds) + Double(cap.attoseconds) / 1e18, 0), 3600)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(seconds * 1e9))) { [weak self] in
+            self?.startEngine(fitted)
+        }
+    }
+
+    /// Starts the engine unless it was started (or an `identify` took over) already.
+    private func startEngine(_ fitted: FittedContext?) {
+        guard claimEngineStart() else { return }
+        engine.start(context: fitted)
+    }
+
+    private func claimEngineStart() -> Bool {
+        engineStarted.withLock { started in
+            defer { started = true }
+            return !started
+        }
+    }
+
+    /// The on-device cache for these options, nil when it is off.
+    private static func makeCache(options: FlagClientOptions, identity: ClientIdentity) -> OnDeviceCache? {
+        guard options.maxCachedContexts > 0 else { return nil }
+        let store: any CacheStore
+        if let custom = options.cacheStore {
+            store = custom
+        } else if let directory = options.cacheDirectory ?? FileCacheStore.defaultDirectory {
+            store = FileCacheStore(directory: directory, sizeLimit: options.cacheEntrySizeLimit)
+        } else {
+            return nil
+        }
+        return OnDeviceCache(
+            configuration: .init(
+                store: store, maxContexts: options.maxCachedContexts, maxAge: options.cacheMaxAge,
+                baseURL: options.baseURL, key: { identity.key }, installID: { identity.installID },
+                clock: options.clock, log: options.logHandler))
     }
 
     /// Whether `close()` was called.
@@ -127,6 +184,18 @@ package final class OnlineSession: Sendable {
     func identify(_ context: EvaluationContext) async -> Bool {
         guard !isClosed, let fitted = try? context.fitted(limit: options.contextSizeLimit) else { return false }
         lifecycle.withLock { $0.context = context }
+        // The start-up fetch, if still waiting for the cache lookup, is superseded.
+        _ = claimEngineStart()
+        let generation = publisher.begin(fitted, identify: true)
+        if let cache = publisher.cache {
+            // Serves the new context's cached values until its first fetch completes.
+            cache.load(fitted) { [weak self] envelope in
+                guard let self, let envelope, !self.isClosed,
+                    let changed = self.publisher.publishCached(envelope, generation: generation), !changed.isEmpty
+                else { return }
+                self.hub.emit(.configurationChanged(changed))
+            }
+        }
         return await engine.identify(fitted, maxWait: options.readyTimeout)
     }
 

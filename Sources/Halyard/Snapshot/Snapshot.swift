@@ -16,6 +16,9 @@ package final class Snapshot: @unchecked Sendable {
         case network
         /// Values loaded from the on-device cache and not yet confirmed (reason `CACHED`).
         case cache
+        /// Bootstrap values of an online client, served until the cache or the control plane
+        /// answers (reason `DEFAULT`; docs/cache.md).
+        case bootstrap
     }
 
     /// What a flag holds, precomputed so scalar reads never touch `JSONValue`.

@@ -12,6 +12,16 @@ struct SyncedValues: Sendable {
     var confirmedAt: Date
 }
 
+/// A 304 confirmed the values held for `fingerprint`.
+struct SyncedConfirmation: Sendable {
+    /// The fingerprint of the fitted context the confirmed values are for.
+    var fingerprint: String
+    /// The ETag in force.
+    var etag: String?
+    /// When the control plane confirmed them (wall clock).
+    var confirmedAt: Date
+}
+
 /// How the engine reports to its owner (the client). Every callback runs off the engine's lock,
 /// in order, from one thread at a time.
 struct SyncObserver: Sendable {
@@ -19,6 +29,9 @@ struct SyncObserver: Sendable {
     /// `Snapshot.next(after:...)`); the engine then emits ``ClientEvent/configurationChanged(_:)``
     /// when that set is not empty.
     var publish: @Sendable (SyncedValues) -> Set<String>
+    /// A 304 confirmed the held values; returns the keys whose served result changed (values
+    /// served from the on-device cache are re-published as confirmed), like ``publish``.
+    var confirmed: @Sendable (SyncedConfirmation) -> Set<String> = { _ in [] }
     /// An event, in the order it happened.
     var event: @Sendable (ClientEvent) -> Void = { _ in }
     /// The status changed (reported after the values it describes are published).
@@ -38,6 +51,7 @@ final class RefreshEngine: Sendable {
 
     private enum Delivery {
         case publish(SyncedValues)
+        case confirmed(SyncedConfirmation)
         case event(ClientEvent)
         case resume([CheckedContinuation<Void, Never>])
         case resumeBool([CheckedContinuation<Bool, Never>], Bool)
@@ -112,6 +126,12 @@ final class RefreshEngine: Sendable {
             s.context = context
             if let context { Self.noteTrim(context, in: &s) }
         }
+    }
+
+    /// The owner now serves values loaded from the on-device cache for the initial context
+    /// (see ``RefreshMachine/Input/cachedValues(fingerprint:etag:)``).
+    func servedCachedValues(fingerprint: String, etag: String?) {
+        process(.cachedValues(fingerprint: fingerprint, etag: etag))
     }
 
     /// Fetches now (or joins the fetch in flight) and returns when it is over. Sends nothing
@@ -292,7 +312,10 @@ final class RefreshEngine: Sendable {
                 // Right after the values it describes are published, before this step's events.
                 var at = mark
                 for index in mark..<s.outbox.count {
-                    if case .publish = s.outbox[index] { at = index + 1 }
+                    switch s.outbox[index] {
+                    case .publish, .confirmed: at = index + 1
+                    default: break
+                    }
                 }
                 s.outbox.insert(
                     contentsOf: [
@@ -346,6 +369,10 @@ final class RefreshEngine: Sendable {
                         flags: decoded.flags, fingerprint: fingerprint, etag: s.machine.etag, confirmedAt: wall)))
         case .confirm:
             s.stats.lastConfirmation = wall
+            if let fingerprint = s.machine.valuesFingerprint {
+                s.outbox.append(
+                    .confirmed(SyncedConfirmation(fingerprint: fingerprint, etag: s.machine.etag, confirmedAt: wall)))
+            }
         case .emit(let event):
             s.outbox.append(.event(event))
         case .log(let level, let message):
@@ -451,6 +478,9 @@ final class RefreshEngine: Sendable {
         switch delivery {
         case .publish(let values):
             let changed = observer.publish(values)
+            if !changed.isEmpty { observer.event(.configurationChanged(changed)) }
+        case .confirmed(let confirmation):
+            let changed = observer.confirmed(confirmation)
             if !changed.isEmpty { observer.event(.configurationChanged(changed)) }
         case .event(let event):
             observer.event(event)

@@ -64,6 +64,11 @@ struct RefreshMachine: Sendable {
         case keyChanged
         case response(requestID: UInt64, Outcome)
         case close
+        /// The owner serves values loaded from the on-device cache for the initial context
+        /// (their entry's fingerprint and ETag): status `stale` until the control plane confirms
+        /// them; `If-None-Match` carries the ETag only while the fingerprint is the current one.
+        /// Ignored once other values are held, after an `identify`, or when closed.
+        case cachedValues(fingerprint: String, etag: String?)
     }
 
     enum Effect: Sendable, Hashable {
@@ -251,6 +256,15 @@ struct RefreshMachine: Sendable {
             } else if case .rateLimited(let retryAfter?) = outcome {
                 // A superseded request's 429 still binds us.
                 retryNotBefore = max(retryNotBefore ?? .zero, now + retryAfter)
+            }
+        case .cachedValues(let fingerprint, let cachedETag):
+            guard !closed, !hasValues, generation == 0, !contextChangePending else { break }
+            hasValues = true
+            valuesFingerprint = fingerprint
+            valuesConfirmed = false
+            if let cachedETag {
+                etag = cachedETag
+                etagFingerprint = fingerprint
             }
         case .close:
             guard !closed else { break }

@@ -62,6 +62,7 @@ struct SyncHarness {
         options.pollInterval = .zero
         options.requestTimeout = .seconds(2)
         options.exposures.enabled = false
+        options.maxCachedContexts = 0
         return options
     }
 

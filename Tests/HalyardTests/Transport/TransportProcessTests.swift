@@ -63,6 +63,7 @@ struct TransportProcessTests {
         var options = FlagClientOptions(baseURL: server.baseURL, key: "process-test")
         if let kind { options.transport = kind.make() }
         options.installIDStorage = .fixed("install-process")
+        options.maxCachedContexts = 0
         options.pollInterval = .zero
         options.exposures.enabled = false
         return try FlagClient(options: options)
