@@ -94,17 +94,7 @@ public import Foundation
         if let variant = flag.variant { m["variant"] = .string(variant) }
         if let code = flag.errorCode { m["errorCode"] = .string(code.rawValue) }
         if let message = flag.errorMessage { m["errorMessage"] = .string(message) }
-        if !flag.metadata.isEmpty {
-            var meta: [String: JSONValue] = [:]
-            for (name, value) in flag.metadata {
-                switch value {
-                case .bool(let b): meta[name] = .bool(b)
-                case .string(let s): meta[name] = .string(s)
-                case .number(let d): meta[name] = .double(d)
-                }
-            }
-            m["metadata"] = .object(meta)
-        }
+        if !flag.metadata.isEmpty { m["metadata"] = flag.metadata.jsonObject }
         return .object(m)
     }
 

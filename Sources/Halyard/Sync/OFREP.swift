@@ -181,17 +181,7 @@ package enum OFREPWire {
                 item["reason"] = .string(flag.reason.rawValue)
                 if let variant = flag.variant { item["variant"] = .string(variant) }
             }
-            if !flag.metadata.isEmpty {
-                var meta: [String: JSONValue] = [:]
-                for (name, value) in flag.metadata {
-                    switch value {
-                    case .bool(let b): meta[name] = .bool(b)
-                    case .string(let s): meta[name] = .string(s)
-                    case .number(let d): meta[name] = .double(d)
-                    }
-                }
-                item["metadata"] = .object(meta)
-            }
+            if !flag.metadata.isEmpty { item["metadata"] = flag.metadata.jsonObject }
             items.append(.object(item))
         }
         return JSONValue.object(["flags": .array(items)]).canonicalJSONData
