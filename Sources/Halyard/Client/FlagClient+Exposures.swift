@@ -14,13 +14,7 @@ extension FlagClient {
     /// ```
     public func recordExposure(_ key: String) {
         guard let sink = exposureSink else { return }
-        let candidate = store.withCurrent { snapshot -> (String?, EvaluationReason, String)? in
-            guard let snapshot, let index = snapshot.index(of: key), snapshot.entries[index].kind != .error else {
-                return nil
-            }
-            let detail = snapshot.details[index]
-            return (detail.variant, detail.reason, snapshot.contextFingerprint)
-        }
+        let candidate = store.withCurrent { snapshot in snapshot.flatMap { ReadRules.exposureCandidate($0, key) } }
         guard let (variant, reason, fingerprint) = candidate else { return }
         _ = sink.recordExposure(key: key, variant: variant, reason: reason, contextFingerprint: fingerprint)
     }

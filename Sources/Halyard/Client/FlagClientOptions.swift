@@ -98,16 +98,7 @@ public struct FlagClientOptions: Sendable {
     }
 
     /// Whether a host names the loopback interface.
-    static func isLoopback(_ rawHost: String) -> Bool {
-        var host = rawHost.lowercased()
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0] == "127" else { return false }
-        return parts.allSatisfy { part in
-            !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && UInt8(part) != nil
-        }
-    }
+    static func isLoopback(_ rawHost: String) -> Bool { isLoopbackHost(rawHost) }
 
     /// The stale threshold in force.
     var effectiveStaleAfter: Duration {

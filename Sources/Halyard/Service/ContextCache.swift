@@ -1,0 +1,208 @@
+import CHalyardAtomics
+import Foundation
+
+/// The service's context cache: fingerprint → immutable snapshot, bounded by count and by
+/// estimated bytes, least recently used evicted first (docs/service.md, "The cache").
+///
+/// **No global lock.** The cache is split into shards (a power of two, up to 64) chosen by the
+/// fingerprint's leading hex digits — SHA-1 output, so uniformly spread. Each shard has its own
+/// lock, its own LRU list and its own share of the bounds (`maxContexts / shards` entries and
+/// `maxBytes / shards` bytes), so the totals never exceed the bounds and two requests contend
+/// only when their contexts fall in the same shard. A hit holds the shard lock for a dictionary
+/// probe, a relink to the list head and a retain of the snapshot; everything slower — building
+/// snapshots, releasing evicted ones — happens outside it.
+///
+/// **Safe eviction.** An entry holds a strong reference to its snapshot, and so does every
+/// ``ContextFlags`` view made from it. Evicting or replacing an entry drops only the cache's
+/// reference; a snapshot is freed when the last view holding it is gone (ARC), never under a
+/// reader. Evicted snapshots are released after the shard lock is dropped.
+///
+/// Each shard also holds the single-flight table of its contexts (fingerprint → ``ContextFlight``),
+/// so "is it cached, is it being fetched, join or start the fetch" is one decision under one lock.
+final class ContextCache: Sendable {
+    /// One cached context (an LRU node).
+    struct Node {
+        var key: String
+        /// The values held, or nil for a negative entry (a failed or invalid context).
+        var snapshot: Snapshot?
+        /// Why a negative entry serves defaults.
+        var code: FlagErrorCode
+        /// When the values were last confirmed by the control plane (monotonic).
+        var confirmedAt: Duration
+        /// No fetch for this context before this time (per-context backoff, invalid contexts).
+        var retryAt: Duration
+        /// Consecutive failed fetches for this context.
+        var failures: Int
+        /// Estimated bytes held (snapshot plus the entry's own overhead).
+        var bytes: Int
+        var prev: Int32
+        var next: Int32
+    }
+
+    /// One shard: an index, an array of nodes with a free list, and a doubly-linked LRU list.
+    struct Shard {
+        var index: [String: Int32] = [:]
+        var nodes: [Node] = []
+        var free: [Int32] = []
+        /// Most recently used.
+        var head: Int32 = -1
+        /// Least recently used.
+        var tail: Int32 = -1
+        var count = 0
+        var bytes = 0
+        var hits = 0
+        var misses = 0
+        var evictions = 0
+        var flights: [String: ContextFlight] = [:]
+        let maxCount: Int
+        let maxBytes: Int
+
+        init(maxCount: Int, maxBytes: Int) {
+            self.maxCount = maxCount
+            self.maxBytes = maxBytes
+        }
+
+        func find(_ key: String) -> Int32? { index[key] }
+
+        /// Moves node `i` to the head (most recently used).
+        mutating func touch(_ i: Int32) {
+            guard head != i else { return }
+            unlink(i)
+            pushFront(i)
+        }
+
+        private mutating func unlink(_ i: Int32) {
+            let prev = nodes[Int(i)].prev
+            let next = nodes[Int(i)].next
+            if prev >= 0 { nodes[Int(prev)].next = next } else { head = next }
+            if next >= 0 { nodes[Int(next)].prev = prev } else { tail = prev }
+            nodes[Int(i)].prev = -1
+            nodes[Int(i)].next = -1
+        }
+
+        private mutating func pushFront(_ i: Int32) {
+            nodes[Int(i)].prev = -1
+            nodes[Int(i)].next = head
+            if head >= 0 { nodes[Int(head)].prev = i }
+            head = i
+            if tail < 0 { tail = i }
+        }
+
+        /// Removes node `i` and returns its snapshot (to be released outside the lock).
+        mutating func remove(_ i: Int32) -> Snapshot? {
+            unlink(i)
+            let node = nodes[Int(i)]
+            index.removeValue(forKey: node.key)
+            nodes[Int(i)].snapshot = nil
+            nodes[Int(i)].key = ""
+            free.append(i)
+            count -= 1
+            bytes -= node.bytes
+            return node.snapshot
+        }
+
+        /// Inserts or replaces the entry for `node.key`, makes it the most recent, then evicts
+        /// from the tail until the shard is within its bounds. Returns the snapshots dropped (to
+        /// release outside the lock) and the change in bytes held. An entry larger than the
+        /// shard's byte share on its own is not kept.
+        mutating func upsert(_ node: Node) -> (dropped: [Snapshot], bytesDelta: Int, evicted: Int) {
+            var dropped: [Snapshot] = []
+            let before = bytes
+            var evicted = 0
+            if let i = index[node.key] {
+                if let old = nodes[Int(i)].snapshot, old !== node.snapshot { dropped.append(old) }
+                bytes += node.bytes - nodes[Int(i)].bytes
+                let (prev, next) = (nodes[Int(i)].prev, nodes[Int(i)].next)
+                nodes[Int(i)] = node
+                nodes[Int(i)].prev = prev
+                nodes[Int(i)].next = next
+                touch(i)
+            } else {
+                guard node.bytes <= maxBytes else { return ([], 0, 0) }
+                let i: Int32
+                if let reused = free.popLast() {
+                    i = reused
+                    nodes[Int(i)] = node
+                } else {
+                    i = Int32(nodes.count)
+                    nodes.append(node)
+                }
+                index[node.key] = i
+                count += 1
+                bytes += node.bytes
+                pushFront(i)
+            }
+            while (count > maxCount || bytes > maxBytes), tail >= 0 {
+                let victim = tail
+                if nodes[Int(victim)].key == node.key && count == 1 { break }
+                if let snapshot = remove(victim) { dropped.append(snapshot) }
+                evicted += 1
+            }
+            evictions += evicted
+            return (dropped, bytes - before, evicted)
+        }
+    }
+
+    let shards: [Locked<Shard>]
+    private let mask: Int
+    /// [bytes held now, peak bytes held], updated when entries change (never on a hit).
+    private nonisolated(unsafe) let gauges = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 2)
+    /// The fixed per-entry overhead counted beside the snapshot: the node, its index slot and
+    /// the fingerprint key (a 40-byte string on the heap).
+    static let entryOverhead = MemoryLayout<Node>.stride + 32 + Snapshot.block(32 + 41)
+
+    init(maxContexts: Int, maxBytes: Int) {
+        var count = 1
+        while count < 64 && count * 2 <= maxContexts { count *= 2 }
+        mask = count - 1
+        let perCount = max(1, maxContexts / count)
+        let perBytes = max(1, maxBytes / count)
+        shards = (0..<count).map { _ in Locked(Shard(maxCount: perCount, maxBytes: perBytes)) }
+        gauges.initialize(repeating: hal_atomic_word(value: 0), count: 2)
+    }
+
+    deinit { gauges.deallocate() }
+
+    /// The shard of a fingerprint: its first hex digits (uniform: SHA-1 output).
+    @inline(__always)
+    func shard(for fingerprint: String) -> Locked<Shard> {
+        var value = 0
+        var utf8 = fingerprint.utf8.makeIterator()
+        for _ in 0..<4 {
+            guard let c = utf8.next() else { break }
+            value = value << 4 | Int(c <= 57 ? c &- 48 : (c | 0x20) &- 87) & 0xF
+        }
+        return shards[value & mask]
+    }
+
+    /// Records a change of `delta` bytes held and raises the peak when needed.
+    func account(bytesDelta delta: Int) {
+        guard delta != 0 else { return }
+        let now = Int(bitPattern: hal_fetch_add(gauges, UInt(bitPattern: delta))) + delta
+        var peak = hal_load_relaxed(gauges + 1)
+        while now > Int(bitPattern: peak) {
+            if hal_compare_exchange(gauges + 1, &peak, UInt(bitPattern: now)) { break }
+        }
+    }
+
+    /// Bytes held now (estimated, docs/service.md).
+    var bytesHeld: Int { Int(bitPattern: hal_load_relaxed(gauges)) }
+    /// The most bytes held at once since the cache was created.
+    var peakBytesHeld: Int { Int(bitPattern: hal_load_relaxed(gauges + 1)) }
+
+    /// The shard counters summed (one lock at a time; never all at once).
+    func totals() -> (count: Int, bytes: Int, hits: Int, misses: Int, evictions: Int, flights: Int) {
+        var t = (count: 0, bytes: 0, hits: 0, misses: 0, evictions: 0, flights: 0)
+        for shard in shards {
+            shard.withLock { s in
+                t.count += s.count
+                t.bytes += s.bytes
+                t.hits += s.hits
+                t.misses += s.misses
+                t.evictions += s.evictions
+                t.flights += s.flights.count
+            }
+        }
+        return t
+    }
+}
