@@ -5,7 +5,8 @@ import Foundation
 /// estimated bytes, least recently used evicted first (docs/service.md, "The cache").
 ///
 /// **No global lock.** The cache is split into shards (a power of two, up to 64) chosen by the
-/// fingerprint's leading hex digits — SHA-1 output, so uniformly spread. Each shard has its own
+/// fingerprint's leading hex digits — SHA-1 output, so uniformly spread (fewer shards when the
+/// bounds are small: each keeps at least 2 entries and 64 KiB). Each shard has its own
 /// lock, its own LRU list and its own share of the bounds (`maxContexts / shards` entries and
 /// `maxBytes / shards` bytes), so the totals never exceed the bounds and two requests contend
 /// only when their contexts fall in the same shard. A hit holds the shard lock for a dictionary
@@ -151,9 +152,14 @@ final class ContextCache: Sendable {
     /// the fingerprint key (a 40-byte string on the heap).
     static let entryOverhead = MemoryLayout<Node>.stride + 32 + Snapshot.block(32 + 41)
 
+    /// The smallest byte share a shard gets (fewer shards are used for small bounds).
+    static let minShardBytes = 64 << 10
+
     init(maxContexts: Int, maxBytes: Int) {
+        // Up to 64 shards, each with at least 2 entries and 64 KiB of the bounds, so one
+        // context's values (a few KiB for 64 flags) always fit in its shard's share.
         var count = 1
-        while count < 64 && count * 2 <= maxContexts { count *= 2 }
+        while count < 64 && count * 2 * 2 <= maxContexts && count * 2 * Self.minShardBytes <= maxBytes { count *= 2 }
         mask = count - 1
         let perCount = max(1, maxContexts / count)
         let perBytes = max(1, maxBytes / count)
