@@ -51,9 +51,12 @@ public struct FlagServiceOptions: Sendable {
     /// The largest retry delay; *default* 5 min.
     public var maxBackoff: Duration = .seconds(300)
     /// Consecutive failed fetches (5xx, timeouts, network errors, bad bodies) across all
-    /// contexts after which every context's fetches pause for the backoff delay; *default* 5.
-    /// A single failing context backs off alone (docs/service.md).
-    public var backoffAfterFailures: Int = 5
+    /// contexts, with no success between them, after which every context's fetches pause for
+    /// the backoff delay; *default* 64 (two rounds of the default concurrency: an outage is
+    /// detected within them, while failures of a few contexts — which interleave with
+    /// successes — never pause the others). A failing context always backs off alone
+    /// (docs/service.md).
+    public var backoffAfterFailures: Int = 64
     /// Sent as the `X-Halyard-App-Id` header when set; *default* `nil`.
     public var appID: String? = nil
     /// Sent as `X-Halyard-Install-Id`; *default* `nil` = a random id per process (a service
