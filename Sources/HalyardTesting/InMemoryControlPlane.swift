@@ -205,6 +205,40 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
         return TransportResponse(status: 202, headers: ["Content-Type": "application/json"], body: Data("{}".utf8))
     }
 
+    /// The OFREP single-flag evaluation (`POST /ofrep/v1/evaluate/flags/{key}`): the item for
+    /// `key` alone, or 404 `FLAG_NOT_FOUND`. Not used by Halyard; benchmarks use it for the
+    /// per-read designs other SDKs use. Counted in ``evaluationCount``.
+    private func evaluateOne(_ key: String, _ request: TransportRequest) async throws -> TransportResponse {
+        let latency = state.withLock { s -> Duration in
+            if s.recording { s.requests.append(request) }
+            return s.latency
+        }
+        if latency > .zero { try await Task.sleep(for: latency) }
+        return state.withLock { s -> TransportResponse in
+            s.evaluations += 1
+            guard case .object(let members)? = OFREPWire.parse(request.body), let context = members["context"] else {
+                return TransportResponse(status: 400)
+            }
+            var flag = s.flags[key]
+            if let values = s.contextValues, let perContext = values(context) {
+                flag = perContext[key].map { value in
+                    var variant: String?
+                    if case .bool(let b) = value { variant = b ? "on" : "off" }
+                    return ServedFlag(key: key, value: value, variant: variant, reason: .targetingMatch)
+                }
+            }
+            guard let flag else {
+                let body = JSONValue.object(["key": .string(key), "errorCode": .string("FLAG_NOT_FOUND")])
+                return TransportResponse(status: 404, body: body.canonicalJSONData)
+            }
+            let items = OFREPWire.encodeResponse([flag])
+            guard case .object(let document)? = OFREPWire.parse(items), case .array(let list)? = document["flags"],
+                let item = list.first
+            else { return TransportResponse(status: 500) }
+            return TransportResponse(status: 200, body: item.canonicalJSONData)
+        }
+    }
+
     // MARK: - FlagTransport
 
     /// Answers one request: OFREP evaluations from the in-memory values; any other path is taken
@@ -212,6 +246,9 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
     /// are appended to ``receivedExposures`` and answered 202 (400 when unreadable, 401 without
     /// an `Authorization: Bearer <key>` header, counted in ``unauthorizedUploads``).
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        if let range = request.url.path.range(of: "/ofrep/v1/evaluate/flags/") {
+            return try await evaluateOne(String(request.url.path[range.upperBound...]), request)
+        }
         if !request.url.path.hasSuffix("/ofrep/v1/evaluate/flags") {
             return receiveExposures(request)
         }

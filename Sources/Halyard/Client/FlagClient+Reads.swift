@@ -116,10 +116,13 @@ extension FlagClient {
             readCounters.count(FlagErrorCode.providerNotReady)
             return notReadyEvaluation(key, defaultValue)
         }
-        let lookup = ReadRules.detail(Unmanaged<Snapshot>.fromOpaque(raw), key, defaultValue, exposureClock)
+        var pending = ReadRules.PendingValue()
+        var result = ReadRules.detail(
+            Unmanaged<Snapshot>.fromOpaque(raw), key, defaultValue, exposureClock, &pending)
         SnapshotStore.endProtection(record)
         // The protection has ended: from here on, user code may run.
-        return ReadRules.finish(lookup, sink: exposureSink, counters: readCounters)
+        ReadRules.finish(&result, pending, sink: exposureSink, counters: readCounters)
+        return result
     }
 
     func notReadyEvaluation<Value>(_ key: String, _ defaultValue: Value) -> Evaluation<Value> {

@@ -99,7 +99,10 @@ extension ContextFlags {
             environment.counters.count(unavailable)
             return ReadRules.unavailable(key, defaultValue, unavailable)
         }
-        let lookup = ReadRules.detail(Unmanaged.passUnretained(snapshot), key, defaultValue, environment.exposureClock)
-        return ReadRules.finish(lookup, sink: environment.sink, counters: environment.counters)
+        var pending = ReadRules.PendingValue()
+        var result = ReadRules.detail(
+            Unmanaged.passUnretained(snapshot), key, defaultValue, environment.exposureClock, &pending)
+        ReadRules.finish(&result, pending, sink: environment.sink, counters: environment.counters)
+        return result
     }
 }
