@@ -32,6 +32,7 @@ let package = Package(
         .executable(name: "halyard-bench-context", targets: ["ContextBenchmarks"]),
         .executable(name: "halyard-bench-exposures", targets: ["ExposureBenchmarks"]),
         .executable(name: "halyard-bench-transport", targets: ["TransportBenchmarks"]),
+        .executable(name: "halyard-bench-service", targets: ["ServiceBenchmarks"]),
     ],
     targets: [
         .target(name: "CHalyardAtomics"),
@@ -67,6 +68,13 @@ let package = Package(
             name: "TransportBenchmarks",
             dependencies: ["Halyard", "BenchmarkSupport"],
             path: "Benchmarks/TransportBenchmarks",
+            swiftSettings: upcoming
+        ),
+        .target(name: "CMallocInfo", path: "Benchmarks/CMallocInfo"),
+        .executableTarget(
+            name: "ServiceBenchmarks",
+            dependencies: ["Halyard", "HalyardTesting", "BenchmarkSupport", "CMallocInfo"],
+            path: "Benchmarks/ServiceBenchmarks",
             swiftSettings: upcoming
         ),
         .testTarget(
