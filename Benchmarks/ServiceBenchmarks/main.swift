@@ -316,11 +316,15 @@ final class FlagContextCache: Sendable {
 
 // MARK: - Halyard
 
+/// The cache of the workload: 10,000 contexts. With 64 flags a context takes ~17 KiB (section
+/// 4), so the byte bound is raised to 256 MiB for the count to be the bound that binds; the
+/// "64 MiB" rows keep the default and show what it holds.
 func makeService(
     transport: any FlagTransport, baseURL: URL, clock: any HalyardClock, maxContexts: Int = 10_000,
-    coldFetchTimeout: Duration = .milliseconds(250)
+    maxCacheBytes: Int = 256 << 20, coldFetchTimeout: Duration = .milliseconds(250)
 ) throws -> FlagService {
     var o = FlagServiceOptions(baseURL: baseURL, key: "srv-bench")
+    o.maxCacheBytes = maxCacheBytes
     o.transport = transport
     o.clock = clock
     o.installID = "halyard-bench-service"
@@ -373,28 +377,40 @@ let warmZipf = Zipf(n: warmSet, s: 1.1)
 let warmContexts = (0..<warmSet).map(context)
 let warmFitted = try warmContexts.map { try $0.fitted() }
 let latencySamples = quick ? 20_000 : 100_000
-var latencies: [Double] = []
-var latenciesFitted: [Double] = []
-latencies.reserveCapacity(latencySamples)
-latenciesFitted.reserveCapacity(latencySamples)
-var rng = Rng(state: 42)
-var checksum = 0
-for i in 0..<(latencySamples * 2) {
-    let id = warmZipf.sample(rng.unit())
-    let route = Int(rng.next() % 4)
-    if i % 2 == 0 {
-        let t0 = nowNanoseconds()
-        checksum &+= await halyardRequest(warmService, warmContexts[id], route)
-        let t1 = nowNanoseconds()
-        latencies.append(Double(t1 - t0))
-    } else {
-        let t0 = nowNanoseconds()
-        let flags = await warmService.flags(for: warmFitted[id])
-        for key in routes[route] where flags.bool(key, default: false) { checksum &+= 1 }
-        let t1 = nowNanoseconds()
-        latenciesFitted.append(Double(t1 - t0))
+
+/// The latency loop, off the main actor (top-level code is main-actor isolated: awaiting a
+/// nonisolated function from it hops threads on every request, ~10 µs, which a server's
+/// request handlers never pay).
+func measureWarm(
+    _ service: FlagService, _ contexts: [EvaluationContext], _ fitted: [FittedContext], samples: Int
+) async -> ([Double], [Double], Int) {
+    let warmZipf = Zipf(n: contexts.count, s: 1.1)
+    var latencies: [Double] = []
+    var latenciesFitted: [Double] = []
+    latencies.reserveCapacity(samples)
+    latenciesFitted.reserveCapacity(samples)
+    var rng = Rng(state: 42)
+    var checksum = 0
+    for i in 0..<(samples * 2) {
+        let id = warmZipf.sample(rng.unit())
+        let route = Int(rng.next() % 4)
+        if i % 2 == 0 {
+            let t0 = nowNanoseconds()
+            checksum &+= await halyardRequest(service, contexts[id], route)
+            let t1 = nowNanoseconds()
+            latencies.append(Double(t1 - t0))
+        } else {
+            let t0 = nowNanoseconds()
+            let flags = await service.flags(for: fitted[id])
+            for key in routes[route] where flags.bool(key, default: false) { checksum &+= 1 }
+            let t1 = nowNanoseconds()
+            latenciesFitted.append(Double(t1 - t0))
+        }
     }
+    return (latencies, latenciesFitted, checksum)
 }
+var (latencies, latenciesFitted, checksum) = await measureWarm(
+    warmService, warmContexts, warmFitted, samples: latencySamples)
 latencies.sort()
 latenciesFitted.sort()
 let warmStats = warmService.stats
@@ -569,11 +585,32 @@ do {
     }
     let stats = service.stats
     halyardPeak = stats.peakBytesHeld
-    halyardBound = 64 << 20
+    halyardBound = 256 << 20
     print(
         "    hits \(stats.hits), misses \(stats.misses), background refreshes \(stats.backgroundRefreshes), 304s \(stats.notModified), evictions \(stats.evictions), held \(stats.contextsHeld) contexts, \(stats.bytesHeld / 1024) KiB (peak \(stats.peakBytesHeld / 1024) KiB, bound \(halyardBound / 1024) KiB), cold waits \(stats.coldWaits), timeouts \(stats.timeouts)"
     )
     perDesign["halyard"] = ["per1000": r.requestsPer1000, "p50us": r.p50us, "p99us": r.p99us]
+    service.close()
+}
+do {
+    let clock = ManualClock()
+    let counter = CountingTransport(makePlane(latency: .milliseconds(2)))
+    let service = try makeService(
+        transport: counter, baseURL: InMemoryControlPlane.baseURL, clock: clock, maxCacheBytes: 64 << 20,
+        coldFetchTimeout: .seconds(5))
+    let r = await load(
+        name: "halyard (64 MiB)", warmup: warmup, measured: measured, clock: clock, counter: counter, seed: 7
+    ) { id, route in
+        _ = await halyardRequest(service, context(id), route)
+    }
+    let stats = service.stats
+    print(
+        "    the default 64 MiB bound binds first: held \(stats.contextsHeld) contexts, peak \(stats.peakBytesHeld / 1024) KiB <= \(64 << 10) KiB"
+    )
+    perDesign["halyard-64MiB"] = ["per1000": r.requestsPer1000, "p50us": r.p50us, "p99us": r.p99us]
+    verdict(
+        "peak cache bytes <= the default 64 MiB bound under the Zipf run", stats.peakBytesHeld <= 64 << 20,
+        "\(stats.peakBytesHeld / 1024) KiB")
     service.close()
 }
 do {
@@ -615,7 +652,7 @@ verdict(
     "\(fmt(halyardLoad, 1)) vs \(fmt(cacheLoad, 1)) per 1,000 (\(fmt(cacheLoad / halyardLoad, 1))x fewer); remote-per-read \(fmt(perDesign["remote-per-read"]?["per1000"] ?? .nan, 0))"
 )
 verdict(
-    "peak cache bytes <= bound under the Zipf run", halyardPeak <= halyardBound,
+    "peak cache bytes <= bound under the Zipf run (10,000 contexts, 256 MiB)", halyardPeak <= halyardBound,
     "\(halyardPeak / 1024) KiB <= \(halyardBound / 1024) KiB")
 
 // MARK: 4. Memory per cached context (64 flags)

@@ -2,6 +2,7 @@
 #ifndef CMALLOC_INFO_H
 #define CMALLOC_INFO_H
 #include <stddef.h>
+#include <stdlib.h>
 
 /// Bytes in use from malloc (glibc mallinfo2: uordblks + hblkhd, all arenas); 0 where unknown.
 size_t halyard_heap_bytes(void);

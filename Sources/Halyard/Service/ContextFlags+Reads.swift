@@ -78,12 +78,11 @@ extension ContextFlags {
 
     @inline(__always)
     func scalar<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Value {
-        guard let snapshot else {
+        guard let raw = UnsafeRawPointer(bitPattern: address) else {
             environment.counters.count(ReadOutcome.notReady)
             return defaultValue
         }
-        let lookup = ReadRules.scalar(
-            Unmanaged.passUnretained(snapshot), key, Value._flagValueKind, environment.exposureClock)
+        let lookup = ReadRules.scalar(Unmanaged<Snapshot>.fromOpaque(raw), key, Value._flagValueKind, exposureClock)
         guard lookup.outcome == .success else {
             environment.counters.count(lookup.outcome)
             return defaultValue
@@ -95,13 +94,12 @@ extension ContextFlags {
     }
 
     func evaluate<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Evaluation<Value> {
-        guard let snapshot else {
+        guard let raw = UnsafeRawPointer(bitPattern: address) else {
             environment.counters.count(unavailable)
             return ReadRules.unavailable(key, defaultValue, unavailable)
         }
         var pending = ReadRules.PendingValue()
-        var result = ReadRules.detail(
-            Unmanaged.passUnretained(snapshot), key, defaultValue, environment.exposureClock, &pending)
+        var result = ReadRules.detail(Unmanaged<Snapshot>.fromOpaque(raw), key, defaultValue, exposureClock, &pending)
         ReadRules.finish(&result, pending, sink: environment.sink, counters: environment.counters)
         return result
     }

@@ -19,8 +19,15 @@ import CHalyardAtomics
 /// default with ``unavailableReason``: `PROVIDER_NOT_READY` (a miss still being fetched),
 /// `PROVIDER_FATAL` (the key was refused) or `INVALID_CONTEXT` (nothing is fetched for it).
 public struct ContextFlags: Sendable {
-    /// The values served (nil when the view serves defaults).
+    /// The values served (nil when the view serves defaults): the view's strong reference.
     let snapshot: Snapshot?
+    /// The same snapshot's address, for the reads: they reach it at +0 through this word (a
+    /// `guard let` of ``snapshot`` would retain and release it on every read, an atomic on a
+    /// line every view of a popular context shares). Alive as long as ``snapshot`` is.
+    let address: UInt
+    /// The exposure clock word (nil when reads record nothing), copied out of the environment
+    /// so a read does not load it through another object.
+    nonisolated(unsafe) let exposureClock: UnsafePointer<hal_atomic_word>?
     /// The service-wide parts every view shares: the exposure sink and read counters.
     let environment: ServiceReadEnvironment
     /// Why there are no values (meaningful when ``snapshot`` is nil).
@@ -31,6 +38,8 @@ public struct ContextFlags: Sendable {
 
     init(snapshot: Snapshot, environment: ServiceReadEnvironment) {
         self.snapshot = snapshot
+        self.address = UInt(bitPattern: Unmanaged.passUnretained(snapshot).toOpaque())
+        self.exposureClock = environment.exposureClock
         self.environment = environment
         self.unavailable = .providerNotReady
         self.fingerprint = snapshot.contextFingerprint
@@ -38,6 +47,8 @@ public struct ContextFlags: Sendable {
 
     init(unavailable: FlagErrorCode, fingerprint: String?, environment: ServiceReadEnvironment) {
         self.snapshot = nil
+        self.address = 0
+        self.exposureClock = nil
         self.environment = environment
         self.unavailable = unavailable
         self.fingerprint = fingerprint

@@ -26,6 +26,8 @@ public final class FlagService: Sendable {
     let recorder: ExposureRecorder
     let environment: ServiceReadEnvironment
     let identity: ClientIdentity
+    /// One copy of each flag key for all the snapshots (docs/service.md, "How bytes are counted").
+    let keys = FlagKeyInterner()
     private let clock: any HalyardClock
     /// [closed, cold waits, timeouts, invalid contexts, background refreshes].
     private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
@@ -264,10 +266,13 @@ public final class FlagService: Sendable {
     ) -> ContextFlight.Result {
         let now = clock.monotonicNow
         var fresh: Snapshot?
+        var keysShared = false
         if case .updated(let response, let etag) = result {
+            var flags = response.flags
+            keysShared = keys.intern(&flags)
             fresh =
                 Snapshot.next(
-                    after: previous, flags: response.flags, source: .network, confirmedAt: clock.wallNow,
+                    after: previous, flags: flags, source: .network, confirmedAt: clock.wallNow,
                     contextFingerprint: fingerprint, etag: etag
                 ).snapshot
         }
@@ -296,7 +301,8 @@ public final class FlagService: Sendable {
                 store(
                     ContextCache.Node(
                         key: fingerprint, snapshot: fresh, code: .providerNotReady, confirmedAt: now, retryAt: .zero,
-                        failures: 0, bytes: fresh.estimatedBytes + overhead, prev: -1, next: -1))
+                        failures: 0, bytes: fresh.estimatedBytes(keysShared: keysShared) + overhead, prev: -1,
+                        next: -1))
                 return .values(fresh)
             case .notModified:
                 if let i = index, let snapshot = s.nodes[Int(i)].snapshot {
@@ -309,7 +315,8 @@ public final class FlagService: Sendable {
                 store(
                     ContextCache.Node(
                         key: fingerprint, snapshot: previous, code: .providerNotReady, confirmedAt: now,
-                        retryAt: .zero, failures: 0, bytes: previous.estimatedBytes + overhead, prev: -1, next: -1))
+                        retryAt: .zero, failures: 0, bytes: previous.estimatedBytes(keysShared: keysShared) + overhead,
+                        prev: -1, next: -1))
                 return .values(previous)
             case .badRequest:
                 if let i = index, let snapshot = servable(node) {

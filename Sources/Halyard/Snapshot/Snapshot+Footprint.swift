@@ -8,8 +8,9 @@ extension Snapshot {
     /// 15 UTF-8 bytes (shorter ones are stored inline), JSON values (arrays and objects
     /// recursively) and metadata dictionaries. Strings shared between a flag and its detail
     /// row are counted once. `halyard-bench-service` compares the estimate with the bytes
-    /// malloc actually handed out.
-    package var estimatedBytes: Int {
+    /// malloc actually handed out. With `keysShared`, the flag keys are taken as interned
+    /// (one copy shared by many snapshots, counted by their owner) and not counted here.
+    package func estimatedBytes(keysShared: Bool = false) -> Int {
         var total = Self.block(192)  // the object: header, fields, the table's words
         total += Self.block(32 + flags.count * MemoryLayout<ServedFlag>.stride)
         total += Self.block(max(flags.count, 1) * MemoryLayout<Entry>.stride)
@@ -18,7 +19,8 @@ extension Snapshot {
         total += Self.block(table.allocatedBytes)
         total += Self.stringBytes(contextFingerprint) + Self.stringBytes(etag)
         for flag in flags {
-            total += Self.stringBytes(flag.key) + Self.stringBytes(flag.variant) + Self.stringBytes(flag.errorMessage)
+            if !keysShared { total += Self.stringBytes(flag.key) }
+            total += Self.stringBytes(flag.variant) + Self.stringBytes(flag.errorMessage)
             total += Self.stringBytes(flag.reason.rawValue)
             if let value = flag.value { total += Self.jsonBytes(value) }
             if !flag.metadata.isEmpty {
