@@ -462,9 +462,10 @@ do {
 
 do {
     let perTask = quick ? 2_000 : 10_000
-    func pass(tasks: Int) async -> Double {
-        let total = perTask * (tasks == 1 ? 8 : 1) * (tasks == 1 ? 1 : 1)
-        let count = tasks == 1 ? total : perTask * 64 / 8
+    /// One pass: (requests per wall second, process CPU µs per request).
+    func pass(tasks: Int) async -> (Double, Double) {
+        let count = perTask * 8
+        let cpu0 = cpuSeconds()
         let t0 = nowNanoseconds()
         await withTaskGroup(of: Int.self) { group in
             for task in 0..<tasks {
@@ -481,27 +482,50 @@ do {
             for await _ in group {}
         }
         let seconds = Double(nowNanoseconds() - t0) / 1e9
-        return Double(count) / seconds
+        let cpu = cpuSeconds() - cpu0
+        return (Double(count) / seconds, cpu * 1e6 / Double(count))
     }
     var one: [Double] = []
     var many: [Double] = []
-    for round in 0..<(quick ? 3 : 7) {
-        if round % 2 == 0 {
-            one.append(await pass(tasks: 1))
-            many.append(await pass(tasks: 64))
-        } else {
-            many.append(await pass(tasks: 64))
-            one.append(await pass(tasks: 1))
+    var oneCPU: [Double] = []
+    var manyCPU: [Double] = []
+    for round in 0..<(quick ? 5 : 9) {
+        for first in [round % 2 == 0, round % 2 != 0] {
+            let (rate, cpu) = await pass(tasks: first ? 1 : 64)
+            if first {
+                one.append(rate)
+                oneCPU.append(cpu)
+            } else {
+                many.append(rate)
+                manyCPU.append(cpu)
+            }
         }
     }
     let ratios = zip(many, one).map { $0 / $1 }.sorted()
     let ratio = median(ratios)
-    print("\n## 2. scaling: warm requests/s, 64 tasks vs 1 task (\(ProcessInfo.processInfo.activeProcessorCount) cores)")
+    let costRatios = zip(manyCPU, oneCPU).map { $0 / $1 }.sorted()
+    let costRatio = median(costRatios)
+    var load = [Double](repeating: 0, count: 3)
+    _ = getloadavg(&load, 3)
+    print("\n## 2. scaling: warm requests/s, 64 tasks vs 1 task (\(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(fmt(load[0])))")
     print(
-        "  1 task \(fmt(median(one), 0))/s, 64 tasks \(fmt(median(many), 0))/s: \(fmt(ratio))x (rounds: \(ratios.map { fmt($0) }.joined(separator: " ")))"
+        "  wall: 1 task \(fmt(median(one), 0))/s, 64 tasks \(fmt(median(many), 0))/s: \(fmt(ratio))x (rounds: \(ratios.map { fmt($0) }.joined(separator: " ")))"
     )
-    results["scaling"] = ["oneTask": median(one), "sixtyFourTasks": median(many), "ratio": ratio, "ratios": ratios]
-    verdict("64 tasks >= 1.6x one task (2 cores)", ratio >= 1.6, "\(fmt(ratio))x")
+    print(
+        "  CPU per request: 1 task \(fmt(median(oneCPU))) µs, 64 tasks \(fmt(median(manyCPU))) µs: \(fmt(costRatio))x (rounds: \(costRatios.map { fmt($0) }.joined(separator: " ")))"
+    )
+    print(
+        "  -> on 2 idle cores 64 tasks would do about \(fmt(2 / costRatio))x one task's requests (2 cores / CPU-cost ratio); the wall figure is limited by the cores other processes leave free"
+    )
+    verdict(
+        "64 tasks on 2 cores: CPU per request <= 1.25x one task's (=> >= 1.6x throughput on 2 free cores)",
+        costRatio <= 1.25, "\(fmt(costRatio))x CPU per request; wall \(fmt(ratio))x at load average \(fmt(load[0]))")
+    results["scaling"] = [
+        "oneTask": median(one), "sixtyFourTasks": median(many), "ratio": ratio, "ratios": ratios,
+        "cpuPerRequestOneTaskUs": median(oneCPU), "cpuPerRequestSixtyFourTasksUs": median(manyCPU),
+        "cpuCostRatio": costRatio, "loadAverage": load[0],
+    ]
+    verdict("64 tasks >= 1.6x one task (2 cores), wall", ratio >= 1.6, "\(fmt(ratio))x")
 }
 warmService.close()
 
