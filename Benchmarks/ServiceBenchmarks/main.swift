@@ -235,7 +235,9 @@ func singleFlagRequest(baseURL: URL, key: String, contextJSON: String) -> Transp
 
 /// Reads one flag remotely: its value, or nil.
 func remoteRead(_ transport: any FlagTransport, baseURL: URL, key: String, contextJSON: String) async -> JSONValue? {
-    guard let response = try? await transport.send(singleFlagRequest(baseURL: baseURL, key: key, contextJSON: contextJSON)),
+    guard
+        let response = try? await transport.send(
+            singleFlagRequest(baseURL: baseURL, key: key, contextJSON: contextJSON)),
         response.status == 200, case .object(let item)? = try? JSONValue(parsing: response.body)
     else { return nil }
     return item["value"]
@@ -363,7 +365,8 @@ print("# halyard-bench-service\(quick ? " (quick)" : "")")
 print(
     "date: \(ISO8601DateFormatter().string(from: Date()))  cores: \(ProcessInfo.processInfo.activeProcessorCount)"
 )
-print("workload: \(universe) contexts x 10 attributes, Zipf(1.1), 64 flags per context, 10 reads per request (4 routes)")
+print(
+    "workload: \(universe) contexts x 10 attributes, Zipf(1.1), 64 flags per context, 10 reads per request (4 routes)")
 
 // MARK: 1. Warm latency: flags(for:) + 10 reads, one task
 
@@ -419,7 +422,9 @@ let p99 = percentile(latencies, 0.99) / 1000
 let p50f = percentile(latenciesFitted, 0.5) / 1000
 let p99f = percentile(latenciesFitted, 0.99) / 1000
 print("\n## 1. warm flags(for:) + 10 reads, one task (\(latencySamples) requests each, \(warmSet) warm contexts)")
-print("  flags(for: EvaluationContext)  p50 \(fmt(p50)) µs  p99 \(fmt(p99)) µs   (includes fitting: canonical JSON + SHA-1)")
+print(
+    "  flags(for: EvaluationContext)  p50 \(fmt(p50)) µs  p99 \(fmt(p99)) µs   (includes fitting: canonical JSON + SHA-1)"
+)
 print("  flags(for: FittedContext)      p50 \(fmt(p50f)) µs  p99 \(fmt(p99f)) µs   (context fitted by the caller)")
 print("  hits \(warmStats.hits), misses \(warmStats.misses) during the pass (checksum \(checksum))")
 results["warm"] = ["p50us": p50, "p99us": p99, "fittedP50us": p50f, "fittedP99us": p99f, "samples": latencySamples]
@@ -454,7 +459,9 @@ do {
         "  ContextFlags.bool vs FlagClient.bool (keyed, same 64 flags): \(fmt(median(viewNs))) vs \(fmt(median(clientNs))) ns/read, ratio \(fmt(ratio, 3))x (IQR \(fmt(percentile(ratios, 0.25), 3))-\(fmt(percentile(ratios, 0.75), 3)); sink \(sink % 2))"
     )
     results["viewRead"] = ["viewNs": median(viewNs), "clientNs": median(clientNs), "ratio": ratio]
-    verdict("ContextFlags keyed read at least as fast as FlagClient's (<= 1.10x, noise)", ratio <= 1.10, "\(fmt(ratio, 3))x")
+    verdict(
+        "ContextFlags keyed read at least as fast as FlagClient's (<= 1.10x, noise)", ratio <= 1.10, "\(fmt(ratio, 3))x"
+    )
     client.close()
 }
 
@@ -507,7 +514,9 @@ do {
     let costRatio = median(costRatios)
     var load = [Double](repeating: 0, count: 3)
     _ = getloadavg(&load, 3)
-    print("\n## 2. scaling: warm requests/s, 64 tasks vs 1 task (\(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(fmt(load[0])))")
+    print(
+        "\n## 2. scaling: warm requests/s, 64 tasks vs 1 task (\(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(fmt(load[0])))"
+    )
     print(
         "  wall: 1 task \(fmt(median(one), 0))/s, 64 tasks \(fmt(median(many), 0))/s: \(fmt(ratio))x (rounds: \(ratios.map { fmt($0) }.joined(separator: " ")))"
     )
@@ -662,7 +671,8 @@ do {
         guard let fitted = try? context(id).fitted() else { return }
         for key in routes[route] {
             await limit.acquire()
-            _ = await remoteRead(counter, baseURL: InMemoryControlPlane.baseURL, key: key, contextJSON: fitted.canonicalJSON)
+            _ = await remoteRead(
+                counter, baseURL: InMemoryControlPlane.baseURL, key: key, contextJSON: fitted.canonicalJSON)
             limit.release()
         }
     }
@@ -715,7 +725,8 @@ do {
     )
     results["memory"] = ["measuredBytesPerContext": measuredPer, "estimatedBytesPerContext": estimatedPer]
     verdict(
-        "byte estimate within 0.8x-1.5x of malloc's figure", estimatedPer / measuredPer >= 0.8 && estimatedPer / measuredPer <= 1.5,
+        "byte estimate within 0.8x-1.5x of malloc's figure",
+        estimatedPer / measuredPer >= 0.8 && estimatedPer / measuredPer <= 1.5,
         "\(fmt(estimatedPer / measuredPer))x")
     service.close()
 }
@@ -763,8 +774,11 @@ if options.loopback {
     do {
         let clock = ManualClock()
         let counter = CountingTransport(makeDefaultTransportForBench())
-        let service = try makeService(transport: counter, baseURL: server.baseURL, clock: clock, coldFetchTimeout: .seconds(5))
-        let r = await load(name: "halyard", warmup: requests / 2, measured: requests, clock: clock, counter: counter, seed: 9) {
+        let service = try makeService(
+            transport: counter, baseURL: server.baseURL, clock: clock, coldFetchTimeout: .seconds(5))
+        let r = await load(
+            name: "halyard", warmup: requests / 2, measured: requests, clock: clock, counter: counter, seed: 9
+        ) {
             id, route in
             _ = await halyardRequest(service, context(id), route)
         }
@@ -774,9 +788,11 @@ if options.loopback {
     do {
         let clock = ManualClock()
         let counter = CountingTransport(makeDefaultTransportForBench())
-        let cache = FlagContextCache(transport: counter, baseURL: server.baseURL, capacity: 100_000, ttl: .seconds(30), clock: clock)
+        let cache = FlagContextCache(
+            transport: counter, baseURL: server.baseURL, capacity: 100_000, ttl: .seconds(30), clock: clock)
         let r = await load(
-            name: "flag-ctx-cache", warmup: requests / 4, measured: requests / 2, clock: clock, counter: counter, seed: 9
+            name: "flag-ctx-cache", warmup: requests / 4, measured: requests / 2, clock: clock, counter: counter,
+            seed: 9
         ) { id, route in
             guard let fitted = try? context(id).fitted() else { return }
             for key in routes[route] {

@@ -82,7 +82,9 @@ import Testing
         try await Wait.untilAsync("recent healthy contexts served", seconds: 30) {
             var all = true
             for id in 9_900..<10_000 where Self.isHealthy(id) {
-                if await service.flags(for: serviceContext(id)).string("who", default: "") != "user-\(id)" { all = false }
+                if await service.flags(for: serviceContext(id)).string("who", default: "") != "user-\(id)" {
+                    all = false
+                }
             }
             return all
         }

@@ -165,7 +165,9 @@ import Testing
     @Test func status429PausesEveryContext() async throws {
         let plane = Self.plane()
         let clock = ManualClock()
-        let transport = ServiceFaultTransport(plane) { $0 == "user-1" ? .status(429, headers: ["Retry-After": "60"]) : nil }
+        let transport = ServiceFaultTransport(plane) {
+            $0 == "user-1" ? .status(429, headers: ["Retry-After": "60"]) : nil
+        }
         var options = plane.makeServiceOptions()
         options.transport = transport
         options.clock = clock
@@ -331,7 +333,9 @@ import Testing
 
     @Test func optionsAreValidated() throws {
         let url = try #require(URL(string: "https://flags.example.com"))
-        #expect(throws: FlagServiceError.blankKey) { try FlagService(options: FlagServiceOptions(baseURL: url, key: " ")) }
+        #expect(throws: FlagServiceError.blankKey) {
+            try FlagService(options: FlagServiceOptions(baseURL: url, key: " "))
+        }
         let http = try #require(URL(string: "http://flags.example.com"))
         #expect(throws: FlagServiceError.insecureHTTPToNonLoopbackHost("flags.example.com")) {
             try FlagService(options: FlagServiceOptions(baseURL: http, key: "srv-1"))

@@ -177,7 +177,9 @@ final class ServiceFetcher: Sendable {
                 return .badRequest
             case .unauthorized(let code):
                 if s.status != .fatal {
-                    log = (.error, "the control plane refused the key (HTTP \(code)); the service sends no more fetches")
+                    log = (
+                        .error, "the control plane refused the key (HTTP \(code)); the service sends no more fetches"
+                    )
                 }
                 s.status = .fatal
                 return .unauthorized
