@@ -492,12 +492,35 @@ do {
         let cpu = cpuSeconds() - cpu0
         return (Double(count) / seconds, cpu * 1e6 / Double(count))
     }
+    /// The control: 64 tasks doing CPU work that shares nothing (fitting contexts), to show how
+    /// many cores this process can get on the shared machine right now.
+    func control() async -> Double {
+        let cpu0 = cpuSeconds()
+        let t0 = nowNanoseconds()
+        await withTaskGroup(of: Int.self) { group in
+            for task in 0..<64 {
+                group.addTask {
+                    var n = 0
+                    for i in 0..<(perTask / 8) {
+                        if let f = try? warmContexts[(task * 131 + i) % warmContexts.count].fitted() {
+                            n &+= f.fingerprint.utf8.count
+                        }
+                    }
+                    return n
+                }
+            }
+            for await _ in group {}
+        }
+        return (cpuSeconds() - cpu0) / (Double(nowNanoseconds() - t0) / 1e9)
+    }
+    var controlCores: [Double] = []
     var one: [Double] = []
     var many: [Double] = []
     var oneCPU: [Double] = []
     var manyCPU: [Double] = []
     for round in 0..<(quick ? 5 : 9) {
         for first in [round % 2 == 0, round % 2 != 0] {
+            if first { controlCores.append(await control()) }
             let (rate, cpu) = await pass(tasks: first ? 1 : 64)
             if first {
                 one.append(rate)
@@ -512,6 +535,9 @@ do {
     let ratio = median(ratios)
     let costRatios = zip(manyCPU, oneCPU).map { $0 / $1 }.sorted()
     let costRatio = median(costRatios)
+    // Cores busy during a pass: requests/s × CPU per request.
+    let oneCores = median(one) * median(oneCPU) / 1e6
+    let manyCores = median(many) * median(manyCPU) / 1e6
     var load = [Double](repeating: 0, count: 3)
     _ = getloadavg(&load, 3)
     print(
@@ -524,6 +550,9 @@ do {
         "  CPU per request: 1 task \(fmt(median(oneCPU))) µs, 64 tasks \(fmt(median(manyCPU))) µs: \(fmt(costRatio))x (rounds: \(costRatios.map { fmt($0) }.joined(separator: " ")))"
     )
     print(
+        "  cores busy (requests/s x CPU per request): 1 task \(fmt(oneCores)), 64 tasks \(fmt(manyCores)); control (64 tasks fitting contexts, nothing shared): \(fmt(median(controlCores))) cores"
+    )
+    print(
         "  -> on 2 idle cores 64 tasks would do about \(fmt(2 / costRatio))x one task's requests (2 cores / CPU-cost ratio); the wall figure is limited by the cores other processes leave free"
     )
     verdict(
@@ -532,7 +561,9 @@ do {
     results["scaling"] = [
         "oneTask": median(one), "sixtyFourTasks": median(many), "ratio": ratio, "ratios": ratios,
         "cpuPerRequestOneTaskUs": median(oneCPU), "cpuPerRequestSixtyFourTasksUs": median(manyCPU),
-        "cpuCostRatio": costRatio, "loadAverage": load[0],
+        "cpuCostRatio": costRatio, "loadAverage": load[0], "coresBusyOneTask": oneCores,
+        "coresBusySixtyFourTasks": manyCores,
+        "coresBusyControl": median(controlCores),
     ]
     verdict("64 tasks >= 1.6x one task (2 cores), wall", ratio >= 1.6, "\(fmt(ratio))x")
 }
