@@ -40,6 +40,8 @@ import Testing
         try await Wait.until("10,000 requests waiting on one flight", seconds: 60) {
             service.cache.shard(for: fingerprint).withLock { $0.flights[fingerprint]?.waiterCount } == 10_000
         }
+        // The one fetch reaches the (held) plane; nothing has been answered yet.
+        try await Wait.until("the fetch reached the plane") { plane.requests.count == 1 }
         #expect(plane.evaluationCount == 0 && plane.requests.count == 1)
         plane.completeInitialization()
         let served = try await Wait.result("the 10,000 requests", seconds: 60) { await results.value }
