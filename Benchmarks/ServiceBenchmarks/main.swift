@@ -323,9 +323,10 @@ final class FlagContextCache: Sendable {
 /// "64 MiB" rows keep the default and show what it holds.
 func makeService(
     transport: any FlagTransport, baseURL: URL, clock: any HalyardClock, maxContexts: Int = 10_000,
-    maxCacheBytes: Int = 256 << 20, coldFetchTimeout: Duration = .milliseconds(250)
+    maxCacheBytes: Int = 256 << 20, coldFetchTimeout: Duration = .milliseconds(250), admission: Bool = false
 ) throws -> FlagService {
     var o = FlagServiceOptions(baseURL: baseURL, key: "srv-bench")
+    o.frequencyAdmission = admission
     o.maxCacheBytes = maxCacheBytes
     o.transport = transport
     o.clock = clock
@@ -654,6 +655,24 @@ do {
         "    hits \(stats.hits), misses \(stats.misses), background refreshes \(stats.backgroundRefreshes), 304s \(stats.notModified), evictions \(stats.evictions), held \(stats.contextsHeld) contexts, \(stats.bytesHeld / 1024) KiB (peak \(stats.peakBytesHeld / 1024) KiB, bound \(halyardBound / 1024) KiB), cold waits \(stats.coldWaits), timeouts \(stats.timeouts)"
     )
     perDesign["halyard"] = ["per1000": r.requestsPer1000, "p50us": r.p50us, "p99us": r.p99us]
+    service.close()
+}
+do {
+    let clock = ManualClock()
+    let counter = CountingTransport(makePlane(latency: .milliseconds(2)))
+    let service = try makeService(
+        transport: counter, baseURL: InMemoryControlPlane.baseURL, clock: clock, coldFetchTimeout: .seconds(5),
+        admission: true)
+    let r = await load(
+        name: "halyard+tinylfu", warmup: warmup, measured: measured, clock: clock, counter: counter, seed: 7
+    ) { id, route in
+        _ = await halyardRequest(service, context(id), route)
+    }
+    let stats = service.stats
+    print(
+        "    frequency admission: \(stats.admissionRejections) fetched contexts not admitted, evictions \(stats.evictions), held \(stats.contextsHeld), hits \(stats.hits), misses \(stats.misses)"
+    )
+    perDesign["halyard-tinylfu"] = ["per1000": r.requestsPer1000, "p50us": r.p50us, "p99us": r.p99us]
     service.close()
 }
 do {

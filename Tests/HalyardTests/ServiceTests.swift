@@ -348,3 +348,24 @@ import Testing
         service.close()
     }
 }
+
+@Suite struct ServiceAdmissionTests {
+    /// With frequency admission, a context asked for once does not push out one asked for
+    /// often; with plain LRU it does.
+    @Test(arguments: [false, true]) func aOneOffContextDoesNotEvictAPopularOne(admission: Bool) async throws {
+        let plane = ServiceTests.plane()
+        var options = plane.makeServiceOptions()
+        options.maxContexts = 2
+        options.frequencyAdmission = admission
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        for _ in 0..<5 { _ = await service.flags(for: serviceContext(1)) }
+        for _ in 0..<5 { _ = await service.flags(for: serviceContext(2)) }
+        _ = await service.flags(for: serviceContext(3))  // once
+        let popularHeld =
+            service.flagsIfCached(for: serviceContext(1)).hasValues
+            && service.flagsIfCached(for: serviceContext(2)).hasValues
+        #expect(popularHeld == admission)
+        #expect(service.stats.admissionRejections == (admission ? 1 : 0))
+    }
+}

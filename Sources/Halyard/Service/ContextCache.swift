@@ -55,12 +55,22 @@ final class ContextCache: Sendable {
         var misses = 0
         var evictions = 0
         var flights: [String: ContextFlight] = [:]
+        /// Inserts refused by the admission filter.
+        var rejections = 0
         let maxCount: Int
         let maxBytes: Int
+        /// The frequency sketch of the admission filter (nil: plain LRU).
+        var sketch: FrequencySketch?
 
-        init(maxCount: Int, maxBytes: Int) {
+        init(maxCount: Int, maxBytes: Int, admission: Bool) {
             self.maxCount = maxCount
             self.maxBytes = maxBytes
+            sketch = admission ? FrequencySketch(entries: maxCount) : nil
+        }
+
+        /// Counts a request for `key` in the admission filter's sketch (nothing without one).
+        mutating func recordAccess(_ key: String) {
+            sketch?.increment(key)
         }
 
         func find(_ key: String) -> Int32? { index[key] }
@@ -120,6 +130,14 @@ final class ContextCache: Sendable {
                 touch(i)
             } else {
                 guard node.bytes <= maxBytes else { return ([], 0, 0) }
+                // Admission: when the insert would evict, the newcomer must have been asked for
+                // more often (recently) than the entry it would push out.
+                if let sketch, count >= maxCount, tail >= 0,
+                    sketch.frequency(node.key) <= sketch.frequency(nodes[Int(tail)].key)
+                {
+                    rejections += 1
+                    return ([], 0, 0)
+                }
                 let i: Int32
                 if let reused = free.popLast() {
                     i = reused
@@ -155,7 +173,7 @@ final class ContextCache: Sendable {
     /// The smallest byte share a shard gets (fewer shards are used for small bounds).
     static let minShardBytes = 64 << 10
 
-    init(maxContexts: Int, maxBytes: Int) {
+    init(maxContexts: Int, maxBytes: Int, admission: Bool = false) {
         // Up to 64 shards, each with at least 2 entries and 64 KiB of the bounds, so one
         // context's values (a few KiB for 64 flags) always fit in its shard's share.
         var count = 1
@@ -163,7 +181,7 @@ final class ContextCache: Sendable {
         mask = count - 1
         let perCount = max(1, maxContexts / count)
         let perBytes = max(1, maxBytes / count)
-        shards = (0..<count).map { _ in Locked(Shard(maxCount: perCount, maxBytes: perBytes)) }
+        shards = (0..<count).map { _ in Locked(Shard(maxCount: perCount, maxBytes: perBytes, admission: admission)) }
         gauges.initialize(repeating: hal_atomic_word(value: 0), count: 2)
     }
 
@@ -197,8 +215,8 @@ final class ContextCache: Sendable {
     var peakBytesHeld: Int { Int(bitPattern: hal_load_relaxed(gauges + 1)) }
 
     /// The shard counters summed (one lock at a time; never all at once).
-    func totals() -> (count: Int, bytes: Int, hits: Int, misses: Int, evictions: Int, flights: Int) {
-        var t = (count: 0, bytes: 0, hits: 0, misses: 0, evictions: 0, flights: 0)
+    func totals() -> (count: Int, bytes: Int, hits: Int, misses: Int, evictions: Int, flights: Int, rejections: Int) {
+        var t = (count: 0, bytes: 0, hits: 0, misses: 0, evictions: 0, flights: 0, rejections: 0)
         for shard in shards {
             shard.withLock { s in
                 t.count += s.count
@@ -207,8 +225,65 @@ final class ContextCache: Sendable {
                 t.misses += s.misses
                 t.evictions += s.evictions
                 t.flights += s.flights.count
+                t.rejections += s.rejections
             }
         }
         return t
+    }
+}
+
+/// A count-min sketch of recent requests, for the admission filter (TinyLFU): four rows of
+/// 4-bit-saturating counters (kept in bytes), about 8 counters per entry, halved every
+/// `10 × entries` increments so old popularity fades.
+struct FrequencySketch {
+    private var counters: [UInt8]
+    private let mask: Int
+    private var additions = 0
+    private let resetAfter: Int
+
+    init(entries: Int) {
+        var width = 64
+        while width < entries * 8 { width *= 2 }
+        counters = [UInt8](repeating: 0, count: width * 4)
+        mask = width - 1
+        resetAfter = max(entries, 8) * 10
+    }
+
+    /// 64 bits of the fingerprint beyond the shard digits (hex: uniform).
+    private static func hash(_ key: String) -> UInt64 {
+        var value: UInt64 = 0
+        var index = 0
+        for c in key.utf8 {
+            if index >= 4 && index < 20 {
+                value = value << 4 | UInt64((c <= 57 ? c &- 48 : (c | 0x20) &- 87) & 0xF)
+            }
+            index += 1
+        }
+        return value
+    }
+
+    private func slot(_ hash: UInt64, _ row: Int) -> Int {
+        let mixed = (hash &+ UInt64(row) &* 0x9E37_79B9_7F4A_7C15) &* 0xBF58_476D_1CE4_E5B9
+        return row * (mask + 1) + Int(truncatingIfNeeded: mixed >> 32) & mask
+    }
+
+    mutating func increment(_ key: String) {
+        let h = Self.hash(key)
+        for row in 0..<4 {
+            let i = slot(h, row)
+            if counters[i] < 15 { counters[i] += 1 }
+        }
+        additions += 1
+        if additions >= resetAfter {
+            for i in counters.indices { counters[i] >>= 1 }
+            additions /= 2
+        }
+    }
+
+    func frequency(_ key: String) -> UInt8 {
+        let h = Self.hash(key)
+        var least: UInt8 = 15
+        for row in 0..<4 { least = min(least, counters[slot(h, row)]) }
+        return least
     }
 }

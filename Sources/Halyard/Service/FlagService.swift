@@ -52,7 +52,8 @@ public final class FlagService: Sendable {
             options: options.exposures, clock: options.clock, transport: transport, baseURL: options.baseURL,
             appID: options.appID, identity: identity, logHandler: options.logHandler)
         environment = ServiceReadEnvironment(sink: recorder, counters: ReadCounters())
-        cache = ContextCache(maxContexts: options.maxContexts, maxBytes: options.maxCacheBytes)
+        cache = ContextCache(
+            maxContexts: options.maxContexts, maxBytes: options.maxCacheBytes, admission: options.frequencyAdmission)
     }
 
     /// A service dropped without `close()` closes itself.
@@ -136,6 +137,7 @@ public final class FlagService: Sendable {
         stats.hits = totals.hits
         stats.misses = totals.misses
         stats.evictions = totals.evictions
+        stats.admissionRejections = totals.rejections
         stats.contextsHeld = totals.count
         stats.bytesHeld = cache.bytesHeld
         stats.peakBytesHeld = cache.peakBytesHeld
@@ -207,6 +209,7 @@ public final class FlagService: Sendable {
         var start: Start?
         let decision = cache.shard(for: fingerprint).withLock { s -> Decision in
             var previous: Snapshot?
+            s.recordAccess(fingerprint)
             if let i = s.find(fingerprint) {
                 s.touch(i)
                 let node = s.nodes[Int(i)]

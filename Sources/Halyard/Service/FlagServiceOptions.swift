@@ -27,6 +27,11 @@ public struct FlagServiceOptions: Sendable {
     /// Values older than this are not served (a read serves defaults, as on a miss, while
     /// they are re-fetched); *default* 10 min.
     public var maxStaleness: Duration = .seconds(600)
+    /// Whether a new context must have been asked for more often (recently) than the least
+    /// recently used one it would evict, as W-TinyLFU's admission filter does (a count-min
+    /// sketch per shard); *default* `false` (plain LRU). Keeps users seen once from pushing
+    /// out the hot set; docs/benchmarks-service.md measures it.
+    public var frequencyAdmission: Bool = false
     /// How long ``FlagService/flags(for:)`` waits for a context whose values are not held
     /// before it returns a view that serves defaults (`PROVIDER_NOT_READY`); *default* 250 ms.
     public var coldFetchTimeout: Duration = .milliseconds(250)

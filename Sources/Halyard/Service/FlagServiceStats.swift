@@ -10,6 +10,9 @@ public struct FlagServiceStats: Sendable, Hashable {
     public var timeouts = 0
     /// Entries evicted to stay within `maxContexts` / `maxCacheBytes`.
     public var evictions = 0
+    /// Fetched contexts not held because the admission filter preferred the entry they would
+    /// have evicted (``FlagServiceOptions/frequencyAdmission``).
+    public var admissionRejections = 0
     /// Contexts held now (including negative entries for failing or invalid contexts).
     public var contextsHeld = 0
     /// Estimated bytes held now (docs/service.md, "How bytes are counted").
