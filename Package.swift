@@ -35,6 +35,7 @@ let package = Package(
         .executable(name: "halyard-bench-exposures", targets: ["ExposureBenchmarks"]),
         .executable(name: "halyard-bench-transport", targets: ["TransportBenchmarks"]),
         .executable(name: "halyard-bench-cache", targets: ["CacheBenchmarks"]),
+        .executable(name: "halyard-bench-service", targets: ["ServiceBenchmarks"]),
     ],
     targets: [
         .target(name: "CHalyardAtomics"),
@@ -84,6 +85,13 @@ let package = Package(
         .executableTarget(
             name: "CacheWriterProcess", dependencies: ["Halyard"], path: "Tests/CacheWriterProcess",
             swiftSettings: upcoming),
+        .target(name: "CMallocInfo", path: "Benchmarks/CMallocInfo"),
+        .executableTarget(
+            name: "ServiceBenchmarks",
+            dependencies: ["Halyard", "HalyardTesting", "BenchmarkSupport", "CMallocInfo"],
+            path: "Benchmarks/ServiceBenchmarks",
+            swiftSettings: upcoming
+        ),
         .testTarget(
             name: "HalyardTests",
             // HalyardCLI: `swift test` builds the `halyard` binary the CLI tests run as a subprocess.

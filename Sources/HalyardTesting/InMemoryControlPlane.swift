@@ -33,6 +33,10 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
         /// Exposure events uploaded (any request that is not an OFREP evaluation).
         var exposures: [JSONValue] = []
         var unauthorizedUploads = 0
+        var latency: Duration = .zero
+        var contextValues: (@Sendable (JSONValue) -> [String: JSONValue]?)?
+        var recording = true
+        var evaluations = 0
     }
 
     private let state: Locked<State>
@@ -74,6 +78,33 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
             s.version += 1
         }
     }
+
+    /// Serves values computed from each request's context (its wire form: `targetingKey`,
+    /// `kind` and the public attributes), reason `TARGETING_MATCH`, variant `"on"`/`"off"` for
+    /// booleans, from the next fetch on; `nil` from `values` serves the shared values. Pass
+    /// `nil` to go back to the shared values. For tests and benchmarks of `FlagService`, where
+    /// every request carries its own context.
+    public func setContextValues(_ values: (@Sendable (_ context: JSONValue) -> [String: JSONValue]?)?) {
+        state.withLock { s in
+            s.contextValues = values
+            s.version += 1
+        }
+    }
+
+    /// Makes every OFREP evaluation take `latency` (real time) before it is answered, like a
+    /// control plane across a network; *default* zero.
+    public func setLatency(_ latency: Duration) {
+        state.withLock { $0.latency = latency }
+    }
+
+    /// Stops (or resumes) keeping ``requests`` and ``contextUpdates``, so a long benchmark does
+    /// not grow them; ``evaluationCount`` still counts.
+    public func setRecording(_ recording: Bool) {
+        state.withLock { $0.recording = recording }
+    }
+
+    /// OFREP evaluations answered so far (also while recording is off).
+    public var evaluationCount: Int { state.withLock { $0.evaluations } }
 
     // MARK: - Initialization control
 
@@ -144,6 +175,15 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
         return try FlagClient(options: options)
     }
 
+    /// Options for a ``FlagService`` of this plane: its transport, a fixed install id, a
+    /// server key.
+    public func makeServiceOptions(key: String = "srv-test-key") -> FlagServiceOptions {
+        var options = FlagServiceOptions(baseURL: Self.baseURL, key: key)
+        options.transport = self
+        options.installID = "halyard-testing"
+        return options
+    }
+
     private func receiveExposures(_ request: TransportRequest) -> TransportResponse {
         // Like a real collector: an upload without credentials is refused and recorded nowhere.
         let authorization = request.headers.first { $0.key.lowercased() == "authorization" }?.value ?? ""
@@ -168,6 +208,40 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
         return TransportResponse(status: 202, headers: ["Content-Type": "application/json"], body: Data("{}".utf8))
     }
 
+    /// The OFREP single-flag evaluation (`POST /ofrep/v1/evaluate/flags/{key}`): the item for
+    /// `key` alone, or 404 `FLAG_NOT_FOUND`. Not used by Halyard; benchmarks use it for the
+    /// per-read designs other SDKs use. Counted in ``evaluationCount``.
+    private func evaluateOne(_ key: String, _ request: TransportRequest) async throws -> TransportResponse {
+        let latency = state.withLock { s -> Duration in
+            if s.recording { s.requests.append(request) }
+            return s.latency
+        }
+        if latency > .zero { try await Task.sleep(for: latency) }
+        return state.withLock { s -> TransportResponse in
+            s.evaluations += 1
+            guard case .object(let members)? = OFREPWire.parse(request.body), let context = members["context"] else {
+                return TransportResponse(status: 400)
+            }
+            var flag = s.flags[key]
+            if let values = s.contextValues, let perContext = values(context) {
+                flag = perContext[key].map { value in
+                    var variant: String?
+                    if case .bool(let b) = value { variant = b ? "on" : "off" }
+                    return ServedFlag(key: key, value: value, variant: variant, reason: .targetingMatch)
+                }
+            }
+            guard let flag else {
+                let body = JSONValue.object(["key": .string(key), "errorCode": .string("FLAG_NOT_FOUND")])
+                return TransportResponse(status: 404, body: body.canonicalJSONData)
+            }
+            let items = OFREPWire.encodeResponse([flag])
+            guard case .object(let document)? = OFREPWire.parse(items), case .array(let list)? = document["flags"],
+                let item = list.first
+            else { return TransportResponse(status: 500) }
+            return TransportResponse(status: 200, body: item.canonicalJSONData)
+        }
+    }
+
     // MARK: - FlagTransport
 
     /// Answers one request: OFREP evaluations from the in-memory values; any other path is taken
@@ -175,13 +249,17 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
     /// are appended to ``receivedExposures`` and answered 202 (400 when unreadable, 401 without
     /// an `Authorization: Bearer <key>` header, counted in ``unauthorizedUploads``).
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        if let range = request.url.path.range(of: "/ofrep/v1/evaluate/flags/") {
+            return try await evaluateOne(String(request.url.path[range.upperBound...]), request)
+        }
         if !request.url.path.hasSuffix("/ofrep/v1/evaluate/flags") {
             return receiveExposures(request)
         }
-        let mustWait = state.withLock { s -> Bool in
-            s.requests.append(request)
-            return s.holding
+        let (mustWait, latency) = state.withLock { s -> (Bool, Duration) in
+            if s.recording { s.requests.append(request) }
+            return (s.holding, s.latency)
         }
+        if latency > .zero { try await Task.sleep(for: latency) }
         if mustWait {
             await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { s -> Bool in
@@ -198,7 +276,8 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
                 guard case .object(let members)? = OFREPWire.parse(request.body) else { return nil }
                 return members["context"]
             }()
-            if let context { s.contexts.append(context) }
+            s.evaluations += 1
+            if let context, s.recording { s.contexts.append(context) }
             if let status = s.failStatus {
                 s.failStatus = nil
                 return TransportResponse(status: status)
@@ -207,6 +286,15 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
             let etag = "\"v\(s.version)\""
             if request.headers["If-None-Match"] == etag {
                 return TransportResponse(status: 304, headers: ["ETag": etag])
+            }
+            if let values = s.contextValues, let context, let perContext = values(context) {
+                let flags = perContext.sorted { $0.key < $1.key }.map { key, value -> ServedFlag in
+                    var variant: String?
+                    if case .bool(let b) = value { variant = b ? "on" : "off" }
+                    return ServedFlag(key: key, value: value, variant: variant, reason: .targetingMatch)
+                }
+                return TransportResponse(
+                    status: 200, headers: ["ETag": etag], body: OFREPWire.encodeResponse(flags))
             }
             let flags = s.flags.values.sorted { $0.key < $1.key }
             return TransportResponse(status: 200, headers: ["ETag": etag], body: OFREPWire.encodeResponse(flags))

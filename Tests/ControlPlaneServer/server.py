@@ -20,6 +20,9 @@ The flags file (and ``POST /_admin/flags``) is JSON:
 An OFREP item is sent as given, e.g. ``{"key": "a", "value": true, "reason": "STATIC"}`` or
 ``{"key": "b", "errorCode": "FLAG_NOT_FOUND"}``.
 
+``POST /ofrep/v1/evaluate/flags/{key}`` (OFREP single-flag evaluation) answers 200 with the
+item for ``key`` alone, or 404 ``{"key", "errorCode": "FLAG_NOT_FOUND"}``.
+
 ``POST /ofrep/v1/evaluate/flags`` answers 200 ``{"flags": [...], "metadata": {...}}`` with
 ``ETag: "<sha1 of the body>"``, or 304 (empty body, ``Content-Length: 0``) when ``If-None-Match``
 equals that ETag. A body that is not ``{"context": {...}}`` gets 400.
@@ -363,6 +366,8 @@ class Handler(BaseHTTPRequestHandler):
             merged = dict(headers or {})
             merged.update(extra)
             return self.send(int(status), answer or b"", merged)
+        if path.startswith(EVALUATE_PATH + "/"):
+            return self.evaluate_one(path[len(EVALUATE_PATH) + 1:], body, extra)
         if path != EVALUATE_PATH:
             return self.send(404, b'{"error": "not found"}', extra)
         answer, etag = self.evaluate(body)
@@ -379,6 +384,24 @@ class Handler(BaseHTTPRequestHandler):
         if fault and fault.get("action") == "drip":
             return self.drip(answer, headers, float(fault.get("interval", 0.1)), int(fault.get("chunks", 10)))
         return self.send(200, answer, headers)
+
+    def evaluate_one(self, key, body, extra):
+        """OFREP single-flag evaluation (``POST /ofrep/v1/evaluate/flags/{key}``): the item
+        for ``key`` from the context's flag set, or 404 FLAG_NOT_FOUND (used by the service
+        benchmark's per-read peer designs)."""
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if not isinstance(request, dict) or not isinstance(request.get("context"), dict):
+            return self.send(400, b'{"errorCode": "INVALID_CONTEXT"}', extra)
+        with self.server.state.lock:
+            items = flag_set_for(self.server.state.flags, request["context"])
+        for item in items:
+            if isinstance(item, dict) and item.get("key") == key:
+                return self.send(200, json.dumps(item, sort_keys=True).encode(), extra)
+        answer = json.dumps({"key": key, "errorCode": "FLAG_NOT_FOUND"}).encode()
+        return self.send(404, answer, extra)
 
     def evaluate(self, body):
         try:

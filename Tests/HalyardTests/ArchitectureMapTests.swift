@@ -6,7 +6,9 @@ import Testing
 @Suite struct ArchitectureMapTests {
     /// Which folders each folder may use (docs/architecture.md, "Map").
     static let allowed: [String: Set<String>] = [
-        "Client": ["Sync", "Exposure", "Cache", "Snapshot", "Context", "Values", "Support"],
+        "Client": ["Reads", "Sync", "Exposure", "Cache", "Snapshot", "Context", "Values", "Support"],
+        "Service": ["Reads", "Sync", "Exposure", "Snapshot", "Context", "Values", "Support"],
+        "Reads": ["Exposure", "Snapshot", "Values", "Support"],
         "Sync": ["Context", "Values", "Support"],
         "Exposure": ["Values", "Support"],
         "Cache": ["Context", "Values", "Support"],

@@ -14,14 +14,7 @@ extension FlagClient {
     /// ```
     public func recordExposure(_ key: String) {
         guard let sink = exposureSink else { return }
-        let candidate = store.withCurrent { snapshot -> (String?, EvaluationReason, String, JSONValue?)? in
-            guard let snapshot, let index = snapshot.index(of: key), snapshot.entries[index].kind != .error else {
-                return nil
-            }
-            let detail = snapshot.details[index]
-            let value = detail.variant == nil ? snapshot.flags[index].value : nil
-            return (detail.variant, detail.reason, snapshot.contextFingerprint, value)
-        }
+        let candidate = store.withCurrent { snapshot in snapshot.flatMap { ReadRules.exposureCandidate($0, key) } }
         guard let (variant, reason, fingerprint, value) = candidate else { return }
         _ = sink.recordExposure(
             key: key, variant: variant, reason: reason, contextFingerprint: fingerprint, value: value, errorCode: nil)

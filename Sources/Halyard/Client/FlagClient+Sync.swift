@@ -115,11 +115,7 @@ extension FlagClient {
     /// Counters: reads that did not succeed by outcome, and the control-plane sync.
     public var stats: FlagClientStats {
         var stats = FlagClientStats(sync: sync?.engine.stats ?? SyncStats())
-        stats.reads = ReadStats(
-            notReady: readCounters.value(.notReady),
-            flagNotFound: readCounters.value(.flagNotFound),
-            typeMismatch: readCounters.value(.typeMismatch),
-            servedError: readCounters.value(.servedError))
+        stats.reads = readCounters.stats
         stats.exposures = exposureRecorder?.counters ?? ExposureCounters()
         return stats
     }

@@ -100,27 +100,3 @@ public final class FlagClient: Sendable {
         return Snapshot(flags: flags, source: .offline)
     }
 }
-
-/// Per-client counters of reads that did not succeed, and the fatal flag the read path checks
-/// when there is nothing to serve. Successful reads are not counted: a shared counter would put
-/// an atomic read-modify-write on every read; see docs/architecture.md.
-package final class ReadCounters: @unchecked Sendable {
-    private let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
-
-    package init() { words.initialize(repeating: hal_atomic_word(value: 0), count: 5) }
-    deinit { words.deallocate() }
-
-    package enum Counter: Int {
-        case notReady = 0, flagNotFound, typeMismatch, servedError
-    }
-
-    @inline(never)
-    package func increment(_ counter: Counter) { _ = hal_fetch_add(words + counter.rawValue, 1) }
-    package func value(_ counter: Counter) -> Int { Int(hal_load_relaxed(words + counter.rawValue)) }
-
-    /// Whether the client is fatal (PROVIDER_FATAL instead of PROVIDER_NOT_READY when empty).
-    package var isFatal: Bool {
-        get { hal_load_acquire(words + 4) != 0 }
-        set { hal_store_release(words + 4, newValue ? 1 : 0) }
-    }
-}

@@ -75,21 +75,9 @@ package final class OnlineSession: Sendable {
     private static func makeExposureRecorder(
         options: FlagClientOptions, identity: ClientIdentity, transport: any FlagTransport
     ) -> ExposureRecorder {
-        var log: (@Sendable (String) -> Void)? = nil
-        if let handler = options.logHandler {
-            log = { message in handler(.warning, message) }
-        }
-        return ExposureRecorder(
-            options: options.exposures,
-            clock: options.clock,
-            transport: transport,
-            endpoint: options.baseURL,
-            meta: ExposureMeta(
-                sdk: ClientIdentity.sdkName, version: ClientIdentity.sdkVersion, appId: options.appID ?? "",
-                installId: identity.installID, serviceName: options.serviceName),
-            // Held strongly: the final flush after `close()` may outlive the client.
-            headerProvider: { identity.headers },
-            log: log)
+        ExposureRecorder.forControlPlane(
+            options: options.exposures, clock: options.clock, transport: transport, baseURL: options.baseURL,
+            appID: options.appID, serviceName: options.serviceName, identity: identity, logHandler: options.logHandler)
     }
 
     /// Serves the bootstrap values, then looks the initial context up in the on-device cache

@@ -152,3 +152,12 @@ struct FlagTable: @unchecked Sendable {
         return true
     }
 }
+
+extension FlagTable {
+    /// The bytes the table allocated: its slots and its key arena (see `Snapshot.estimatedBytes`).
+    var allocatedBytes: Int {
+        var arenaBytes = 0
+        for position in 0...mask where slots[position].entry != 0 { arenaBytes += Int(slots[position].length) }
+        return (mask + 1) * MemoryLayout<Slot>.stride + max(arenaBytes, 1)
+    }
+}

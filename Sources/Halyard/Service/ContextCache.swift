@@ -1,0 +1,289 @@
+import CHalyardAtomics
+import Foundation
+
+/// The service's context cache: fingerprint → immutable snapshot, bounded by count and by
+/// estimated bytes, least recently used evicted first (docs/service.md, "The cache").
+///
+/// **No global lock.** The cache is split into shards (a power of two, up to 64) chosen by the
+/// fingerprint's leading hex digits — SHA-1 output, so uniformly spread (fewer shards when the
+/// bounds are small: each keeps at least 2 entries and 64 KiB). Each shard has its own
+/// lock, its own LRU list and its own share of the bounds (`maxContexts / shards` entries and
+/// `maxBytes / shards` bytes), so the totals never exceed the bounds and two requests contend
+/// only when their contexts fall in the same shard. A hit holds the shard lock for a dictionary
+/// probe, a relink to the list head and a retain of the snapshot; everything slower — building
+/// snapshots, releasing evicted ones — happens outside it.
+///
+/// **Safe eviction.** An entry holds a strong reference to its snapshot, and so does every
+/// ``ContextFlags`` view made from it. Evicting or replacing an entry drops only the cache's
+/// reference; a snapshot is freed when the last view holding it is gone (ARC), never under a
+/// reader. Evicted snapshots are released after the shard lock is dropped.
+///
+/// Each shard also holds the single-flight table of its contexts (fingerprint → ``ContextFlight``),
+/// so "is it cached, is it being fetched, join or start the fetch" is one decision under one lock.
+final class ContextCache: Sendable {
+    /// One cached context (an LRU node).
+    struct Node {
+        var key: String
+        /// The values held, or nil for a negative entry (a failed or invalid context).
+        var snapshot: Snapshot?
+        /// Why a negative entry serves defaults.
+        var code: FlagErrorCode
+        /// When the values were last confirmed by the control plane (monotonic).
+        var confirmedAt: Duration
+        /// No fetch for this context before this time (per-context backoff, invalid contexts).
+        var retryAt: Duration
+        /// Consecutive failed fetches for this context.
+        var failures: Int
+        /// Estimated bytes held (snapshot plus the entry's own overhead).
+        var bytes: Int
+        var prev: Int32
+        var next: Int32
+    }
+
+    /// One shard: an index, an array of nodes with a free list, and a doubly-linked LRU list.
+    struct Shard {
+        var index: [String: Int32] = [:]
+        var nodes: [Node] = []
+        var free: [Int32] = []
+        /// Most recently used.
+        var head: Int32 = -1
+        /// Least recently used.
+        var tail: Int32 = -1
+        var count = 0
+        var bytes = 0
+        var hits = 0
+        var misses = 0
+        var evictions = 0
+        var flights: [String: ContextFlight] = [:]
+        /// Inserts refused by the admission filter.
+        var rejections = 0
+        let maxCount: Int
+        let maxBytes: Int
+        /// The frequency sketch of the admission filter (nil: plain LRU).
+        var sketch: FrequencySketch?
+
+        init(maxCount: Int, maxBytes: Int, admission: Bool) {
+            self.maxCount = maxCount
+            self.maxBytes = maxBytes
+            sketch = admission ? FrequencySketch(entries: maxCount) : nil
+        }
+
+        /// Counts a request for `key` in the admission filter's sketch (nothing without one).
+        mutating func recordAccess(_ key: String) {
+            sketch?.increment(key)
+        }
+
+        func find(_ key: String) -> Int32? { index[key] }
+
+        /// Moves node `i` to the head (most recently used).
+        mutating func touch(_ i: Int32) {
+            guard head != i else { return }
+            unlink(i)
+            pushFront(i)
+        }
+
+        private mutating func unlink(_ i: Int32) {
+            let prev = nodes[Int(i)].prev
+            let next = nodes[Int(i)].next
+            if prev >= 0 { nodes[Int(prev)].next = next } else { head = next }
+            if next >= 0 { nodes[Int(next)].prev = prev } else { tail = prev }
+            nodes[Int(i)].prev = -1
+            nodes[Int(i)].next = -1
+        }
+
+        private mutating func pushFront(_ i: Int32) {
+            nodes[Int(i)].prev = -1
+            nodes[Int(i)].next = head
+            if head >= 0 { nodes[Int(head)].prev = i }
+            head = i
+            if tail < 0 { tail = i }
+        }
+
+        /// Removes node `i` and returns its snapshot (to be released outside the lock).
+        mutating func remove(_ i: Int32) -> Snapshot? {
+            unlink(i)
+            let node = nodes[Int(i)]
+            index.removeValue(forKey: node.key)
+            nodes[Int(i)].snapshot = nil
+            nodes[Int(i)].key = ""
+            free.append(i)
+            count -= 1
+            bytes -= node.bytes
+            return node.snapshot
+        }
+
+        /// Inserts or replaces the entry for `node.key`, makes it the most recent, then evicts
+        /// from the tail until the shard is within its bounds. Returns the snapshots dropped (to
+        /// release outside the lock) and the change in bytes held. An entry larger than the
+        /// shard's byte share on its own is not kept.
+        mutating func upsert(_ node: Node) -> (dropped: [Snapshot], bytesDelta: Int, evicted: Int) {
+            var dropped: [Snapshot] = []
+            let before = bytes
+            var evicted = 0
+            if let i = index[node.key] {
+                if let old = nodes[Int(i)].snapshot, old !== node.snapshot { dropped.append(old) }
+                bytes += node.bytes - nodes[Int(i)].bytes
+                let (prev, next) = (nodes[Int(i)].prev, nodes[Int(i)].next)
+                nodes[Int(i)] = node
+                nodes[Int(i)].prev = prev
+                nodes[Int(i)].next = next
+                touch(i)
+            } else {
+                guard node.bytes <= maxBytes else { return ([], 0, 0) }
+                // Admission: when the insert would evict, the newcomer must have been asked for
+                // more often (recently) than the entry it would push out.
+                if let sketch, count >= maxCount, tail >= 0,
+                    sketch.frequency(node.key) <= sketch.frequency(nodes[Int(tail)].key)
+                {
+                    rejections += 1
+                    return ([], 0, 0)
+                }
+                let i: Int32
+                if let reused = free.popLast() {
+                    i = reused
+                    nodes[Int(i)] = node
+                } else {
+                    i = Int32(nodes.count)
+                    nodes.append(node)
+                }
+                index[node.key] = i
+                count += 1
+                bytes += node.bytes
+                pushFront(i)
+            }
+            while (count > maxCount || bytes > maxBytes), tail >= 0 {
+                let victim = tail
+                if nodes[Int(victim)].key == node.key && count == 1 { break }
+                if let snapshot = remove(victim) { dropped.append(snapshot) }
+                evicted += 1
+            }
+            evictions += evicted
+            return (dropped, bytes - before, evicted)
+        }
+    }
+
+    let shards: [Locked<Shard>]
+    private let mask: Int
+    /// [bytes held now, peak bytes held], updated when entries change (never on a hit).
+    private nonisolated(unsafe) let gauges = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 2)
+    /// The fixed per-entry overhead counted beside the snapshot: the node, its index slot and
+    /// the fingerprint key (a 40-byte string on the heap).
+    static let entryOverhead = MemoryLayout<Node>.stride + 32 + Snapshot.block(32 + 41)
+
+    /// The smallest byte share a shard gets (fewer shards are used for small bounds).
+    static let minShardBytes = 64 << 10
+
+    init(maxContexts: Int, maxBytes: Int, admission: Bool = false) {
+        // Up to 64 shards, each with at least 2 entries and 64 KiB of the bounds, so one
+        // context's values (a few KiB for 64 flags) always fit in its shard's share.
+        var count = 1
+        while count < 64 && count * 2 * 2 <= maxContexts && count * 2 * Self.minShardBytes <= maxBytes { count *= 2 }
+        mask = count - 1
+        let perCount = max(1, maxContexts / count)
+        let perBytes = max(1, maxBytes / count)
+        shards = (0..<count).map { _ in Locked(Shard(maxCount: perCount, maxBytes: perBytes, admission: admission)) }
+        gauges.initialize(repeating: hal_atomic_word(value: 0), count: 2)
+    }
+
+    deinit { gauges.deallocate() }
+
+    /// The shard of a fingerprint: its first hex digits (uniform: SHA-1 output).
+    @inline(__always)
+    func shard(for fingerprint: String) -> Locked<Shard> {
+        var value = 0
+        var utf8 = fingerprint.utf8.makeIterator()
+        for _ in 0..<4 {
+            guard let c = utf8.next() else { break }
+            value = value << 4 | Int(c <= 57 ? c &- 48 : (c | 0x20) &- 87) & 0xF
+        }
+        return shards[value & mask]
+    }
+
+    /// Records a change of `delta` bytes held and raises the peak when needed.
+    func account(bytesDelta delta: Int) {
+        guard delta != 0 else { return }
+        let now = Int(bitPattern: hal_fetch_add(gauges, UInt(bitPattern: delta))) + delta
+        var peak = hal_load_relaxed(gauges + 1)
+        while now > Int(bitPattern: peak) {
+            if hal_compare_exchange(gauges + 1, &peak, UInt(bitPattern: now)) { break }
+        }
+    }
+
+    /// Bytes held now (estimated, docs/service.md).
+    var bytesHeld: Int { Int(bitPattern: hal_load_relaxed(gauges)) }
+    /// The most bytes held at once since the cache was created.
+    var peakBytesHeld: Int { Int(bitPattern: hal_load_relaxed(gauges + 1)) }
+
+    /// The shard counters summed (one lock at a time; never all at once).
+    func totals() -> (count: Int, bytes: Int, hits: Int, misses: Int, evictions: Int, flights: Int, rejections: Int) {
+        var t = (count: 0, bytes: 0, hits: 0, misses: 0, evictions: 0, flights: 0, rejections: 0)
+        for shard in shards {
+            shard.withLock { s in
+                t.count += s.count
+                t.bytes += s.bytes
+                t.hits += s.hits
+                t.misses += s.misses
+                t.evictions += s.evictions
+                t.flights += s.flights.count
+                t.rejections += s.rejections
+            }
+        }
+        return t
+    }
+}
+
+/// A count-min sketch of recent requests, for the admission filter (TinyLFU): four rows of
+/// 4-bit-saturating counters (kept in bytes), about 8 counters per entry, halved every
+/// `10 × entries` increments so old popularity fades.
+struct FrequencySketch {
+    private var counters: [UInt8]
+    private let mask: Int
+    private var additions = 0
+    private let resetAfter: Int
+
+    init(entries: Int) {
+        var width = 64
+        while width < entries * 8 { width *= 2 }
+        counters = [UInt8](repeating: 0, count: width * 4)
+        mask = width - 1
+        resetAfter = max(entries, 8) * 10
+    }
+
+    /// 64 bits of the fingerprint beyond the shard digits (hex: uniform).
+    private static func hash(_ key: String) -> UInt64 {
+        var value: UInt64 = 0
+        var index = 0
+        for c in key.utf8 {
+            if index >= 4 && index < 20 {
+                value = value << 4 | UInt64((c <= 57 ? c &- 48 : (c | 0x20) &- 87) & 0xF)
+            }
+            index += 1
+        }
+        return value
+    }
+
+    private func slot(_ hash: UInt64, _ row: Int) -> Int {
+        let mixed = (hash &+ UInt64(row) &* 0x9E37_79B9_7F4A_7C15) &* 0xBF58_476D_1CE4_E5B9
+        return row * (mask + 1) + Int(truncatingIfNeeded: mixed >> 32) & mask
+    }
+
+    mutating func increment(_ key: String) {
+        let h = Self.hash(key)
+        for row in 0..<4 {
+            let i = slot(h, row)
+            if counters[i] < 15 { counters[i] += 1 }
+        }
+        additions += 1
+        if additions >= resetAfter {
+            for i in counters.indices { counters[i] >>= 1 }
+            additions /= 2
+        }
+    }
+
+    func frequency(_ key: String) -> UInt8 {
+        let h = Self.hash(key)
+        var least: UInt8 = 15
+        for row in 0..<4 { least = min(least, counters[slot(h, row)]) }
+        return least
+    }
+}

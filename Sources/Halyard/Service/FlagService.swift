@@ -1,0 +1,371 @@
+import CHalyardAtomics
+import Foundation
+
+/// Flag values for many evaluation contexts in one process: the service mode (docs/service.md).
+///
+/// ```swift
+/// var options = FlagServiceOptions(baseURL: url, key: "srv-...")
+/// let service = try FlagService(options: options)
+/// let flags = await service.flags(for: context)      // ContextFlags for this request
+/// if flags.bool("checkout.new", default: false) { ... }
+/// _ = await service.flushExposures()
+/// service.close()
+/// ```
+///
+/// Values come from the OFREP bulk endpoint, one request per context, and are held as
+/// immutable snapshots in a bounded cache keyed by the context's fingerprint (the SHA-1 of its
+/// fitted canonical JSON). ``flags(for:)`` answers a held context at once; on a miss it joins
+/// the one fetch for that context and waits at most
+/// ``FlagServiceOptions/coldFetchTimeout``. ``flagsIfCached(for:)`` never waits. Values older
+/// than ``FlagServiceOptions/refreshAfter`` are served and refreshed in the background with
+/// `If-None-Match`; values older than ``FlagServiceOptions/maxStaleness`` are not served.
+public final class FlagService: Sendable {
+    let options: FlagServiceOptions
+    let cache: ContextCache
+    let fetcher: ServiceFetcher
+    let recorder: ExposureRecorder
+    let environment: ServiceReadEnvironment
+    let identity: ClientIdentity
+    /// One copy of each flag key for all the snapshots (docs/service.md, "How bytes are counted").
+    let keys = FlagKeyInterner()
+    private let clock: any HalyardClock
+    /// [closed, cold waits, timeouts, invalid contexts, background refreshes].
+    private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
+
+    /// Creates a service. Nothing is fetched until a context is asked for.
+    ///
+    /// - Throws: ``FlagServiceError`` for programming errors only (blank key, a base URL that is
+    ///   not absolute http(s), plain http to a non-loopback host, an OTLP endpoint the
+    ///   exporter refuses, options out of range).
+    ///   Server keys are accepted.
+    public init(options: FlagServiceOptions) throws(FlagServiceError) {
+        try options.validate()
+        self.options = options
+        clock = options.clock
+        words.initialize(repeating: hal_atomic_word(value: 0), count: 5)
+        let transport = options.transport ?? makeDefaultTransport()
+        let identity = ClientIdentity(
+            baseURL: options.baseURL, key: options.key, appID: options.appID,
+            installID: { [fixed = options.installID] in fixed ?? UUID().uuidString.lowercased() })
+        self.identity = identity
+        fetcher = ServiceFetcher(options: options, identity: identity, transport: transport)
+        recorder = ExposureRecorder.forControlPlane(
+            options: options.exposures, clock: options.clock, transport: transport, baseURL: options.baseURL,
+            appID: options.appID, serviceName: options.serviceName, identity: identity,
+            logHandler: options.logHandler)
+        environment = ServiceReadEnvironment(sink: recorder, counters: ReadCounters())
+        cache = ContextCache(
+            maxContexts: options.maxContexts, maxBytes: options.maxCacheBytes, admission: options.frequencyAdmission)
+    }
+
+    /// A service dropped without `close()` closes itself.
+    deinit {
+        close()
+        words.deallocate()
+    }
+
+    // MARK: - Views
+
+    /// The flag values for `context`, for one request.
+    ///
+    /// Held values (younger than `maxStaleness`) are returned at once; older than
+    /// `refreshAfter`, a background refresh starts. On a miss the call joins the one fetch for
+    /// the context (starting it when there is none) and waits at most `coldFetchTimeout`; if the
+    /// values have not arrived by then, the view serves defaults with `PROVIDER_NOT_READY`
+    /// (`PROVIDER_FATAL` once the key was refused) while the fetch completes. An invalid
+    /// context gives a view serving defaults with `INVALID_CONTEXT`, and nothing is sent.
+    public func flags(for context: EvaluationContext) async -> ContextFlags {
+        guard let fitted = fit(context) else { return invalidView() }
+        return await flags(for: fitted)
+    }
+
+    /// ``flags(for:)-(EvaluationContext)`` for a context fitted already (its fingerprint is
+    /// the cache key): skips the fitting, the costly part of a hit.
+    public func flags(for fitted: FittedContext) async -> ContextFlags {
+        switch decide(fitted, join: true) {
+        case .view(let view):
+            return view
+        case .join(let flight):
+            _ = hal_fetch_add(words + 1, 1)
+            if let result = await flight.wait(timeout: options.coldFetchTimeout, clock: clock) {
+                return view(result, fitted.fingerprint)
+            }
+            _ = hal_fetch_add(words + 2, 1)
+            return unavailableView(.providerNotReady, fitted.fingerprint)
+        }
+    }
+
+    /// The flag values for `context` if they are held now; never waits. On a miss the view
+    /// serves defaults with `PROVIDER_NOT_READY` and the fetch starts (joined if in flight).
+    public func flagsIfCached(for context: EvaluationContext) -> ContextFlags {
+        guard let fitted = fit(context) else { return invalidView() }
+        return flagsIfCached(for: fitted)
+    }
+
+    /// ``flagsIfCached(for:)-(EvaluationContext)`` for a context fitted already.
+    public func flagsIfCached(for fitted: FittedContext) -> ContextFlags {
+        switch decide(fitted, join: false) {
+        case .view(let view): return view
+        case .join: return unavailableView(.providerNotReady, fitted.fingerprint)
+        }
+    }
+
+    /// Uploads pending exposures now (as ``FlagClient/flushExposures()``).
+    @discardableResult
+    public func flushExposures() async -> ExposureFlushResult {
+        await recorder.flush()
+    }
+
+    /// Stops every fetch (queued ones are refused, running ones cancelled), closes the exposure
+    /// recorder (its final flush runs detached). Views keep answering from the values they
+    /// hold; later calls serve held values and fetch nothing. Idempotent; never blocks.
+    public func close() {
+        guard hal_fetch_add(words, 1) == 0 else { return }
+        fetcher.close()
+        recorder.close()
+    }
+
+    /// Whether ``close()`` was called.
+    public var isClosed: Bool { hal_load_acquire(words) != 0 }
+
+    /// The service's status: `notReady` until a fetch succeeds, then `ready`; `error` while the
+    /// service-wide backoff is in force; `fatal` once the key was refused (401/403).
+    public var status: ClientStatus { fetcher.status }
+
+    /// Counters: the cache, the fetches, the reads and the exposures.
+    public var stats: FlagServiceStats {
+        var stats = FlagServiceStats()
+        let totals = cache.totals()
+        stats.hits = totals.hits
+        stats.misses = totals.misses
+        stats.evictions = totals.evictions
+        stats.admissionRejections = totals.rejections
+        stats.contextsHeld = totals.count
+        stats.bytesHeld = cache.bytesHeld
+        stats.peakBytesHeld = cache.peakBytesHeld
+        stats.fetchesInFlight = totals.flights
+        stats.coldWaits = Int(hal_load_relaxed(words + 1))
+        stats.timeouts = Int(hal_load_relaxed(words + 2))
+        stats.invalidContexts = Int(hal_load_relaxed(words + 3))
+        stats.backgroundRefreshes = Int(hal_load_relaxed(words + 4))
+        let fetches = fetcher.stats
+        stats.requestsSent = fetches.requestsSent
+        stats.fetchesByStatus = fetches.responsesByStatus
+        stats.notModified = fetches.notModified
+        stats.fetchTimeouts = fetches.timeouts
+        stats.networkErrors = fetches.networkErrors
+        stats.invalidBodies = fetches.invalidBodies + fetches.oversizedResponses
+        stats.pausedFetches = fetches.paused
+        stats.shedFetches = fetches.shed
+        stats.status = fetcher.status
+        stats.reads = environment.counters.stats
+        stats.exposures = recorder.counters
+        return stats
+    }
+
+    // MARK: - Internals
+
+    private func fit(_ context: EvaluationContext) -> FittedContext? {
+        do {
+            return try context.fitted(limit: options.contextSizeLimit)
+        } catch {
+            _ = hal_fetch_add(words + 3, 1)
+            return nil
+        }
+    }
+
+    private func invalidView() -> ContextFlags {
+        ContextFlags(unavailable: .invalidContext, fingerprint: nil, environment: environment)
+    }
+
+    func unavailableView(_ code: FlagErrorCode, _ fingerprint: String) -> ContextFlags {
+        let code = code == .providerNotReady && fetcher.isFatal ? .providerFatal : code
+        return ContextFlags(unavailable: code, fingerprint: fingerprint, environment: environment)
+    }
+
+    func view(_ result: ContextFlight.Result, _ fingerprint: String) -> ContextFlags {
+        switch result {
+        case .values(let snapshot): return ContextFlags(snapshot: snapshot, environment: environment)
+        case .unavailable(let code): return unavailableView(code, fingerprint)
+        }
+    }
+
+    enum Decision {
+        case view(ContextFlags)
+        case join(ContextFlight)
+    }
+
+    private struct Start {
+        var flight: ContextFlight
+        var previous: Snapshot?
+        var background: Bool
+    }
+
+    /// The one decision of a request, under its shard's lock: serve held values (and maybe
+    /// start a background refresh), serve defaults (invalid or backing-off context), or join
+    /// the context's flight (starting it when there is none and `join` allows).
+    private func decide(_ fitted: FittedContext, join: Bool) -> Decision {
+        let fingerprint = fitted.fingerprint
+        let now = clock.monotonicNow
+        let closed = isClosed
+        var start: Start?
+        let decision = cache.shard(for: fingerprint).withLock { s -> Decision in
+            var previous: Snapshot?
+            s.recordAccess(fingerprint)
+            if let i = s.find(fingerprint) {
+                s.touch(i)
+                let node = s.nodes[Int(i)]
+                if let snapshot = node.snapshot, now - node.confirmedAt <= options.maxStaleness {
+                    s.hits += 1
+                    if !closed, now - node.confirmedAt > options.refreshAfter, now >= node.retryAt,
+                        s.flights[fingerprint] == nil
+                    {
+                        let flight = ContextFlight()
+                        s.flights[fingerprint] = flight
+                        start = Start(flight: flight, previous: snapshot, background: true)
+                    }
+                    return .view(ContextFlags(snapshot: snapshot, environment: environment))
+                }
+                s.misses += 1
+                if now < node.retryAt || closed {
+                    let code = node.snapshot == nil ? node.code : .providerNotReady
+                    return .view(unavailableView(code, fingerprint))
+                }
+                previous = node.snapshot
+            } else {
+                s.misses += 1
+            }
+            if let flight = s.flights[fingerprint] { return .join(flight) }
+            if closed { return .view(unavailableView(.providerNotReady, fingerprint)) }
+            let flight = ContextFlight()
+            s.flights[fingerprint] = flight
+            start = Start(flight: flight, previous: previous, background: false)
+            return .join(flight)
+        }
+        if let start { run(start, fitted) }
+        return decision
+    }
+
+    /// Starts the fetch of a flight as a tracked task.
+    private func run(_ start: Start, _ fitted: FittedContext) {
+        if start.background { _ = hal_fetch_add(words + 4, 1) }
+        let flight = start.flight
+        let previous = start.previous
+        let started = fetcher.track { [weak self] in
+            guard let self else {
+                flight.complete(.unavailable(.providerNotReady))
+                return
+            }
+            let result = await self.fetcher.fetch(fitted, etag: previous?.etag)
+            flight.complete(self.apply(result, fitted.fingerprint, previous: previous, flight: flight))
+        }
+        if !started {
+            flight.complete(apply(.skipped(until: nil), fitted.fingerprint, previous: previous, flight: flight))
+        }
+    }
+
+    /// Applies a fetch's result to the cache and ends the flight's entry there; returns what
+    /// the flight's waiters get. Snapshots are built and released outside the shard lock.
+    private func apply(
+        _ result: ServiceFetcher.Result, _ fingerprint: String, previous: Snapshot?, flight: ContextFlight
+    ) -> ContextFlight.Result {
+        let now = clock.monotonicNow
+        var fresh: Snapshot?
+        var keysShared = false
+        if case .updated(let response, let etag) = result {
+            var flags = response.flags
+            keysShared = keys.intern(&flags)
+            fresh =
+                Snapshot.next(
+                    after: previous, flags: flags, source: .network, confirmedAt: clock.wallNow,
+                    contextFingerprint: fingerprint, etag: etag
+                ).snapshot
+        }
+        let overhead = ContextCache.entryOverhead
+        let maxStaleness = options.maxStaleness
+        let refreshAfter = options.refreshAfter
+        let fatal = fetcher.isFatal
+        var dropped: [Snapshot] = []
+        var delta = 0
+        let outcome = cache.shard(for: fingerprint).withLock { s -> ContextFlight.Result in
+            if s.flights[fingerprint] === flight { s.flights.removeValue(forKey: fingerprint) }
+            let index = s.find(fingerprint)
+            var node = index.map { s.nodes[Int($0)] }
+            func servable(_ n: ContextCache.Node?) -> Snapshot? {
+                guard let n, let snapshot = n.snapshot, now - n.confirmedAt <= maxStaleness else { return nil }
+                return snapshot
+            }
+            func store(_ n: ContextCache.Node) {
+                let change = s.upsert(n)
+                dropped += change.dropped
+                delta += change.bytesDelta
+            }
+            switch result {
+            case .updated:
+                guard let fresh else { return .unavailable(.providerNotReady) }
+                store(
+                    ContextCache.Node(
+                        key: fingerprint, snapshot: fresh, code: .providerNotReady, confirmedAt: now, retryAt: .zero,
+                        failures: 0, bytes: fresh.estimatedBytes(keysShared: keysShared) + overhead, prev: -1,
+                        next: -1))
+                return .values(fresh)
+            case .notModified:
+                if let i = index, let snapshot = s.nodes[Int(i)].snapshot {
+                    s.nodes[Int(i)].confirmedAt = now
+                    s.nodes[Int(i)].retryAt = .zero
+                    s.nodes[Int(i)].failures = 0
+                    return .values(snapshot)
+                }
+                guard let previous else { return .unavailable(.providerNotReady) }
+                store(
+                    ContextCache.Node(
+                        key: fingerprint, snapshot: previous, code: .providerNotReady, confirmedAt: now,
+                        retryAt: .zero, failures: 0, bytes: previous.estimatedBytes(keysShared: keysShared) + overhead,
+                        prev: -1, next: -1))
+                return .values(previous)
+            case .badRequest:
+                if let i = index, let snapshot = servable(node) {
+                    s.nodes[Int(i)].retryAt = now + refreshAfter
+                    return .values(snapshot)
+                }
+                store(
+                    ContextCache.Node(
+                        key: fingerprint, snapshot: nil, code: .invalidContext, confirmedAt: now,
+                        retryAt: now + refreshAfter, failures: 0, bytes: overhead, prev: -1, next: -1))
+                return .unavailable(.invalidContext)
+            case .unauthorized:
+                if let snapshot = servable(node) { return .values(snapshot) }
+                return .unavailable(.providerFatal)
+            case .failed, .skipped:
+                var until: Duration?
+                switch result {
+                case .failed(let retryAfter): until = retryAfter.map { now + $0 }
+                case .skipped(let paused): until = paused
+                default: break
+                }
+                if case .skipped(nil) = result {
+                    // Shed, closed or fatal: nothing to remember for this context.
+                    if let snapshot = servable(node) { return .values(snapshot) }
+                    return .unavailable(fatal ? .providerFatal : .providerNotReady)
+                }
+                let failures = (node?.failures ?? 0) + 1
+                let retryAt = until ?? now + fetcher.contextDelay(failures: failures)
+                if let i = index {
+                    s.nodes[Int(i)].failures = failures
+                    s.nodes[Int(i)].retryAt = retryAt
+                    node = s.nodes[Int(i)]
+                    if let snapshot = servable(node) { return .values(snapshot) }
+                    return .unavailable(.providerNotReady)
+                }
+                store(
+                    ContextCache.Node(
+                        key: fingerprint, snapshot: nil, code: .providerNotReady, confirmedAt: now, retryAt: retryAt,
+                        failures: failures, bytes: overhead, prev: -1, next: -1))
+                return .unavailable(.providerNotReady)
+            }
+        }
+        cache.account(bytesDelta: delta)
+        dropped.removeAll()  // evicted snapshots are released here, outside the lock
+        return outcome
+    }
+}

@@ -1,0 +1,137 @@
+public import Foundation
+
+/// Every setting of a ``FlagService``, each with its default (docs/configuration.md,
+/// "FlagServiceOptions"; docs/service.md explains the cache and how to size it).
+///
+/// ```swift
+/// var options = FlagServiceOptions(baseURL: URL(string: "https://flags.example.com")!, key: "srv-123")
+/// options.maxContexts = 50_000
+/// let service = try FlagService(options: options)
+/// ```
+public struct FlagServiceOptions: Sendable {
+    /// The control plane's base URL (`https://…`; plain `http` only to loopback). Values come
+    /// from `{baseURL}/ofrep/v1/evaluate/flags`.
+    public var baseURL: URL
+    /// The credential, sent as `Authorization: Bearer <key>`. Server keys (`srv-…`) are
+    /// accepted: a service is the `.service` role. Never logged.
+    public var key: String
+    /// The most contexts whose values are held at once; *default* 10,000. The least recently
+    /// used are evicted beyond it.
+    public var maxContexts: Int = 10_000
+    /// The most bytes the held values may take (estimated per snapshot, docs/service.md);
+    /// *default* 64 MiB. The least recently used are evicted beyond it.
+    public var maxCacheBytes: Int = 64 << 20
+    /// Values older than this are still served, and refreshed in the background with
+    /// `If-None-Match`; *default* 30 s.
+    public var refreshAfter: Duration = .seconds(30)
+    /// Values older than this are not served (a read serves defaults, as on a miss, while
+    /// they are re-fetched); *default* 10 min.
+    public var maxStaleness: Duration = .seconds(600)
+    /// Whether a new context must have been asked for more often (recently) than the least
+    /// recently used one it would evict, as W-TinyLFU's admission filter does (a count-min
+    /// sketch per shard); *default* `false` (plain LRU). Keeps users seen once from pushing
+    /// out the hot set; docs/benchmarks-service.md measures it.
+    public var frequencyAdmission: Bool = false
+    /// How long ``FlagService/flags(for:)`` waits for a context whose values are not held
+    /// before it returns a view that serves defaults (`PROVIDER_NOT_READY`); *default* 250 ms.
+    public var coldFetchTimeout: Duration = .milliseconds(250)
+    /// The most fetches in flight at once; *default* 32. Others queue.
+    public var maxConcurrentFetches: Int = 32
+    /// The most fetches waiting for a slot; *default* 10,000. A miss beyond it starts no fetch
+    /// (counted in ``FlagServiceStats/shedFetches``) and serves defaults.
+    public var maxQueuedFetches: Int = 10_000
+    /// Exposure recording and upload, with each context's fingerprint (docs/exposures.md).
+    /// Memory is bounded by `capacity` (pending events) and `dedupCapacity` (de-duplication
+    /// entries) whatever the number of distinct contexts.
+    public var exposures = ExposureOptions()
+    /// How long one fetch may take before it counts as a timeout; *default* 10 s.
+    public var requestTimeout: Duration = .seconds(10)
+    /// Response bodies above this many bytes are refused (treated like a 5xx); *default* 8 MiB.
+    public var maxResponseBytes: Int = 8 << 20
+    /// The fitted context's size cap in UTF-16 code units (docs/context.md); *default* 4,096.
+    public var contextSizeLimit: Int = 4096
+    /// The ceiling of the first service-wide retry delay (full jitter); *default* 1 s, doubling
+    /// per consecutive failure up to ``maxBackoff``.
+    public var initialBackoff: Duration = .seconds(1)
+    /// The largest retry delay; *default* 5 min.
+    public var maxBackoff: Duration = .seconds(300)
+    /// Consecutive failed fetches (5xx, timeouts, network errors, bad bodies) across all
+    /// contexts, with no success between them, after which every context's fetches pause for
+    /// the backoff delay; *default* 64 (two rounds of the default concurrency: an outage is
+    /// detected within them, while failures of a few contexts — which interleave with
+    /// successes — never pause the others). A failing context always backs off alone
+    /// (docs/service.md).
+    public var backoffAfterFailures: Int = 64
+    /// Sent as the `X-Halyard-App-Id` header when set; *default* `nil`.
+    public var appID: String? = nil
+    /// The OpenTelemetry `service.name` of exposures exported with
+    /// ``ExposureExporter/otlp(endpoint:headers:)``; *default* `nil` = ``appID``, else
+    /// `unknown_service:<process name>` (as ``FlagClientOptions/serviceName``).
+    public var serviceName: String? = nil
+    /// Sent as `X-Halyard-Install-Id`; *default* `nil` = a random id per process (a service
+    /// instance is not an install).
+    public var installID: String? = nil
+    /// Receives log messages; *default* `nil` (silent).
+    public var logHandler: HalyardLogHandler? = nil
+    /// How HTTP is sent; *default* `nil` = the same default transport as ``FlagClient``
+    /// (libcurl on Linux, URLSession on Apple platforms).
+    public var transport: (any FlagTransport)? = nil
+    /// The clock for ages, backoff and `Retry-After`; *default* ``SystemClock``.
+    public var clock: any HalyardClock = SystemClock()
+
+    /// Creates options with every other setting at its default.
+    public init(baseURL: URL, key: String) {
+        self.baseURL = baseURL
+        self.key = key
+    }
+
+    /// Checks the programming errors ``FlagService/init(options:)`` throws for.
+    func validate() throws(FlagServiceError) {
+        if key.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw .blankKey }
+        guard let scheme = baseURL.scheme?.lowercased(), let host = baseURL.host, !host.isEmpty else {
+            throw .baseURLNotAbsolute
+        }
+        guard scheme == "http" || scheme == "https" else { throw .unsupportedScheme(scheme) }
+        if scheme == "http" && !LoopbackHost.contains(host) { throw .insecureHTTPToNonLoopbackHost(host) }
+        do throws(ExposureExporterError) {
+            try exposures.exporter.validate()
+        } catch {
+            throw .invalidExposureExporter(error)
+        }
+        if maxContexts < 1 { throw .invalidOption("maxContexts must be at least 1") }
+        if maxCacheBytes < 1 { throw .invalidOption("maxCacheBytes must be at least 1") }
+        if maxConcurrentFetches < 1 { throw .invalidOption("maxConcurrentFetches must be at least 1") }
+        if maxStaleness < refreshAfter { throw .invalidOption("maxStaleness must be at least refreshAfter") }
+    }
+}
+
+/// Programming errors that creating a ``FlagService`` can throw. Connection problems never
+/// throw. No case carries the key.
+public enum FlagServiceError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The key is empty or only whitespace.
+    case blankKey
+    /// The base URL is not absolute (it has no scheme or no host).
+    case baseURLNotAbsolute
+    /// The base URL's scheme is not `http` or `https`. Carries the scheme.
+    case unsupportedScheme(String)
+    /// The base URL is plain `http` to a host that is not loopback. Carries the host.
+    case insecureHTTPToNonLoopbackHost(String)
+    /// An option is out of range; says which.
+    case invalidOption(String)
+    /// ``ExposureOptions/exporter`` cannot be used (for example an OTLP endpoint over plain
+    /// `http` to a host that is not loopback). Carries the reason.
+    case invalidExposureExporter(ExposureExporterError)
+
+    /// A description that never contains the key.
+    public var description: String {
+        switch self {
+        case .blankKey: "the key is empty"
+        case .baseURLNotAbsolute: "the base URL needs a scheme and a host"
+        case .unsupportedScheme(let scheme): "the base URL scheme \"\(scheme)\" is not supported (use http or https)"
+        case .insecureHTTPToNonLoopbackHost(let host):
+            "plain http to \(host) is refused (use https; http is allowed to loopback only)"
+        case .invalidOption(let message): "invalid FlagServiceOptions: \(message)"
+        case .invalidExposureExporter(let reason): "the exposure exporter cannot be used: \(reason)"
+        }
+    }
+}

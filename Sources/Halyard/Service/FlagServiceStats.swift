@@ -1,0 +1,53 @@
+/// Everything `service.stats` reports (docs/service.md, "Stats").
+public struct FlagServiceStats: Sendable, Hashable {
+    /// `flags(for:)` / `flagsIfCached(for:)` calls answered with held values.
+    public var hits = 0
+    /// Calls for a context whose values were not held (or too old to serve).
+    public var misses = 0
+    /// `flags(for:)` calls that waited for a fetch.
+    public var coldWaits = 0
+    /// Cold waits that ran out of `coldFetchTimeout` and served defaults.
+    public var timeouts = 0
+    /// Entries evicted to stay within `maxContexts` / `maxCacheBytes`.
+    public var evictions = 0
+    /// Fetched contexts not held because the admission filter preferred the entry they would
+    /// have evicted (``FlagServiceOptions/frequencyAdmission``).
+    public var admissionRejections = 0
+    /// Contexts held now (including negative entries for failing or invalid contexts).
+    public var contextsHeld = 0
+    /// Estimated bytes held now (docs/service.md, "How bytes are counted").
+    public var bytesHeld = 0
+    /// The most estimated bytes held at once.
+    public var peakBytesHeld = 0
+    /// Calls for invalid contexts (served defaults with `INVALID_CONTEXT`, nothing sent).
+    public var invalidContexts = 0
+    /// Fetches in flight or queued now (single-flight: at most one per context).
+    public var fetchesInFlight = 0
+    /// Requests sent to the control plane.
+    public var requestsSent = 0
+    /// Responses by HTTP status (200, 304, 429, 503, ...).
+    public var fetchesByStatus: [Int: Int] = [:]
+    /// 304 answers (held values confirmed).
+    public var notModified = 0
+    /// Fetches that timed out.
+    public var fetchTimeouts = 0
+    /// Fetches that failed without an HTTP response.
+    public var networkErrors = 0
+    /// 200 responses whose body could not be used (unparseable or too large).
+    public var invalidBodies = 0
+    /// Fetches not sent because a `Retry-After` or the service-wide backoff was in force.
+    public var pausedFetches = 0
+    /// Fetches not started because `maxQueuedFetches` were already waiting.
+    public var shedFetches = 0
+    /// Background refreshes started for entries older than `refreshAfter`.
+    public var backgroundRefreshes = 0
+    /// The service's status (`notReady`, `ready`, `error`, `fatal`).
+    public var status: ClientStatus = .notReady
+    /// Reads that did not succeed, by outcome, over all views.
+    public var reads = ReadStats()
+    /// Exposure counters.
+    public var exposures = ExposureCounters()
+
+    /// Creates empty stats.
+    public init() {}
+}

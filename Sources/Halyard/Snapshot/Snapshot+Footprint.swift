@@ -1,0 +1,61 @@
+extension Snapshot {
+    /// An honest estimate of the heap bytes this snapshot keeps alive, for caches bounded by
+    /// bytes (the service's context cache; docs/service.md, "How bytes are counted").
+    ///
+    /// Every heap block is counted with malloc's rounding (16-byte granules, 16 bytes of
+    /// header): the object itself, the flags array, the entries, details and exposure slots,
+    /// the key table's slots and arena, and what each served flag owns — strings longer than
+    /// 15 UTF-8 bytes (shorter ones are stored inline), JSON values (arrays and objects
+    /// recursively) and metadata dictionaries. Strings shared between a flag and its detail
+    /// row are counted once. `halyard-bench-service` compares the estimate with the bytes
+    /// malloc actually handed out. With `keysShared`, the flag keys are taken as interned
+    /// (one copy shared by many snapshots, counted by their owner) and not counted here.
+    package func estimatedBytes(keysShared: Bool = false) -> Int {
+        var total = Self.block(192)  // the object: header, fields, the table's words
+        total += Self.block(32 + flags.count * MemoryLayout<ServedFlag>.stride)
+        total += Self.block(max(flags.count, 1) * MemoryLayout<Entry>.stride)
+        total += Self.block(max(flags.count, 1) * MemoryLayout<Detail>.stride)
+        total += Self.block(max(flags.count, 1) * MemoryLayout<UInt>.stride)
+        total += Self.block(table.allocatedBytes)
+        total += Self.stringBytes(contextFingerprint) + Self.stringBytes(etag)
+        for flag in flags {
+            if !keysShared { total += Self.stringBytes(flag.key) }
+            total += Self.stringBytes(flag.variant) + Self.stringBytes(flag.errorMessage)
+            total += Self.stringBytes(flag.reason.rawValue)
+            if let value = flag.value { total += Self.jsonBytes(value) }
+            if !flag.metadata.isEmpty {
+                // A native dictionary: header plus buckets of (String, value) at ~75 % load.
+                total += Self.block(64 + flag.metadata.count * 4 / 3 * 48)
+                for (name, value) in flag.metadata {
+                    total += Self.stringBytes(name)
+                    if case .string(let s) = value { total += Self.stringBytes(s) }
+                }
+            }
+        }
+        return total
+    }
+
+    /// A malloc block holding `bytes`: 16 bytes of header, rounded up to 16.
+    static func block(_ bytes: Int) -> Int { 16 + (bytes + 15) / 16 * 16 }
+
+    /// Heap bytes of a native Swift string: none up to 15 UTF-8 bytes (small strings are inline).
+    static func stringBytes(_ string: String?) -> Int {
+        guard let string else { return 0 }
+        let count = string.utf8.count
+        return count <= 15 ? 0 : block(32 + count + 1)
+    }
+
+    /// Heap bytes of a JSON value beyond its inline enum payload.
+    static func jsonBytes(_ value: JSONValue) -> Int {
+        switch value {
+        case .null, .bool, .int, .double: return 0
+        case .string(let s): return stringBytes(s)
+        case .array(let items):
+            return block(32 + items.count * MemoryLayout<JSONValue>.stride) + items.reduce(0) { $0 + jsonBytes($1) }
+        case .object(let members):
+            var total = block(64 + members.count * 4 / 3 * (16 + MemoryLayout<JSONValue>.stride))
+            for (name, item) in members { total += stringBytes(name) + jsonBytes(item) }
+            return total
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import HalyardTesting
+
+@testable import Halyard
+
+/// A transport for service tests: answers each OFREP request by the context's targeting key,
+/// either with a fault (a status, a hang until the request timeout, a reset, a garbage body)
+/// or by passing it to the in-memory plane.
+final class ServiceFaultTransport: FlagTransport, Sendable {
+    enum Fault: Sendable {
+        case status(Int, headers: [String: String] = [:])
+        case hang
+        case reset
+        case garbage
+    }
+
+    let inner: InMemoryControlPlane
+    private let rule: @Sendable (String) -> Fault?
+    private let counts = Locked<[String: Int]>([:])
+
+    init(_ inner: InMemoryControlPlane, rule: @escaping @Sendable (_ targetingKey: String) -> Fault?) {
+        self.inner = inner
+        self.rule = rule
+    }
+
+    /// OFREP requests received, by fault name (`"pass"` for answered ones).
+    var received: [String: Int] { counts.withLock { $0 } }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        guard request.url.path.hasSuffix("/ofrep/v1/evaluate/flags") else { return try await inner.send(request) }
+        var key = ""
+        if case .object(let body)? = OFREPWire.parse(request.body), case .object(let context)? = body["context"],
+            case .string(let k)? = context["targetingKey"]
+        {
+            key = k
+        }
+        let fault = rule(key)
+        let name: String
+        switch fault {
+        case nil: name = "pass"
+        case .status(let code, _): name = "status \(code)"
+        case .hang: name = "hang"
+        case .reset: name = "reset"
+        case .garbage: name = "garbage"
+        }
+        counts.withLock { $0[name, default: 0] += 1 }
+        switch fault {
+        case nil:
+            return try await inner.send(request)
+        case .status(let code, let headers):
+            return TransportResponse(status: code, headers: headers)
+        case .hang:
+            try await Task.sleep(for: request.timeout)
+            throw TransportError.timedOut
+        case .reset:
+            throw TransportError.network("connection reset by peer")
+        case .garbage:
+            return TransportResponse(status: 200, headers: ["ETag": "\"x\""], body: Data("{\"flags\": [".utf8))
+        }
+    }
+}
+
+/// A context with ten attributes, as the service benchmark uses.
+func serviceContext(_ id: Int, kind: String = "user") -> EvaluationContext {
+    var attributes: [String: JSONValue] = [:]
+    for a in 0..<9 { attributes["attr\(a)"] = .string("value-\(id % (a + 7))") }
+    attributes["plan"] = .string(id % 3 == 0 ? "pro" : "free")
+    return EvaluationContext(targetingKey: "user-\(id)", kind: kind, attributes: attributes)
+}
