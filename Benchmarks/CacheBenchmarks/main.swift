@@ -27,6 +27,8 @@ struct Config: Sendable {
     var quick = false
     var rounds = 0
     var readerThreads = 64
+    /// Where to write the figures as JSON (`--json FILE`), as the other harnesses do.
+    var jsonPath: String?
 }
 let config: Config = {
     var c = Config()
@@ -36,8 +38,14 @@ let config: Config = {
         case "--quick": c.quick = true
         case "--rounds": c.rounds = Int(args.popFirst() ?? "") ?? 0
         case "--threads": c.readerThreads = Int(args.popFirst() ?? "") ?? 64
+        case "--json":
+            guard let path = args.popFirst() else {
+                FileHandle.standardError.write(Data("--json needs a file name\n".utf8))
+                exit(2)
+            }
+            c.jsonPath = path
         case "-h", "--help":
-            print("usage: halyard-bench-cache [--quick] [--rounds N] [--threads N]")
+            print("usage: halyard-bench-cache [--quick] [--rounds N] [--threads N] [--json FILE]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("unknown argument \(arg)\n".utf8))
@@ -109,7 +117,8 @@ func options(_ plane: InMemoryControlPlane, cache: Bool) -> FlagClientOptions {
 
 // MARK: - (a) cold start
 
-func coldStart() {
+/// Runs (a); returns its figures (microseconds) for `--json`.
+func coldStart() -> [String: Double] {
     let plane = InMemoryControlPlane(values: values)
     // Warm the cache once.
     do {
@@ -159,6 +168,11 @@ func coldStart() {
     )
     print("    ratio cached / in-memory network (median of pairs): \(fmt(median(ratios)))")
     print("    goal < 2000 us for the cached read: \(median(cached) < 2000 ? "MET" : "NOT MET") (p50)")
+    return [
+        "cachedFirstReadP50Us": median(cached), "cachedFirstReadP90Us": quantile(cached, 0.9),
+        "cachedFirstReadMaxUs": cached.max() ?? .nan, "creationP50Us": median(creation),
+        "networkFirstReadP50Us": median(network), "cachedOverNetwork": median(ratios),
+    ]
 }
 
 // MARK: - (b) reads while publishing, cache on vs off
@@ -244,7 +258,8 @@ final class StopFlag: @unchecked Sendable {
     func set() { resultsLock.withLock { word.pointee = 1 } }
 }
 
-func readsWhilePublishing() {
+/// Runs (b); returns its figures for `--json`.
+func readsWhilePublishing() -> [String: Double] {
     let seconds = quick ? 0.25 : 0.5
     var on: [PassResult] = [], off: [PassResult] = []
     for round in 0..<rounds {
@@ -270,7 +285,27 @@ func readsWhilePublishing() {
     print(
         "                                     per CPU-s \(fmt(median(cpuRatios))) [\(cpuRatios.map { fmt($0) }.joined(separator: " "))]"
     )
+    return [
+        "readsPerSecondOn": median(on.map(\.readsPerSecond)), "readsPerSecondOff": median(off.map(\.readsPerSecond)),
+        "onOverOffWall": median(wallRatios), "onOverOffPerCPUSecond": median(cpuRatios),
+        "readP99NsOn": quantile(onBatches, 0.99), "readP99NsOff": quantile(offBatches, 0.99),
+    ]
 }
 
-coldStart()
-readsWhilePublishing()
+let coldStartFigures = coldStart()
+let publishingFigures = readsWhilePublishing()
+if let path = config.jsonPath {
+    let document: [String: Any] = [
+        "benchmark": "halyard-bench-cache", "quick": quick, "rounds": rounds, "readerThreads": readerThreads,
+        "coldStart": coldStartFigures.mapValues { $0.isFinite ? $0 : -1 },
+        "readsWhilePublishing": publishingFigures.mapValues { $0.isFinite ? $0 : -1 },
+    ]
+    do {
+        let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
+        try data.write(to: URL(fileURLWithPath: path))
+        print("wrote \(path)")
+    } catch {
+        FileHandle.standardError.write(Data("could not write \(path): \(error)\n".utf8))
+        exit(1)
+    }
+}
