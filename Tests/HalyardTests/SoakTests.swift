@@ -112,7 +112,12 @@ import Testing
         let report = await client.shutdown(timeout: .seconds(5))
         #expect(report.completed)
         #expect(identified > 0)
-        #expect(stats.sync.requestsSent > Int(Self.seconds * 10), "polling stalled: \(stats.sync.requestsSent)")
+        // Polling kept going: at least one request per four rounds of the loop (each round sleeps
+        // one poll interval). Counted against the loop's own progress, not the wall clock, so a
+        // loaded machine that slows both does not fail it.
+        #expect(
+            stats.sync.requestsSent >= round / 4,
+            "polling stalled: \(stats.sync.requestsSent) requests in \(round) rounds")
         #expect(stats.exposures.sent > 0)
         guard samples.count >= 4 else { return }
         // Flat: after the warm-up quarter, memory grows by less than 16 MiB and threads by at most 4.
