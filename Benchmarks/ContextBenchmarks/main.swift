@@ -87,23 +87,31 @@ func compare(_ group: String, bytes: Int? = nil, _ designs: [(String, () -> Void
     print("\n## \(group)   (median; min in brackets)")
     for (i, design) in designs.enumerated() {
         let ratio = medians[i] / medians[0]
-        var line = "  \(design.0.padding(toLength: 42, withPad: " ", startingAt: 0)) \(format(medians[i])) [\(format(minimums[i]))]"
+        var line =
+            "  \(design.0.padding(toLength: 42, withPad: " ", startingAt: 0)) \(format(medians[i])) [\(format(minimums[i]))]"
         if let bytes {
-            line += String(format: "  %7.2f ns/B  %8.1f MB/s", medians[i] / Double(bytes), Double(bytes) / medians[i] * 1e3)
+            line += String(
+                format: "  %7.2f ns/B  %8.1f MB/s", medians[i] / Double(bytes), Double(bytes) / medians[i] * 1e3)
         }
         if i > 0 { line += String(format: "  x%.2f vs %@", ratio, designs[0].0) }
         print(line)
-        results.append(Result(group: group, name: design.0, medianNanoseconds: medians[i],
-                              minNanoseconds: minimums[i], bytes: bytes,
-                              ratioToHalyard: i > 0 ? ratio : nil, note: nil))
+        results.append(
+            Result(
+                group: group, name: design.0, medianNanoseconds: medians[i],
+                minNanoseconds: minimums[i], bytes: bytes,
+                ratioToHalyard: i > 0 ? ratio : nil, note: nil))
     }
 }
 
 func format(_ ns: Double) -> String {
     let s: String
-    if ns < 1_000 { s = String(format: "%8.1f ns", ns) }
-    else if ns < 1_000_000 { s = String(format: "%8.2f µs", ns / 1_000) }
-    else { s = String(format: "%8.2f ms", ns / 1_000_000) }
+    if ns < 1_000 {
+        s = String(format: "%8.1f ns", ns)
+    } else if ns < 1_000_000 {
+        s = String(format: "%8.2f µs", ns / 1_000)
+    } else {
+        s = String(format: "%8.2f ms", ns / 1_000_000)
+    }
     return s
 }
 
@@ -137,7 +145,8 @@ func ofrepPayload(targetBytes: Int) -> Data {
         case 3: value = "\(Double(Int.random(in: 0...10_000, using: &rng)) / 100)"
         default: value = "{\"color\":\"teal\",\"size\":\(i % 7),\"enabled\":true,\"weights\":[0.25,0.5,0.25]}"
         }
-        let flag = "{\"key\":\"feature.flag-\(i)\",\"value\":\(value),\"reason\":\"\(reasons[i % 4])\",\"variant\":\"v\(i % 3)\",\"metadata\":{\"team\":\"growth\",\"version\":\(i % 11),\"experiment\":\(i % 2 == 0)}}"
+        let flag =
+            "{\"key\":\"feature.flag-\(i)\",\"value\":\(value),\"reason\":\"\(reasons[i % 4])\",\"variant\":\"v\(i % 3)\",\"metadata\":{\"team\":\"growth\",\"version\":\(i % 11),\"experiment\":\(i % 2 == 0)}}"
         flags.append(flag)
         size += flag.utf8.count + 1
         i += 1
@@ -159,7 +168,8 @@ func contextJSON(targetBytes: Int, attributeCount: Int? = nil) -> Data {
         case 2: value = "true"
         case 3: value = "\(Double(Int.random(in: 0...10_000, using: &rng)) / 7)"
         case 4: value = "[\"alpha\",\"beta\",\"gamma\",\"delta\"]"
-        default: value = "{\"city\":\"Lyon\",\"zip\":\"69001\",\"country\":\"FR\",\"street\":\"12 rue de la République\"}"
+        default:
+            value = "{\"city\":\"Lyon\",\"zip\":\"69001\",\"country\":\"FR\",\"street\":\"12 rue de la République\"}"
         }
         let m = "\"attribute_\(i)\":\(value)"
         members.append(m)
@@ -183,13 +193,21 @@ indirect enum AnyJSON: Decodable {
     case null, bool(Bool), int(Int64), double(Double), string(String), array([AnyJSON]), object([String: AnyJSON])
     init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null }
-        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
-        else if let i = try? c.decode(Int64.self) { self = .int(i) }
-        else if let d = try? c.decode(Double.self) { self = .double(d) }
-        else if let s = try? c.decode(String.self) { self = .string(s) }
-        else if let a = try? c.decode([AnyJSON].self) { self = .array(a) }
-        else { self = .object(try c.decode([String: AnyJSON].self)) }
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let i = try? c.decode(Int64.self) {
+            self = .int(i)
+        } else if let d = try? c.decode(Double.self) {
+            self = .double(d)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? c.decode([AnyJSON].self) {
+            self = .array(a)
+        } else {
+            self = .object(try c.decode([String: AnyJSON].self))
+        }
     }
 }
 struct OFREPFlag: Decodable {
@@ -209,26 +227,35 @@ struct OFREPResponse: Decodable {
 // MARK: - Runs
 
 print("# halyard-bench-context \(quick ? "(quick)" : "")")
-print("date: \(ISO8601DateFormatter().string(from: Date()))  cores: \(ProcessInfo.processInfo.activeProcessorCount)  rounds: \(rounds)")
+print(
+    "date: \(ISO8601DateFormatter().string(from: Date()))  cores: \(ProcessInfo.processInfo.activeProcessorCount)  rounds: \(rounds)"
+)
 
 let payload = ofrepPayload(targetBytes: 100_000)
 let decoder = JSONDecoder()
 precondition((try? JSONValue(parsing: payload, limits: .ofrepResponse)) != nil)
 precondition((try? decoder.decode(OFREPResponse.self, from: payload)) != nil)
-compare("OFREP payload, \(payload.count) bytes", bytes: payload.count, [
-    ("Halyard JSONValue(parsing:)", { blackHole(try? JSONValue(parsing: payload, limits: .ofrepResponse)) }),
-    ("JSONSerialization.jsonObject", { blackHole(try? JSONSerialization.jsonObject(with: payload)) }),
-    ("JSONDecoder (Codable mirror)", { blackHole(try? decoder.decode(OFREPResponse.self, from: payload)) }),
-])
+compare(
+    "OFREP payload, \(payload.count) bytes", bytes: payload.count,
+    [
+        ("Halyard JSONValue(parsing:)", { blackHole(try? JSONValue(parsing: payload, limits: .ofrepResponse)) }),
+        ("JSONSerialization.jsonObject", { blackHole(try? JSONSerialization.jsonObject(with: payload)) }),
+        ("JSONDecoder (Codable mirror)", { blackHole(try? decoder.decode(OFREPResponse.self, from: payload)) }),
+    ])
 
 let context4K = contextJSON(targetBytes: 4096)
 precondition((try? EvaluationContext(json: context4K)) != nil)
-compare("4 KiB context, \(context4K.count) bytes", bytes: context4K.count, [
-    ("Halyard JSONValue(parsing:)", { blackHole(try? JSONValue(parsing: context4K, limits: .context)) }),
-    ("JSONSerialization.jsonObject", { blackHole(try? JSONSerialization.jsonObject(with: context4K)) }),
-    ("JSONDecoder ([String: AnyJSON])", { blackHole(try? decoder.decode([String: AnyJSON].self, from: context4K)) }),
-    ("Halyard EvaluationContext(json:)", { blackHole(try? EvaluationContext(json: context4K)) }),
-])
+compare(
+    "4 KiB context, \(context4K.count) bytes", bytes: context4K.count,
+    [
+        ("Halyard JSONValue(parsing:)", { blackHole(try? JSONValue(parsing: context4K, limits: .context)) }),
+        ("JSONSerialization.jsonObject", { blackHole(try? JSONSerialization.jsonObject(with: context4K)) }),
+        (
+            "JSONDecoder ([String: AnyJSON])",
+            { blackHole(try? decoder.decode([String: AnyJSON].self, from: context4K)) }
+        ),
+        ("Halyard EvaluationContext(json:)", { blackHole(try? EvaluationContext(json: context4K)) }),
+    ])
 
 // Cost per byte across sizes: flat means linear.
 let sizes = [1 << 10, 4 << 10, 16 << 10, 64 << 10]
@@ -250,11 +277,15 @@ do {
         let m = median(samples[i])
         let perByte = m / Double(d.count)
         let minPerByte = (samples[i].min() ?? .nan) / Double(d.count)
-        print(String(format: "  %6d bytes  %@  %6.2f ns/B  (x%.2f of the 1 KiB cost per byte; min %.2f ns/B, x%.2f)",
-                     d.count, format(m), perByte, perByte / base, minPerByte, minPerByte / minBase))
-        results.append(Result(group: "per-byte", name: "\(d.count) bytes", medianNanoseconds: m,
-                              minNanoseconds: samples[i].min() ?? .nan, bytes: d.count,
-                              ratioToHalyard: perByte / base, note: "ratio = ns/B relative to 1 KiB"))
+        print(
+            String(
+                format: "  %6d bytes  %@  %6.2f ns/B  (x%.2f of the 1 KiB cost per byte; min %.2f ns/B, x%.2f)",
+                d.count, format(m), perByte, perByte / base, minPerByte, minPerByte / minBase))
+        results.append(
+            Result(
+                group: "per-byte", name: "\(d.count) bytes", medianNanoseconds: m,
+                minNanoseconds: samples[i].min() ?? .nan, bytes: d.count,
+                ratioToHalyard: perByte / base, note: "ratio = ns/B relative to 1 KiB"))
     }
 }
 
@@ -270,50 +301,68 @@ do {
     precondition((try? JSONValue(parsing: escapeString)) != nil)
     precondition((try? JSONValue(parsing: manyMembers)) != nil)
 }
-compare("pathological inputs", [
-    ("100,000 nested [ (rejected at depth 64)", { blackHole(try? JSONValue(parsing: nested, limits: deepLimits)) }),
-    ("60 KiB string of escapes", { blackHole(try? JSONValue(parsing: escapeString)) }),
-    ("5,000 members", { blackHole(try? JSONValue(parsing: manyMembers)) }),
-    ("JSONSerialization: 60 KiB escapes", { blackHole(try? JSONSerialization.jsonObject(with: escapeString)) }),
-    ("JSONSerialization: 5,000 members", { blackHole(try? JSONSerialization.jsonObject(with: manyMembers)) }),
-])
+compare(
+    "pathological inputs",
+    [
+        ("100,000 nested [ (rejected at depth 64)", { blackHole(try? JSONValue(parsing: nested, limits: deepLimits)) }),
+        ("60 KiB string of escapes", { blackHole(try? JSONValue(parsing: escapeString)) }),
+        ("5,000 members", { blackHole(try? JSONValue(parsing: manyMembers)) }),
+        ("JSONSerialization: 60 KiB escapes", { blackHole(try? JSONSerialization.jsonObject(with: escapeString)) }),
+        ("JSONSerialization: 5,000 members", { blackHole(try? JSONSerialization.jsonObject(with: manyMembers)) }),
+    ])
 
 // Typical context: 20 attributes, about 1 KiB, parse + fit + fingerprint.
 let typical = contextJSON(targetBytes: 0, attributeCount: 20)
 let typicalContext = try! EvaluationContext(json: typical)
-compare("typical context (\(typical.count) bytes, 20 attributes)", bytes: typical.count, [
-    ("parse + fit + fingerprint", { blackHole(try? EvaluationContext(json: typical).fitted()) }),
-    ("parse only", { blackHole(try? EvaluationContext(json: typical)) }),
-    ("fit + fingerprint only", { blackHole(try? typicalContext.fitted()) }),
-    ("fit with trimming (cap 512)", { blackHole(try? typicalContext.fitted(limit: 512)) }),
-])
+compare(
+    "typical context (\(typical.count) bytes, 20 attributes)", bytes: typical.count,
+    [
+        ("parse + fit + fingerprint", { blackHole(try? EvaluationContext(json: typical).fitted()) }),
+        ("parse only", { blackHole(try? EvaluationContext(json: typical)) }),
+        ("fit + fingerprint only", { blackHole(try? typicalContext.fitted()) }),
+        ("fit with trimming (cap 512)", { blackHole(try? typicalContext.fitted(limit: 512)) }),
+    ])
 let typicalMedian = results.first { $0.name == "parse + fit + fingerprint" }!.medianNanoseconds
 let typicalMin = results.first { $0.name == "parse + fit + fingerprint" }!.minNanoseconds
 
 // Serialization.
 let payloadValue = try! JSONValue(parsing: payload, limits: .ofrepResponse)
-compare("serialize OFREP payload value", bytes: payload.count, [
-    ("Halyard canonicalJSON", { blackHole(payloadValue.canonicalJSON) }),
-    ("Halyard jsonData", { blackHole(payloadValue.jsonData) }),
-    ("JSONSerialization.data (of its own parse)", {
-        blackHole(try? JSONSerialization.data(withJSONObject: try! JSONSerialization.jsonObject(with: payload)))
-    }),
-])
+compare(
+    "serialize OFREP payload value", bytes: payload.count,
+    [
+        ("Halyard canonicalJSON", { blackHole(payloadValue.canonicalJSON) }),
+        ("Halyard jsonData", { blackHole(payloadValue.jsonData) }),
+        (
+            "JSONSerialization.data (of its own parse)",
+            {
+                blackHole(try? JSONSerialization.data(withJSONObject: try! JSONSerialization.jsonObject(with: payload)))
+            }
+        ),
+    ])
 
 // SHA-1 throughput.
 let megabyte = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-compare("SHA-1", bytes: megabyte.count, [
-    ("SHA1.hash, 1 MiB", { blackHole(SHA1.hash(megabyte)) }),
-])
+compare(
+    "SHA-1", bytes: megabyte.count,
+    [
+        ("SHA1.hash, 1 MiB", { blackHole(SHA1.hash(megabyte)) })
+    ])
 let shaMBs = Double(megabyte.count) / results.last!.medianNanoseconds * 1e3
 let shaBestMBs = Double(megabyte.count) / results.last!.minNanoseconds * 1e3
 
 print("\n## targets")
 let halyardPayload = results.first { $0.group.hasPrefix("OFREP") && $0.name.hasPrefix("Halyard") }!.medianNanoseconds
-let foundationPayload = results.first { $0.group.hasPrefix("OFREP") && $0.name.hasPrefix("JSONSerialization") }!.medianNanoseconds
-print(String(format: "  parse+fit+fingerprint < 20 µs: median %.2f µs (min %.2f)  %@", typicalMedian / 1000, typicalMin / 1000,
-             typicalMedian < 20_000 ? "MET" : "NOT MET"))
-print(String(format: "  SHA-1 >= 300 MB/s: median %.0f MB/s (best %.0f)  %@", shaMBs, shaBestMBs, shaMBs >= 300 ? "MET" : "NOT MET"))
+let foundationPayload = results.first { $0.group.hasPrefix("OFREP") && $0.name.hasPrefix("JSONSerialization") }!
+    .medianNanoseconds
+print(
+    String(
+        format: "  parse+fit+fingerprint < 20 µs: median %.2f µs (min %.2f)  %@", typicalMedian / 1000,
+        typicalMin / 1000,
+        typicalMedian < 20_000 ? "MET" : "NOT MET"))
+print(
+    String(
+        format: "  SHA-1 >= 300 MB/s: median %.0f MB/s (best %.0f)  %@", shaMBs, shaBestMBs,
+        shaMBs >= 300 ? "MET" : "NOT MET"))
 print(String(format: "  OFREP parse vs JSONSerialization: x%.2f faster", foundationPayload / halyardPayload))
 
 if let jsonPath {

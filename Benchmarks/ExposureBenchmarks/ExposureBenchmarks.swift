@@ -40,15 +40,19 @@ struct ExposureBenchmarks {
             var fp = ""
             var h = UInt64(i) &* 0x9E37_79B9_7F4A_7C15
             for _ in 0..<3 { fp += String(format: "%016llx", h); h = h &* 6_364_136_223_846_793_005 &+ 1 }
-            out.append(ExposureEvent(key: "team-\(i % 12).feature-\(i % 300).enabled", variant: i % 6 == 0 ? nil : "variant-\(i % 4)",
-                                     reason: i % 3 == 0 ? "SPLIT" : "TARGETING_MATCH",
-                                     contextFingerprint: String(fp.prefix(40)), creationDate: 1_800_000_000 + Int64(i / 10)))
+            out.append(
+                ExposureEvent(
+                    key: "team-\(i % 12).feature-\(i % 300).enabled", variant: i % 6 == 0 ? nil : "variant-\(i % 4)",
+                    reason: i % 3 == 0 ? "SPLIT" : "TARGETING_MATCH",
+                    contextFingerprint: String(fp.prefix(40)), creationDate: 1_800_000_000 + Int64(i / 10)))
         }
         return out
     }
 
     static func main() async {
-        print("halyard-bench-exposures\(quick ? " --quick" : "")  \(ISO8601DateFormatter().string(from: Date()))  cores: \(ProcessInfo.processInfo.activeProcessorCount)")
+        print(
+            "halyard-bench-exposures\(quick ? " --quick" : "")  \(ISO8601DateFormatter().string(from: Date()))  cores: \(ProcessInfo.processInfo.activeProcessorCount)"
+        )
         gzipBenchmark()
         await concurrentFirstExposures()
         slowPath()
@@ -59,7 +63,8 @@ struct ExposureBenchmarks {
     // MARK: 1. gzip
 
     static func gzipBenchmark() {
-        let meta = ExposureMeta(sdk: "halyard-swift", version: "0.1.0", appId: "bench-app", installId: "6f1c2a7e-install")
+        let meta = ExposureMeta(
+            sdk: "halyard-swift", version: "0.1.0", appId: "bench-app", installId: "6f1c2a7e-install")
         let batch = events(1_000)
         var encodeTimes: [Double] = []
         var json: [UInt8] = []
@@ -100,10 +105,18 @@ struct ExposureBenchmarks {
         print("")
         print("## gzip, 1,000-event batch")
         print("JSON body: \(json.count) bytes, encoded in \(fmt(median(encodeTimes))) µs (median)")
-        print("level 6, reused stream : median \(fmt(median(tReused))) µs  p90 \(fmt(percentile(tReused, 0.9))) µs  -> \(sizeReused) bytes, ratio \(fmt(Double(json.count) / Double(sizeReused), 2))x")
-        print("level 6, fresh init    : median \(fmt(median(tFresh))) µs  p90 \(fmt(percentile(tFresh, 0.9))) µs  (fresh/reused \(fmt(median(tFresh) / median(tReused), 3)))")
-        print("level 1, reused stream : median \(fmt(median(tFast))) µs  -> \(sizeFast) bytes, ratio \(fmt(Double(json.count) / Double(sizeFast), 2))x")
-        print("10-event body (\(smallJSON.count) bytes): reused \(fmt(median(sReused))) µs, fresh \(fmt(median(sFresh))) µs (fresh/reused \(fmt(median(sFresh) / median(sReused), 2)))")
+        print(
+            "level 6, reused stream : median \(fmt(median(tReused))) µs  p90 \(fmt(percentile(tReused, 0.9))) µs  -> \(sizeReused) bytes, ratio \(fmt(Double(json.count) / Double(sizeReused), 2))x"
+        )
+        print(
+            "level 6, fresh init    : median \(fmt(median(tFresh))) µs  p90 \(fmt(percentile(tFresh, 0.9))) µs  (fresh/reused \(fmt(median(tFresh) / median(tReused), 3)))"
+        )
+        print(
+            "level 1, reused stream : median \(fmt(median(tFast))) µs  -> \(sizeFast) bytes, ratio \(fmt(Double(json.count) / Double(sizeFast), 2))x"
+        )
+        print(
+            "10-event body (\(smallJSON.count) bytes): reused \(fmt(median(sReused))) µs, fresh \(fmt(median(sFresh))) µs (fresh/reused \(fmt(median(sFresh) / median(sReused), 2)))"
+        )
     }
 
     // MARK: 2. 64 threads
@@ -141,36 +154,44 @@ struct ExposureBenchmarks {
             var o = ExposureOptions()
             o.capacity = threads * perThread
             o.dedupCapacity = threads * perThread
-            let recorder = ExposureRecorder(options: o, clock: SystemClock(), transport: NullTransport(),
-                                            endpoint: URL(string: "http://127.0.0.1:9")!,
-                                            meta: ExposureMeta(sdk: "b", version: "0", appId: "a", installId: "i"),
-                                            startsTicker: false)
+            let recorder = ExposureRecorder(
+                options: o, clock: SystemClock(), transport: NullTransport(),
+                endpoint: URL(string: "http://127.0.0.1:9")!,
+                meta: ExposureMeta(sdk: "b", version: "0", appId: "a", installId: "i"),
+                startsTicker: false)
             let keys = (0..<perThread).map { "feature-\($0).enabled" }
             let fps = (0..<threads).map { String(format: "%040x", $0 * 104_729) }
             let seconds = runThreads(threads) { t in
                 let fp = fps[t]
                 for key in keys {
-                    _ = recorder.recordExposure(key: key, variant: "on", reason: .targetingMatch, contextFingerprint: fp)
+                    _ = recorder.recordExposure(
+                        key: key, variant: "on", reason: .targetingMatch, contextFingerprint: fp)
                 }
             }
             _ = await recorder.flush()
             let c = recorder.counters
             let total = threads * perThread
             let lost = total - (c.sent + c.pending + c.dropped)
-            print("trial \(trial): \(total) events in \(fmt(seconds * 1_000)) ms = \(fmt(Double(total) / seconds / 1e6, 2)) M events/s, \(fmt(seconds * 1e9 / Double(total))) ns/event; recorded \(c.recorded) sent \(c.sent) dropped \(c.dropped) dedup \(c.deduplicated) lost \(lost)")
+            print(
+                "trial \(trial): \(total) events in \(fmt(seconds * 1_000)) ms = \(fmt(Double(total) / seconds / 1e6, 2)) M events/s, \(fmt(seconds * 1e9 / Double(total))) ns/event; recorded \(c.recorded) sent \(c.sent) dropped \(c.dropped) dedup \(c.deduplicated) lost \(lost)"
+            )
         }
         // Single-thread baseline, same work.
         var o = ExposureOptions()
         o.capacity = perThread * 8
-        let recorder = ExposureRecorder(options: o, clock: SystemClock(), transport: NullTransport(),
-                                        endpoint: URL(string: "http://127.0.0.1:9")!,
-                                        meta: ExposureMeta(sdk: "b", version: "0", appId: "a", installId: "i"),
-                                        startsTicker: false)
+        let recorder = ExposureRecorder(
+            options: o, clock: SystemClock(), transport: NullTransport(),
+            endpoint: URL(string: "http://127.0.0.1:9")!,
+            meta: ExposureMeta(sdk: "b", version: "0", appId: "a", installId: "i"),
+            startsTicker: false)
         let keys = (0..<perThread).map { "feature-\($0).enabled" }
         let seconds = runThreads(1) { _ in
             for t in 0..<8 {
                 let fp = String(format: "%040x", t * 104_729)
-                for key in keys { _ = recorder.recordExposure(key: key, variant: "on", reason: .targetingMatch, contextFingerprint: fp) }
+                for key in keys {
+                    _ = recorder.recordExposure(
+                        key: key, variant: "on", reason: .targetingMatch, contextFingerprint: fp)
+                }
             }
         }
         print("1 thread baseline: \(fmt(seconds * 1e9 / Double(perThread * 8))) ns/event")
@@ -180,10 +201,11 @@ struct ExposureBenchmarks {
     // MARK: 3. slow path
 
     static func slowPath() {
-        let recorder = ExposureRecorder(options: ExposureOptions(), clock: SystemClock(), transport: NullTransport(),
-                                        endpoint: URL(string: "http://127.0.0.1:9")!,
-                                        meta: ExposureMeta(sdk: "b", version: "0", appId: "a", installId: "i"),
-                                        startsTicker: false)
+        let recorder = ExposureRecorder(
+            options: ExposureOptions(), clock: SystemClock(), transport: NullTransport(),
+            endpoint: URL(string: "http://127.0.0.1:9")!,
+            meta: ExposureMeta(sdk: "b", version: "0", appId: "a", installId: "i"),
+            startsTicker: false)
         let fp = String(repeating: "3f", count: 20)
         let key = "checkout.new-flow.enabled"
         _ = recorder.recordExposure(key: key, variant: "treatment", reason: .split, contextFingerprint: fp)
@@ -198,7 +220,8 @@ struct ExposureBenchmarks {
         for _ in 0..<(quick ? 200 : 2_000) {
             var t0 = nanos()
             for _ in 0..<batch {
-                sink &+= UInt64(recorder.recordExposure(key: key, variant: "treatment", reason: .split, contextFingerprint: fp))
+                sink &+= UInt64(
+                    recorder.recordExposure(key: key, variant: "treatment", reason: .split, contextFingerprint: fp))
             }
             perCall.append(Double(nanos() - t0) / Double(batch))
             t0 = nanos()
@@ -216,11 +239,16 @@ struct ExposureBenchmarks {
         }
         print("")
         print("## recordExposure slow path, already de-duplicated (1 thread, batches of \(batch))")
-        print("median \(fmt(median(perCall))) ns/call  p10 \(fmt(percentile(perCall, 0.1))) p90 \(fmt(percentile(perCall, 0.9))) p99 \(fmt(percentile(perCall, 0.99)))")
-        print("parts: de-dup key of the triple (\(fp.utf8.count + key.utf8.count + 9) bytes) \(fmt(median(dedupKeys))) ns, clock read \(fmt(median(clockReads))) ns; for comparison FNV-1a (sampling hash, first exposures only) \(fmt(median(hashes))) ns")
+        print(
+            "median \(fmt(median(perCall))) ns/call  p10 \(fmt(percentile(perCall, 0.1))) p90 \(fmt(percentile(perCall, 0.9))) p99 \(fmt(percentile(perCall, 0.99)))"
+        )
+        print(
+            "parts: de-dup key of the triple (\(fp.utf8.count + key.utf8.count + 9) bytes) \(fmt(median(dedupKeys))) ns, clock read \(fmt(median(clockReads))) ns; for comparison FNV-1a (sampling hash, first exposures only) \(fmt(median(hashes))) ns"
+        )
         print("coarseNow() (the read path's check): median \(fmt(median(coarse), 2)) ns/call")
         let c = recorder.counters
-        print("counters: recorded \(c.recorded) deduplicated \(c.deduplicated) pending \(c.pending)  (sink \(sink % 10))")
+        print(
+            "counters: recorded \(c.recorded) deduplicated \(c.deduplicated) pending \(c.pending)  (sink \(sink % 10))")
     }
 
     // MARK: 4. SPEC §7 vs OTLP encoding
@@ -243,7 +271,8 @@ struct ExposureBenchmarks {
     }
 
     static func encodingComparison() {
-        let meta = ExposureMeta(sdk: "halyard-swift", version: "0.1.0", appId: "bench-app", installId: "6f1c2a7e-install")
+        let meta = ExposureMeta(
+            sdk: "halyard-swift", version: "0.1.0", appId: "bench-app", installId: "6f1c2a7e-install")
         let resource = OTLPLogsEncoder.Resource(meta: meta, processName: "bench")
         let batch = eventsWithValues(1_000)
         var spec: [Double] = [], otlp: [Double] = [], ratios: [Double] = []
@@ -282,9 +311,15 @@ struct ExposureBenchmarks {
         }
         print("")
         print("## encoding 1,000 events: SPEC §7 body vs OTLP/HTTP JSON body (alternated, same run)")
-        print("SPEC §7: median \(fmt(median(spec))) µs per 1,000 events  p90 \(fmt(percentile(spec, 0.9)))  -> \(specBody.count) bytes, gzip \(zSpec) bytes in \(fmt(median(gSpec))) µs")
-        print("OTLP   : median \(fmt(median(otlp))) µs per 1,000 events  p90 \(fmt(percentile(otlp, 0.9)))  -> \(otlpBody.count) bytes, gzip \(zOTLP) bytes in \(fmt(median(gOTLP))) µs")
-        print("OTLP/SPEC §7: encode \(fmt(median(ratios), 2))x (median of paired ratios; p10 \(fmt(percentile(ratios, 0.1), 2)) p90 \(fmt(percentile(ratios, 0.9), 2))), body \(fmt(Double(otlpBody.count) / Double(specBody.count), 2))x, gzipped \(fmt(Double(zOTLP) / Double(zSpec), 2))x, encode+gzip \(fmt((median(otlp) + median(gOTLP)) / (median(spec) + median(gSpec)), 2))x")
+        print(
+            "SPEC §7: median \(fmt(median(spec))) µs per 1,000 events  p90 \(fmt(percentile(spec, 0.9)))  -> \(specBody.count) bytes, gzip \(zSpec) bytes in \(fmt(median(gSpec))) µs"
+        )
+        print(
+            "OTLP   : median \(fmt(median(otlp))) µs per 1,000 events  p90 \(fmt(percentile(otlp, 0.9)))  -> \(otlpBody.count) bytes, gzip \(zOTLP) bytes in \(fmt(median(gOTLP))) µs"
+        )
+        print(
+            "OTLP/SPEC §7: encode \(fmt(median(ratios), 2))x (median of paired ratios; p10 \(fmt(percentile(ratios, 0.1), 2)) p90 \(fmt(percentile(ratios, 0.9), 2))), body \(fmt(Double(otlpBody.count) / Double(specBody.count), 2))x, gzipped \(fmt(Double(zOTLP) / Double(zSpec), 2))x, encode+gzip \(fmt((median(otlp) + median(gOTLP)) / (median(spec) + median(gSpec)), 2))x"
+        )
     }
 
     // MARK: 5. de-duplicated slow path with a value
@@ -293,10 +328,11 @@ struct ExposureBenchmarks {
         func make(_ exporter: ExposureExporter) -> ExposureRecorder {
             var o = ExposureOptions()
             o.exporter = exporter
-            return ExposureRecorder(options: o, clock: SystemClock(), transport: NullTransport(),
-                                    endpoint: URL(string: "http://127.0.0.1:9")!,
-                                    meta: ExposureMeta(sdk: "b", version: "0", appId: "a", installId: "i"),
-                                    startsTicker: false)
+            return ExposureRecorder(
+                options: o, clock: SystemClock(), transport: NullTransport(),
+                endpoint: URL(string: "http://127.0.0.1:9")!,
+                meta: ExposureMeta(sdk: "b", version: "0", appId: "a", installId: "i"),
+                startsTicker: false)
         }
         let spec = make(.halyard)
         let otlp = make(.otlp(endpoint: URL(string: "http://127.0.0.1:9")!, headers: [:]))
@@ -304,7 +340,8 @@ struct ExposureBenchmarks {
         let key = "checkout.new-flow.limits"
         let value: JSONValue = .object(["limit": .int(3), "ratio": .double(0.25)])
         for r in [spec, otlp] {
-            r.recordExposure(key: key, variant: nil, reason: .split, contextFingerprint: fp, value: value, errorCode: nil)
+            r.recordExposure(
+                key: key, variant: nil, reason: .split, contextFingerprint: fp, value: value, errorCode: nil)
         }
         let batch = 1_000
         var tSpec: [Double] = [], tOTLP: [Double] = []
@@ -316,8 +353,10 @@ struct ExposureBenchmarks {
                 let m0 = halyard_malloc_count()
                 let t0 = nanos()
                 for _ in 0..<batch {
-                    sink &+= UInt64(r.recordExposure(key: key, variant: nil, reason: .split, contextFingerprint: fp,
-                                                     value: value, errorCode: nil))
+                    sink &+= UInt64(
+                        r.recordExposure(
+                            key: key, variant: nil, reason: .split, contextFingerprint: fp,
+                            value: value, errorCode: nil))
                 }
                 let dt = Double(nanos() - t0) / Double(batch)
                 allocations[which] += halyard_malloc_count() - m0
@@ -327,9 +366,17 @@ struct ExposureBenchmarks {
         let calls = Double(tSpec.count * batch)
         print("")
         print("## recordExposure de-duplicated, no variant, value passed (1 thread, batches of \(batch), alternated)")
-        print("SPEC §7 recorder (value not kept): median \(fmt(median(tSpec))) ns/call, \(fmt(Double(allocations[0]) / calls, 4)) allocations/call")
-        print("OTLP recorder    (value kept)    : median \(fmt(median(tOTLP))) ns/call, \(fmt(Double(allocations[1]) / calls, 4)) allocations/call  (OTLP/SPEC \(fmt(median(tOTLP) / median(tSpec), 2))x)")
-        print("counters: SPEC \(spec.counters.deduplicated) deduplicated, OTLP \(otlp.counters.deduplicated) deduplicated (sink \(sink % 10))")
-        print("ExposureEvent: \(MemoryLayout<ExposureEvent>.size) bytes inline, stride \(MemoryLayout<ExposureEvent>.stride)")
+        print(
+            "SPEC §7 recorder (value not kept): median \(fmt(median(tSpec))) ns/call, \(fmt(Double(allocations[0]) / calls, 4)) allocations/call"
+        )
+        print(
+            "OTLP recorder    (value kept)    : median \(fmt(median(tOTLP))) ns/call, \(fmt(Double(allocations[1]) / calls, 4)) allocations/call  (OTLP/SPEC \(fmt(median(tOTLP) / median(tSpec), 2))x)"
+        )
+        print(
+            "counters: SPEC \(spec.counters.deduplicated) deduplicated, OTLP \(otlp.counters.deduplicated) deduplicated (sink \(sink % 10))"
+        )
+        print(
+            "ExposureEvent: \(MemoryLayout<ExposureEvent>.size) bytes inline, stride \(MemoryLayout<ExposureEvent>.stride)"
+        )
     }
 }
