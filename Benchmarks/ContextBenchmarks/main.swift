@@ -117,18 +117,9 @@ func format(_ ns: Double) -> String {
 
 // MARK: - Inputs
 
-/// A deterministic generator so every run uses the same inputs.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-var rng = SplitMix(state: 42)
+/// A deterministic generator (Halyard's `SplitMix64`, package access) so every run uses the
+/// same inputs.
+var rng = SplitMix64(seed: 42)
 
 @MainActor
 func ofrepPayload(targetBytes: Int) -> Data {

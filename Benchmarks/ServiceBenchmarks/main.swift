@@ -114,18 +114,6 @@ struct Zipf: Sendable {
     }
 }
 
-struct Rng: Sendable {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-}
-
 let universe = 1_000_000
 let zipf = Zipf(n: universe, s: 1.1)
 
@@ -393,7 +381,7 @@ func measureWarm(
     var latenciesFitted: [Double] = []
     latencies.reserveCapacity(samples)
     latenciesFitted.reserveCapacity(samples)
-    var rng = Rng(state: 42)
+    var rng = SplitMix64(seed: 42)
     var checksum = 0
     for i in 0..<(samples * 2) {
         let id = warmZipf.sample(rng.unit())
@@ -478,7 +466,7 @@ do {
         await withTaskGroup(of: Int.self) { group in
             for task in 0..<tasks {
                 group.addTask {
-                    var rng = Rng(state: UInt64(task + 1) &* 7919)
+                    var rng = SplitMix64(seed: UInt64(task + 1) &* 7919)
                     var sum = 0
                     for _ in 0..<(count / tasks) {
                         let id = warmZipf.sample(rng.unit())
@@ -591,7 +579,7 @@ func load(
         await withTaskGroup(of: [Double].self) { group in
             for task in 0..<64 {
                 group.addTask {
-                    var rng = Rng(state: seed &+ UInt64(task) &* 104_729)
+                    var rng = SplitMix64(seed: seed &+ UInt64(task) &* 104_729)
                     var samples: [Double] = []
                     for _ in 0..<(count / 64) {
                         let id = zipf.sample(rng.unit())
