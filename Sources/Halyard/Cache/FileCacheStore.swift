@@ -72,11 +72,13 @@ public final class FileCacheStore: CacheStore {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw CacheStoreError.system(operation: "stat", name: name, errno: errno) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw CacheStoreError.notAFile(name: name) }
-        let cap = sizeLimit + 1
-        var data = Data(count: min(Int(info.st_size), cap))
+        // `.max` is a valid limit ("unlimited"): no `+ 1` past it. The size is clamped in
+        // `Int64` before it becomes an `Int` (32 bits on arm64_32).
+        let cap = sizeLimit == .max ? Int.max : sizeLimit + 1
+        var data = Data(count: Int(min(max(Int64(info.st_size), 0), Int64(cap))))
         var total = 0
         while total < cap {
-            if total == data.count { data.count = min(max(data.count * 2, 4096), cap) }
+            if total == data.count { data.count = data.count >= cap / 2 ? cap : min(max(data.count * 2, 4096), cap) }
             let n = data.withUnsafeMutableBytes { raw in
                 Glue.read(fd, raw.baseAddress! + total, raw.count - total)
             }

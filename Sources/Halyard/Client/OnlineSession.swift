@@ -174,12 +174,13 @@ package final class OnlineSession: Sendable {
         lifecycle.withLock { $0.context = context }
         // The start-up fetch, if still waiting for the cache lookup, is superseded.
         _ = claimEngineStart()
-        let generation = publisher.begin(fitted, identify: true)
-        if let cache = publisher.cache {
+        let beginning = publisher.begin(fitted, identify: true)
+        if let cache = publisher.cache, beginning.lookUpCache {
             // Serves the new context's cached values until its first fetch completes.
             cache.load(fitted) { [weak self] envelope in
                 guard let self, let envelope, !self.isClosed,
-                    let changed = self.publisher.publishCached(envelope, generation: generation), !changed.isEmpty
+                    let changed = self.publisher.publishCached(envelope, generation: beginning.generation),
+                    !changed.isEmpty
                 else { return }
                 self.hub.emit(.configurationChanged(changed))
             }
