@@ -135,7 +135,8 @@ package final class OnlineSession: Sendable {
         return OnDeviceCache(
             configuration: .init(
                 store: store, maxContexts: options.maxCachedContexts, maxAge: options.cacheMaxAge,
-                baseURL: options.baseURL, key: { identity.key }, installID: { identity.installID },
+                baseURL: options.baseURL, appID: options.appID, key: { identity.key },
+                installID: { identity.installID },
                 clock: options.clock, log: options.logHandler))
     }
 

@@ -99,7 +99,10 @@ final class ValuePublisher: Sendable {
             return (changed, s.contexts.last { $0.fingerprint == values.fingerprint }?.context)
         }
         if let cache, let context {
-            cache.save(.init(context: context, flags: values.flags, etag: values.etag, confirmedAt: values.confirmedAt))
+            cache.save(
+                .init(
+                    context: context, flags: values.flags, etag: values.etag, confirmedAt: values.confirmedAt,
+                    key: values.key))
         }
         return changed
     }
@@ -131,7 +134,9 @@ final class ValuePublisher: Sendable {
         }
         if let cache, let flags, let context {
             cache.confirm(
-                .init(context: context, flags: flags, etag: confirmation.etag, confirmedAt: confirmation.confirmedAt),
+                .init(
+                    context: context, flags: flags, etag: confirmation.etag, confirmedAt: confirmation.confirmedAt,
+                    key: confirmation.key),
                 minimumInterval: Self.confirmRewriteInterval)
         }
         return []
