@@ -11,15 +11,22 @@ struct CacheIndex: Sendable, Hashable {
     init(slots: [String] = []) { self.slots = slots }
 
     /// Parses stored bytes; anything unexpected gives an empty index.
-    init(data: Data?) {
+    init(data: Data?) { self = Self.parse(data) ?? CacheIndex() }
+
+    /// Parses stored bytes; `nil` when there are none or they are not an index (then the
+    /// index is rebuilt from the entries present, docs/cache.md "Index and sweeps").
+    static func parse(_ data: Data?) -> CacheIndex? {
         guard let data, data.count <= 64 << 10,
             let value = try? JSONValue(
                 parsing: data, limits: JSONParsingLimits(maxInputBytes: 64 << 10, maxDepth: 3, maxObjectMembers: 4)),
-            case .object(let m) = value, m["version"] == .int(1), case .array(let items)? = m["slots"]
-        else { return }
+            case .object(let m) = value, m.count == 2, m["version"] == .int(1), case .array(let items)? = m["slots"]
+        else { return nil }
+        var index = CacheIndex()
         for item in items {
-            if case .string(let name) = item, Self.isSlotName(name), !slots.contains(name) { slots.append(name) }
+            guard case .string(let name) = item, Self.isSlotName(name) else { return nil }
+            if !index.slots.contains(name) { index.slots.append(name) }
         }
+        return index
     }
 
     /// The stored bytes.

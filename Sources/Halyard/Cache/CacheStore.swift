@@ -24,6 +24,16 @@ public protocol CacheStore: Sendable {
     func write(_ data: Data, for name: String) throws
     /// Removes the blob under `name`; removing a missing one is not an error.
     func remove(_ name: String) throws
+    /// The names of the blobs stored, or `nil` when the store cannot list them (the default).
+    /// Halyard uses it to rebuild a lost LRU index and to sweep orphaned, expired or abandoned
+    /// entries (docs/cache.md, "Index and sweeps"); a store that cannot list keeps working,
+    /// without those repairs.
+    func entryNames() throws -> [String]?
+}
+
+extension CacheStore {
+    /// A store that cannot list its blobs: `nil`.
+    public func entryNames() throws -> [String]? { nil }
 }
 
 /// Why a ``CacheStore`` operation failed.
@@ -34,6 +44,9 @@ public enum CacheStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     case invalidName(String)
     /// The path of the entry exists but is not a regular file (for example a directory).
     case notAFile(name: String)
+    /// The cache folder is not safe to use (it is a symbolic link, or another user's): the
+    /// client turns its on-device cache off, with one log line.
+    case folderRefused(String)
 
     /// A one-line description (no key, no targeting key: names are derived hashes).
     public var description: String {
@@ -42,6 +55,7 @@ public enum CacheStoreError: Error, Sendable, Hashable, CustomStringConvertible 
             return "\(operation) \(name) failed: \(String(cString: strerror(code))) (errno \(code))"
         case .invalidName(let name): return "invalid cache entry name \"\(name)\""
         case .notAFile(let name): return "cache entry \(name) is not a regular file"
+        case .folderRefused(let reason): return reason
         }
     }
 }

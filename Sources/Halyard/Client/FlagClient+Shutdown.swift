@@ -7,22 +7,28 @@ public struct ShutdownReport: Sendable, Hashable {
     /// Exposure events that will never be delivered: dropped by the final flush (rejected, or
     /// still pending when it stopped at a failure), or still pending when the deadline passed.
     public var lostEvents: Int = 0
-    /// Whether the final flush finished before the deadline. When `false`, it goes on in the
-    /// background, but a process that exits now loses ``lostEvents``.
+    /// Whether the final flush and the pending on-device cache writes finished before the
+    /// deadline. When `false`, they go on in the background, but a process that exits now
+    /// loses ``lostEvents`` and ``pendingCacheWrites``.
     public var completed: Bool = true
+    /// On-device cache writes (docs/cache.md) not finished when the deadline passed: the
+    /// entries a process that exits now does not save.
+    public var pendingCacheWrites: Int = 0
 
     /// Creates a report.
-    public init(sentEvents: Int = 0, lostEvents: Int = 0, completed: Bool = true) {
+    public init(sentEvents: Int = 0, lostEvents: Int = 0, completed: Bool = true, pendingCacheWrites: Int = 0) {
         self.sentEvents = sentEvents
         self.lostEvents = lostEvents
         self.completed = completed
+        self.pendingCacheWrites = pendingCacheWrites
     }
 }
 
 extension FlagClient {
     /// Closes the client and waits, at most `timeout` (on the options' clock), for the final
-    /// exposure flush; reports what was sent and what is lost. The graceful shutdown of a
-    /// service: call it before the process exits.
+    /// exposure flush and the pending on-device cache writes; reports what was sent and what is
+    /// lost. The graceful shutdown of a service, a command or an extension: call it before the
+    /// process exits.
     ///
     /// ```swift
     /// let report = await client.shutdown(timeout: .seconds(5))
@@ -37,6 +43,7 @@ extension FlagClient {
         close()
         guard let sync else { return ShutdownReport() }
         let recorder = sync.recorder
+        let cache = sync.publisher.cache
         let clock = sync.options.clock
         let finished = Locked<CheckedContinuation<Bool, Never>?>(nil)
         let timer = Locked<Task<Void, Never>?>(nil)
@@ -48,10 +55,20 @@ extension FlagClient {
                     return c
                 }?.resume(returning: value)
             }
+            // Both the final flush and the cache writes: the last of the two to end resumes.
+            let outstanding = Locked(cache == nil ? 1 : 2)
+            let oneDone: @Sendable () -> Void = {
+                let last = outstanding.withLock { n -> Bool in
+                    n -= 1
+                    return n == 0
+                }
+                if last { resume(true) }
+            }
             Task {
                 _ = await recorder.waitUntilClosed()
-                resume(true)
+                oneDone()
             }
+            cache?.whenIdle(oneDone)
             timer.withLock {
                 $0 = Task {
                     do { try await clock.sleep(for: max(timeout, .zero)) } catch { return }
@@ -64,6 +81,6 @@ extension FlagClient {
         return ShutdownReport(
             sentEvents: after.sent - before.sent,
             lostEvents: (after.dropped - before.dropped) + after.pending,
-            completed: completed)
+            completed: completed, pendingCacheWrites: completed ? 0 : cache?.unfinishedWrites ?? 0)
     }
 }

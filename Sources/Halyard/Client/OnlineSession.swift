@@ -135,7 +135,8 @@ package final class OnlineSession: Sendable {
         return OnDeviceCache(
             configuration: .init(
                 store: store, maxContexts: options.maxCachedContexts, maxAge: options.cacheMaxAge,
-                baseURL: options.baseURL, key: { identity.key }, installID: { identity.installID },
+                baseURL: options.baseURL, appID: options.appID, key: { identity.key },
+                installID: { identity.installID },
                 clock: options.clock, log: options.logHandler))
     }
 
@@ -174,12 +175,13 @@ package final class OnlineSession: Sendable {
         lifecycle.withLock { $0.context = context }
         // The start-up fetch, if still waiting for the cache lookup, is superseded.
         _ = claimEngineStart()
-        let generation = publisher.begin(fitted, identify: true)
-        if let cache = publisher.cache {
+        let beginning = publisher.begin(fitted, identify: true)
+        if let cache = publisher.cache, beginning.lookUpCache {
             // Serves the new context's cached values until its first fetch completes.
             cache.load(fitted) { [weak self] envelope in
                 guard let self, let envelope, !self.isClosed,
-                    let changed = self.publisher.publishCached(envelope, generation: generation), !changed.isEmpty
+                    let changed = self.publisher.publishCached(envelope, generation: beginning.generation),
+                    !changed.isEmpty
                 else { return }
                 self.hub.emit(.configurationChanged(changed))
             }

@@ -13,7 +13,8 @@ final class ValuePublisher: Sendable {
         var generation: UInt64 = 0
         /// The fingerprint of the current context (nil when it is invalid).
         var fingerprint: String?
-        /// Network values were published for ``fingerprint`` in this generation.
+        /// Network values were published for ``fingerprint`` in this generation, or were
+        /// already served for the same kind and targeting key when the generation began.
         var networkServed = false
         /// The flags, as the control plane served them, behind the `CACHED` snapshot in force.
         var cached: (fingerprint: String, flags: [ServedFlag])?
@@ -34,19 +35,38 @@ final class ValuePublisher: Sendable {
         self.cache = cache
     }
 
-    /// The context in force changed (start or `identify`); returns the new generation.
+    /// What ``begin(_:identify:)`` decided.
+    struct Beginning: Sendable, Hashable {
+        /// The generation a cache lookup for the new context publishes in.
+        var generation: UInt64
+        /// Whether the new context's cache entry may be looked up and served: not when the
+        /// values served are the network's for the same kind and targeting key (docs/cache.md,
+        /// "`identify`": a same-context identify never replaces them with disk values).
+        var lookUpCache: Bool
+    }
+
+    /// The context in force changed (start or `identify`); returns the new generation and
+    /// whether the cache may serve the new context until its fetch completes.
     @discardableResult
-    func begin(_ context: FittedContext?, identify: Bool) -> UInt64 {
+    func begin(_ context: FittedContext?, identify: Bool) -> Beginning {
         state.withLock { s in
             if identify { s.generation &+= 1 }
+            // The network's values for this very user (kind and targeting key) stay served until
+            // the new fetch answers: the disk holds at best the same values, at worst older ones.
+            var sameSubject = false
+            if identify, let context, let current = store.currentSnapshot, current.source == .network,
+                let served = s.contexts.last(where: { $0.fingerprint == current.contextFingerprint })?.context
+            {
+                sameSubject = served.kind == context.kind && served.targetingKey == context.targetingKey
+            }
             s.fingerprint = context?.fingerprint
-            s.networkServed = false
+            s.networkServed = sameSubject
             if let context {
                 s.contexts.removeAll { $0.fingerprint == context.fingerprint }
                 s.contexts.append((context.fingerprint, context))
                 if s.contexts.count > 8 { s.contexts.removeFirst(s.contexts.count - 8) }
             }
-            return s.generation
+            return Beginning(generation: s.generation, lookUpCache: !sameSubject)
         }
     }
 
@@ -79,7 +99,10 @@ final class ValuePublisher: Sendable {
             return (changed, s.contexts.last { $0.fingerprint == values.fingerprint }?.context)
         }
         if let cache, let context {
-            cache.save(.init(context: context, flags: values.flags, etag: values.etag, confirmedAt: values.confirmedAt))
+            cache.save(
+                .init(
+                    context: context, flags: values.flags, etag: values.etag, confirmedAt: values.confirmedAt,
+                    key: values.key))
         }
         return changed
     }
@@ -111,7 +134,9 @@ final class ValuePublisher: Sendable {
         }
         if let cache, let flags, let context {
             cache.confirm(
-                .init(context: context, flags: flags, etag: confirmation.etag, confirmedAt: confirmation.confirmedAt),
+                .init(
+                    context: context, flags: flags, etag: confirmation.etag, confirmedAt: confirmation.confirmedAt,
+                    key: confirmation.key),
                 minimumInterval: Self.confirmRewriteInterval)
         }
         return []

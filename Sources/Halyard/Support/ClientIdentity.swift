@@ -71,7 +71,11 @@ package final class ClientIdentity: Sendable {
     package func setKey(_ key: String) { credential.withLock { $0 = key } }
 
     /// The identity headers: `Authorization`, `User-Agent`, the install id and (when set) the app id.
-    package var headers: [String: String] {
+    package var headers: [String: String] { headers(key: key) }
+
+    /// The identity headers with `key` as the credential (a request that must know which key
+    /// it carried reads ``key`` once and passes it here).
+    package func headers(key: String) -> [String: String] {
         var headers = [
             "Authorization": "Bearer \(key)",
             "User-Agent": Self.userAgent,

@@ -19,7 +19,7 @@ public import Foundation
     public var flags: [ServedFlag]
     /// The response-level metadata (bool, string and number members only).
     public var metadata: FlagMetadata
-    /// Items that had no string `key` and were skipped.
+    /// Items that had no string `key`, or an empty one, and were skipped.
     public var skippedItems: Int
 
     /// Decodes a response body.
@@ -65,7 +65,8 @@ public import Foundation
     }
 
     static func servedFlag(_ item: JSONValue) -> ServedFlag? {
-        guard case .object(let m) = item, case .string(let key)? = m["key"] else { return nil }
+        // One rule with the cache envelope (docs/cache.md): a flag's key is a non-empty string.
+        guard case .object(let m) = item, case .string(let key)? = m["key"], !key.isEmpty else { return nil }
         let meta = metadata(m["metadata"])
         var variant: String?
         if case .string(let v)? = m["variant"] { variant = v }
@@ -118,9 +119,10 @@ struct OFREPRequestBuilder: Sendable {
     /// `{baseURL}/ofrep/v1/evaluate/flags`, keeping any path prefix of the base URL.
     var endpoint: URL { identity.endpoint(Self.evaluatePath) }
 
-    /// The request for a fitted context's canonical JSON, with `If-None-Match` when given.
-    func request(contextJSON: String, ifNoneMatch: String?) -> TransportRequest {
-        var headers = identity.headers
+    /// The request for a fitted context's canonical JSON, with `If-None-Match` when given,
+    /// carrying `key` (*default* the identity's key now).
+    func request(contextJSON: String, ifNoneMatch: String?, key: String? = nil) -> TransportRequest {
+        var headers = identity.headers(key: key ?? identity.key)
         headers["Content-Type"] = "application/json"
         headers["Accept"] = "application/json"
         headers["Accept-Encoding"] = "gzip"

@@ -10,6 +10,9 @@ struct SyncedValues: Sendable {
     var etag: String?
     /// When the control plane confirmed them (wall clock).
     var confirmedAt: Date
+    /// The key the request that fetched them carried (the on-device cache saves them under
+    /// that key's namespace, even if `setKey` ran meanwhile).
+    var key: String? = nil
 }
 
 /// A 304 confirmed the values held for `fingerprint`.
@@ -20,6 +23,8 @@ struct SyncedConfirmation: Sendable {
     var etag: String?
     /// When the control plane confirmed them (wall clock).
     var confirmedAt: Date
+    /// The key the request that was answered 304 carried.
+    var key: String? = nil
 }
 
 /// How the engine reports to its owner (the client). Every callback runs off the engine's lock,
@@ -294,6 +299,7 @@ final class RefreshEngine: Sendable {
     private func process(
         _ input: RefreshMachine.Input,
         decoded: OFREPResponse? = nil,
+        key: String? = nil,
         prepare: (inout State) -> Void = { _ in },
         after: (inout State, RefreshMachine.Step) -> Void = { _, _ in }
     ) -> RefreshMachine.Wait {
@@ -306,7 +312,7 @@ final class RefreshEngine: Sendable {
             let step = s.machine.event(input, now: now, random: &s.random)
             let mark = s.outbox.count
             for effect in step.effects {
-                perform(effect, wall: wall, decoded: decoded, state: &s, cancels: &cancels)
+                perform(effect, wall: wall, decoded: decoded, key: key, state: &s, cancels: &cancels)
             }
             if s.machine.status != statusBefore {
                 // Right after the values it describes are published, before this step's events.
@@ -338,7 +344,7 @@ final class RefreshEngine: Sendable {
     }
 
     private func perform(
-        _ effect: RefreshMachine.Effect, wall: Date, decoded: OFREPResponse?, state s: inout State,
+        _ effect: RefreshMachine.Effect, wall: Date, decoded: OFREPResponse?, key: String?, state s: inout State,
         cancels: inout [Task<Void, Never>]
     ) {
         switch effect {
@@ -366,12 +372,15 @@ final class RefreshEngine: Sendable {
             s.outbox.append(
                 .publish(
                     SyncedValues(
-                        flags: decoded.flags, fingerprint: fingerprint, etag: s.machine.etag, confirmedAt: wall)))
+                        flags: decoded.flags, fingerprint: fingerprint, etag: s.machine.etag, confirmedAt: wall,
+                        key: key)))
         case .confirm:
             s.stats.lastConfirmation = wall
             if let fingerprint = s.machine.valuesFingerprint {
                 s.outbox.append(
-                    .confirmed(SyncedConfirmation(fingerprint: fingerprint, etag: s.machine.etag, confirmedAt: wall)))
+                    .confirmed(
+                        SyncedConfirmation(
+                            fingerprint: fingerprint, etag: s.machine.etag, confirmedAt: wall, key: key)))
             }
         case .emit(let event):
             s.outbox.append(.event(event))
@@ -422,8 +431,10 @@ final class RefreshEngine: Sendable {
     }
 
     private func execute(_ request: RefreshMachine.Request, contextJSON: String) async {
+        // Read once: the answer is saved under the key this request carried (docs/cache.md).
+        let key = configuration.builder.identity.key
         let transportRequest = configuration.builder.request(
-            contextJSON: contextJSON, ifNoneMatch: request.ifNoneMatch)
+            contextJSON: contextJSON, ifNoneMatch: request.ifNoneMatch, key: key)
         let outcome: RefreshMachine.Outcome
         var decoded: OFREPResponse?
         var status: Int?
@@ -444,7 +455,7 @@ final class RefreshEngine: Sendable {
             if Task.isCancelled { return }
             outcome = .transient(.network, retryAfter: nil)
         }
-        process(.response(requestID: request.id, outcome), decoded: decoded) { s in
+        process(.response(requestID: request.id, outcome), decoded: decoded, key: key) { s in
             guard s.machine.inFlight?.request.id == request.id else { return }
             if let status { s.stats.responsesByStatus[status, default: 0] += 1 }
             s.stats.skippedItems += decoded?.skippedItems ?? 0

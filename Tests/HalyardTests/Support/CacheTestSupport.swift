@@ -18,6 +18,7 @@ final class MemoryCacheStore: CacheStore {
         var entries: [String: Data] = [:]
         var readError: CacheStoreError?
         var writeError: CacheStoreError?
+        var removeError: CacheStoreError?
         var reads = 0
         var writes = 0
         var removes: [String] = []
@@ -30,8 +31,12 @@ final class MemoryCacheStore: CacheStore {
     /// When set, each read waits for one signal (a slow disk at start).
     let readGate: DispatchSemaphore?
 
-    init(sizeLimit: Int = 256 << 10, holdingWrites: Bool = false, holdingReads: Bool = false) {
+    /// Whether ``entryNames()`` lists the entries (else `nil`, as a store that cannot list).
+    let listing: Bool
+
+    init(sizeLimit: Int = 256 << 10, holdingWrites: Bool = false, holdingReads: Bool = false, listing: Bool = false) {
         self.sizeLimit = sizeLimit
+        self.listing = listing
         gate = holdingWrites ? DispatchSemaphore(value: 0) : nil
         readGate = holdingReads ? DispatchSemaphore(value: 0) : nil
     }
@@ -55,10 +60,15 @@ final class MemoryCacheStore: CacheStore {
     }
 
     func remove(_ name: String) throws {
-        state.withLock { s in
+        try state.withLock { s in
             s.removes.append(name)
+            if let error = s.removeError { throw error }
             s.entries[name] = nil
         }
+    }
+
+    func entryNames() throws -> [String]? {
+        listing ? state.withLock { Array($0.entries.keys) } : nil
     }
 
     var entries: [String: Data] { state.withLock { $0.entries } }
