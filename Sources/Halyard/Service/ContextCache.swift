@@ -7,9 +7,11 @@ import Foundation
 /// **No global lock.** The cache is split into shards (a power of two, up to 64) chosen by the
 /// fingerprint's leading hex digits — SHA-1 output, so uniformly spread (fewer shards when the
 /// bounds are small: each keeps at least 2 entries and 64 KiB). Each shard has its own
-/// lock, its own LRU list and its own share of the bounds (`maxContexts / shards` entries and
-/// `maxBytes / shards` bytes), so the totals never exceed the bounds and two requests contend
-/// only when their contexts fall in the same shard. A hit holds the shard lock for a dictionary
+/// lock, its own LRU list and its own share of the count bound (`maxContexts / shards`); the
+/// byte bound is one atomic reservation for the whole cache (``ByteBudget``), so one context
+/// larger than `maxBytes / shards` is still held (others are evicted to make room: its shard's
+/// first, then other shards' one lock at a time) and the total never exceeds the bound. Two
+/// requests contend only when their contexts fall in the same shard. A hit holds the shard lock for a dictionary
 /// probe, a relink to the list head and a retain of the snapshot; everything slower — building
 /// snapshots, releasing evicted ones — happens outside it.
 ///
@@ -58,13 +60,11 @@ final class ContextCache: Sendable {
         /// Inserts refused by the admission filter.
         var rejections = 0
         let maxCount: Int
-        let maxBytes: Int
         /// The frequency sketch of the admission filter (nil: plain LRU).
         var sketch: FrequencySketch?
 
-        init(maxCount: Int, maxBytes: Int, admission: Bool) {
+        init(maxCount: Int, admission: Bool) {
             self.maxCount = maxCount
-            self.maxBytes = maxBytes
             sketch = admission ? FrequencySketch(entries: maxCount) : nil
         }
 
@@ -112,54 +112,125 @@ final class ContextCache: Sendable {
             return node.snapshot
         }
 
-        /// Inserts or replaces the entry for `node.key`, makes it the most recent, then evicts
-        /// from the tail until the shard is within its bounds. Returns the snapshots dropped (to
-        /// release outside the lock) and the change in bytes held. An entry larger than the
-        /// shard's byte share on its own is not kept.
-        mutating func upsert(_ node: Node) -> (dropped: [Snapshot], bytesDelta: Int, evicted: Int) {
+        /// What ``upsert(_:budget:)`` did.
+        struct Upsert {
+            /// Snapshots dropped (to release outside the lock).
             var dropped: [Snapshot] = []
-            let before = bytes
+            /// Whether the entry is held now.
+            var stored = false
+            /// Bytes the entry still needs when this shard could not free them alone (the
+            /// caller frees them from other shards, outside this lock, and tries again).
+            var needsRoom = 0
             var evicted = 0
-            if let i = index[node.key] {
-                if let old = nodes[Int(i)].snapshot, old !== node.snapshot { dropped.append(old) }
-                bytes += node.bytes - nodes[Int(i)].bytes
-                let (prev, next) = (nodes[Int(i)].prev, nodes[Int(i)].next)
-                nodes[Int(i)] = node
-                nodes[Int(i)].prev = prev
-                nodes[Int(i)].next = next
-                touch(i)
-            } else {
-                guard node.bytes <= maxBytes else { return ([], 0, 0) }
+        }
+
+        /// Removes the least recently used entry other than `key`; false when there is none.
+        private mutating func evictTail(sparing key: String, budget: ByteBudget, into result: inout Upsert) -> Bool {
+            var victim = tail
+            while victim >= 0, nodes[Int(victim)].key == key { victim = nodes[Int(victim)].prev }
+            guard victim >= 0 else { return false }
+            budget.release(nodes[Int(victim)].bytes)
+            if let snapshot = remove(victim) { result.dropped.append(snapshot) }
+            result.evicted += 1
+            evictions += 1
+            return true
+        }
+
+        /// Inserts or replaces the entry for `node.key` and makes it the most recent. The count
+        /// bound is this shard's share; the byte bound is the whole cache's (`budget`, a
+        /// reservation: the total never exceeds it), freed from this shard's least recently
+        /// used entries first. An entry this shard cannot make room for alone returns
+        /// ``Upsert/needsRoom`` (held: nothing changed).
+        mutating func upsert(_ node: Node, budget: ByteBudget) -> Upsert {
+            var result = Upsert()
+            let existing = index[node.key]
+            if existing == nil {
                 // Admission: when the insert would evict, the newcomer must have been asked for
                 // more often (recently) than the entry it would push out.
                 if let sketch, count >= maxCount, tail >= 0,
                     sketch.frequency(node.key) <= sketch.frequency(nodes[Int(tail)].key)
                 {
                     rejections += 1
-                    return ([], 0, 0)
+                    return result
                 }
-                let i: Int32
-                if let reused = free.popLast() {
-                    i = reused
-                    nodes[Int(i)] = node
-                } else {
-                    i = Int32(nodes.count)
-                    nodes.append(node)
+                while count >= maxCount, evictTail(sparing: node.key, budget: budget, into: &result) {}
+            }
+            let need = node.bytes - (existing.map { nodes[Int($0)].bytes } ?? 0)
+            if need > 0 {
+                while !budget.reserve(need) {
+                    guard evictTail(sparing: node.key, budget: budget, into: &result) else {
+                        result.needsRoom = need
+                        return result
+                    }
                 }
-                index[node.key] = i
-                count += 1
-                bytes += node.bytes
-                pushFront(i)
+            } else if need < 0 {
+                budget.release(-need)
             }
-            while (count > maxCount || bytes > maxBytes), tail >= 0 {
-                let victim = tail
-                if nodes[Int(victim)].key == node.key && count == 1 { break }
-                if let snapshot = remove(victim) { dropped.append(snapshot) }
-                evicted += 1
+            result.stored = true
+            if let i = index[node.key] {
+                if let old = nodes[Int(i)].snapshot, old !== node.snapshot { result.dropped.append(old) }
+                bytes += node.bytes - nodes[Int(i)].bytes
+                let (prev, next) = (nodes[Int(i)].prev, nodes[Int(i)].next)
+                nodes[Int(i)] = node
+                nodes[Int(i)].prev = prev
+                nodes[Int(i)].next = next
+                touch(i)
+                return result
             }
-            evictions += evicted
-            return (dropped, bytes - before, evicted)
+            let i: Int32
+            if let reused = free.popLast() {
+                i = reused
+                nodes[Int(i)] = node
+            } else {
+                i = Int32(nodes.count)
+                nodes.append(node)
+            }
+            index[node.key] = i
+            count += 1
+            bytes += node.bytes
+            pushFront(i)
+            return result
         }
+
+        /// Evicts the least recently used entry (for another shard's oversized entry).
+        mutating func evictOne(budget: ByteBudget) -> Upsert {
+            var result = Upsert()
+            _ = evictTail(sparing: "", budget: budget, into: &result)
+            return result
+        }
+    }
+
+    /// The whole cache's byte bound as an atomic reservation: bytes are reserved before an
+    /// entry is stored (a reservation that would pass the bound fails), released when one
+    /// leaves, so the total held never exceeds `limit`, however entries spread over shards.
+    struct ByteBudget: @unchecked Sendable {
+        let gauges: UnsafeMutablePointer<hal_atomic_word>
+        let limit: Int
+
+        /// Reserves `n` bytes; false (nothing reserved) when the total would pass the bound.
+        func reserve(_ n: Int) -> Bool {
+            var current = hal_load_relaxed(gauges)
+            while true {
+                let next = Int(bitPattern: current) + n
+                if next > limit { return false }
+                if hal_compare_exchange(gauges, &current, UInt(bitPattern: next)) { break }
+            }
+            let now = Int(bitPattern: current) + n
+            var peak = hal_load_relaxed(gauges + 1)
+            while now > Int(bitPattern: peak) {
+                if hal_compare_exchange(gauges + 1, &peak, UInt(bitPattern: now)) { break }
+            }
+            return true
+        }
+
+        /// Returns `n` bytes.
+        func release(_ n: Int) {
+            guard n != 0 else { return }
+            _ = hal_fetch_add(gauges, UInt(bitPattern: -n))
+        }
+
+        /// Bytes free now.
+        var free: Int { limit - Int(bitPattern: hal_load_relaxed(gauges)) }
     }
 
     let shards: [Locked<Shard>]
@@ -180,9 +251,53 @@ final class ContextCache: Sendable {
         while count < 64 && count * 2 * 2 <= maxContexts && count * 2 * Self.minShardBytes <= maxBytes { count *= 2 }
         mask = count - 1
         let perCount = max(1, maxContexts / count)
-        let perBytes = max(1, maxBytes / count)
-        shards = (0..<count).map { _ in Locked(Shard(maxCount: perCount, maxBytes: perBytes, admission: admission)) }
+        shards = (0..<count).map { _ in Locked(Shard(maxCount: perCount, admission: admission)) }
         gauges.initialize(repeating: hal_atomic_word(value: 0), count: 2)
+        budget = ByteBudget(gauges: gauges, limit: maxBytes)
+    }
+
+    /// The byte bound of the whole cache.
+    let budget: ByteBudget
+
+    /// The shard index of a fingerprint.
+    @inline(__always)
+    func shardIndex(for fingerprint: String) -> Int {
+        var value = 0
+        var utf8 = fingerprint.utf8.makeIterator()
+        for _ in 0..<4 {
+            guard let c = utf8.next() else { break }
+            value = value << 4 | Int(c <= 57 ? c &- 48 : (c | 0x20) &- 87) & 0xF
+        }
+        return value & mask
+    }
+
+    /// Stores `node` in shard `home` after freeing `needed` bytes from the other shards'
+    /// least recently used entries (one shard lock at a time, never two). Returns the
+    /// snapshots dropped (release them outside any lock) and whether the entry is held. An
+    /// entry larger than the whole bound is not held.
+    func storeMakingRoom(_ node: Node, home: Int, needed: Int) -> (dropped: [Snapshot], stored: Bool) {
+        var dropped: [Snapshot] = []
+        guard node.bytes <= budget.limit else { return (dropped, false) }
+        var need = needed
+        for _ in 0..<3 {
+            var idle = 0
+            var j = (home + 1) & mask
+            while budget.free < need, idle < shards.count {
+                let freed = shards[j].withLock { $0.evictOne(budget: budget) }
+                dropped += freed.dropped
+                idle = freed.evicted == 0 ? idle + 1 : 0
+                j = (j + 1) & mask
+            }
+            let result = shards[home].withLock { s -> Shard.Upsert in
+                // A newer answer for the same context stored meanwhile wins.
+                if let i = s.find(node.key), s.nodes[Int(i)].confirmedAt > node.confirmedAt { return Shard.Upsert() }
+                return s.upsert(node, budget: budget)
+            }
+            dropped += result.dropped
+            if result.needsRoom == 0 { return (dropped, result.stored) }
+            need = result.needsRoom
+        }
+        return (dropped, false)
     }
 
     deinit { gauges.deallocate() }
@@ -190,23 +305,7 @@ final class ContextCache: Sendable {
     /// The shard of a fingerprint: its first hex digits (uniform: SHA-1 output).
     @inline(__always)
     func shard(for fingerprint: String) -> Locked<Shard> {
-        var value = 0
-        var utf8 = fingerprint.utf8.makeIterator()
-        for _ in 0..<4 {
-            guard let c = utf8.next() else { break }
-            value = value << 4 | Int(c <= 57 ? c &- 48 : (c | 0x20) &- 87) & 0xF
-        }
-        return shards[value & mask]
-    }
-
-    /// Records a change of `delta` bytes held and raises the peak when needed.
-    func account(bytesDelta delta: Int) {
-        guard delta != 0 else { return }
-        let now = Int(bitPattern: hal_fetch_add(gauges, UInt(bitPattern: delta))) + delta
-        var peak = hal_load_relaxed(gauges + 1)
-        while now > Int(bitPattern: peak) {
-            if hal_compare_exchange(gauges + 1, &peak, UInt(bitPattern: now)) { break }
-        }
+        shards[shardIndex(for: fingerprint)]
     }
 
     /// Bytes held now (estimated, docs/service.md).

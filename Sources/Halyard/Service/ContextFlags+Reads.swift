@@ -84,6 +84,7 @@ extension ContextFlags {
             return defaultValue
         }
         let lookup = ReadRules.scalar(Unmanaged<Snapshot>.fromOpaque(raw), key, Value._flagValueKind, exposureClock)
+        _fixLifetime(snapshot)  // the owning reference outlives the unretained read, whatever inlining does
         guard lookup.outcome == .success else {
             environment.counters.count(lookup.outcome)
             return defaultValue
@@ -101,6 +102,7 @@ extension ContextFlags {
         }
         var pending = ReadRules.PendingValue()
         var result = ReadRules.detail(Unmanaged<Snapshot>.fromOpaque(raw), key, defaultValue, exposureClock, &pending)
+        _fixLifetime(snapshot)
         ReadRules.finish(&result, pending, sink: environment.sink, counters: environment.counters)
         return result
     }

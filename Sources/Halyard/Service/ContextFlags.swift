@@ -32,9 +32,13 @@ public struct ContextFlags: Sendable {
     let environment: ServiceReadEnvironment
     /// Why there are no values (meaningful when ``snapshot`` is nil).
     let unavailable: FlagErrorCode
+    /// The fingerprint of a view serving defaults (nil for a view with values: it reads the
+    /// snapshot's, so copying a view retains one reference less).
+    let fingerprintWithoutValues: String?
+
     /// The context's fingerprint (SHA-1 of its fitted canonical JSON, docs/context.md), or nil
     /// when the context is invalid.
-    public let fingerprint: String?
+    public var fingerprint: String? { snapshot?.contextFingerprint ?? fingerprintWithoutValues }
 
     init(snapshot: Snapshot, environment: ServiceReadEnvironment) {
         self.snapshot = snapshot
@@ -42,7 +46,7 @@ public struct ContextFlags: Sendable {
         self.exposureClock = environment.exposureClock
         self.environment = environment
         self.unavailable = .providerNotReady
-        self.fingerprint = snapshot.contextFingerprint
+        self.fingerprintWithoutValues = nil
     }
 
     init(unavailable: FlagErrorCode, fingerprint: String?, environment: ServiceReadEnvironment) {
@@ -51,7 +55,7 @@ public struct ContextFlags: Sendable {
         self.exposureClock = nil
         self.environment = environment
         self.unavailable = unavailable
-        self.fingerprint = fingerprint
+        self.fingerprintWithoutValues = fingerprint
     }
 
     /// Whether the view serves values from the control plane (false: it serves defaults).

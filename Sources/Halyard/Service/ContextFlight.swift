@@ -19,6 +19,10 @@ final class ContextFlight: Sendable {
         var result: Result?
         var waiters: [UInt64: Waiter] = [:]
         var nextID: UInt64 = 0
+        /// Called once when the last waiter leaves before the result (the queued fetch is then
+        /// dropped, docs/service.md, "Brownout").
+        var onAbandon: (@Sendable () -> Void)?
+        var abandoned = false
     }
 
     private let state = Locked(State())
@@ -40,7 +44,10 @@ final class ContextFlight: Sendable {
                 return
             }
             let timer = Task { [weak self] in
-                do { try await clock.sleep(for: timeout) } catch { return }
+                // A sleep that throws ends the wait too: cancelled by `complete` (then the
+                // waiter is gone and this does nothing) or a clock that failed (the waiter
+                // must not wait forever).
+                try? await clock.sleep(for: timeout)
                 self?.timeOut(id)
             }
             let keep = state.withLock { s -> Bool in
@@ -53,14 +60,38 @@ final class ContextFlight: Sendable {
     }
 
     private func timeOut(_ id: UInt64) {
-        let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+        let (waiter, abandon) = state.withLock { s -> (Waiter?, (@Sendable () -> Void)?) in
+            let waiter = s.waiters.removeValue(forKey: id)
+            guard waiter != nil, s.waiters.isEmpty, s.result == nil, !s.abandoned else { return (waiter, nil) }
+            s.abandoned = true
+            defer { s.onAbandon = nil }
+            return (waiter, s.onAbandon)
+        }
         waiter?.continuation.resume(returning: nil)
+        abandon?()
+    }
+
+    /// Whether every request that waited has left (timed out) before the result.
+    var isAbandoned: Bool { state.withLock { $0.abandoned } }
+
+    /// Calls `action` once when every waiter has left before the result: now if that has
+    /// happened already, never once the flight completed. A flight nobody waited on (a
+    /// `flagsIfCached` miss) is not abandoned: its fetch is what the caller asked for.
+    func whenAbandoned(_ action: @escaping @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            if s.result != nil { return false }
+            if s.abandoned { return true }
+            s.onAbandon = action
+            return false
+        }
+        if now { action() }
     }
 
     /// Ends the flight: every waiter gets `result` (and so does any later `wait`).
     func complete(_ result: Result) {
         let waiters = state.withLock { s -> [Waiter] in
             s.result = result
+            s.onAbandon = nil
             defer { s.waiters.removeAll() }
             return Array(s.waiters.values)
         }

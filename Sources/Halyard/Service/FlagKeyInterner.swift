@@ -3,25 +3,36 @@
 /// A control plane serves the same flag keys to every context, but each decoded response
 /// carries its own copies (a key longer than 15 UTF-8 bytes is a heap block of its own): 64
 /// keys cost about 4 KiB per cached context. Before a snapshot is built, its keys are replaced
-/// by the interned copies, so cached contexts share them. The table is bounded
-/// (``capacity`` keys, counted in the stats' bytes through ``bytes``); keys beyond it are kept
-/// as they came (and counted per snapshot).
+/// by the interned copies, so cached contexts share them. The table is bounded by count
+/// (``capacity`` keys) and by estimated bytes (``maxBytes``), reported in
+/// ``FlagServiceStats/internedKeyBytes``; keys beyond either bound are kept as they came (and
+/// counted per snapshot).
 final class FlagKeyInterner: Sendable {
     /// The most keys kept.
     static let capacity = 8_192
-    private let table = Locked(Set<String>())
+    /// The most estimated bytes of keys kept (the set's slots included).
+    static let maxBytes = 1 << 20
+    private struct Table {
+        var set = Set<String>()
+        var keyBytes = 0
+    }
+    private let table = Locked(Table())
 
     /// Replaces the keys of `flags` with the interned copies. Returns whether every key is
     /// now an interned copy (the snapshot's estimate then leaves the keys out).
     func intern(_ flags: inout [ServedFlag]) -> Bool {
-        table.withLock { set in
+        table.withLock { t in
             var all = true
             for index in flags.indices {
                 let key = flags[index].key
-                if let shared = set.firstIndex(of: key) {
-                    flags[index].key = set[shared]
-                } else if set.count < Self.capacity {
-                    set.insert(key)
+                if let shared = t.set.firstIndex(of: key) {
+                    flags[index].key = t.set[shared]
+                    continue
+                }
+                let cost = Snapshot.stringBytes(key)
+                if t.set.count < Self.capacity, Self.slotBytes(t.set.count + 1) + t.keyBytes + cost <= Self.maxBytes {
+                    t.set.insert(key)
+                    t.keyBytes += cost
                 } else {
                     all = false
                 }
@@ -30,8 +41,15 @@ final class FlagKeyInterner: Sendable {
         }
     }
 
+    /// The slots of a set of `count` strings (16 bytes each, with Set's growth rounding).
+    private static func slotBytes(_ count: Int) -> Int {
+        var capacity = 1
+        while capacity * 3 < count * 4 { capacity *= 2 }
+        return Snapshot.block(capacity * 16)
+    }
+
     /// Bytes held by the interned keys (estimated like snapshots are).
     var bytes: Int {
-        table.withLock { set in set.reduce(Snapshot.block(set.capacity * 16)) { $0 + Snapshot.stringBytes($1) } }
+        table.withLock { t in Snapshot.block(t.set.capacity * 16) + t.keyBytes }
     }
 }

@@ -28,6 +28,8 @@ public final class FlagService: Sendable {
     let identity: ClientIdentity
     /// One copy of each flag key for all the snapshots (docs/service.md, "How bytes are counted").
     let keys = FlagKeyInterner()
+    /// The warm path: contexts seen recently, fitted (docs/service.md, "The warm path").
+    let memo: FittingMemo
     private let clock: any HalyardClock
     /// [closed, cold waits, timeouts, invalid contexts, background refreshes].
     private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
@@ -54,6 +56,9 @@ public final class FlagService: Sendable {
             appID: options.appID, serviceName: options.serviceName, identity: identity,
             logHandler: options.logHandler)
         environment = ServiceReadEnvironment(sink: recorder, counters: ReadCounters())
+        memo = FittingMemo(
+            maxCount: min(options.maxContexts, 65_536), maxBytes: min(16 << 20, max(1 << 20, options.maxCacheBytes / 4))
+        )
         cache = ContextCache(
             maxContexts: options.maxContexts, maxBytes: options.maxCacheBytes, admission: options.frequencyAdmission)
     }
@@ -128,9 +133,25 @@ public final class FlagService: Sendable {
     /// Whether ``close()`` was called.
     public var isClosed: Bool { hal_load_acquire(words) != 0 }
 
-    /// The service's status: `notReady` until a fetch succeeds, then `ready`; `error` while the
-    /// service-wide backoff is in force; `fatal` once the key was refused (401/403).
+    /// The service's status: `notReady` until a fetch succeeds, then `ready`; `error` from a
+    /// 429 or the service-wide backoff until the next success (during a pause and after it,
+    /// until a fetch succeeds again: docs/service.md, "Status"); `fatal` once the key was
+    /// refused (401) until ``setKey(_:)``. A 403 is about one context and changes nothing here.
     public var status: ClientStatus { fetcher.status }
+
+    /// Replaces the credential for every later request (fetches and exposure uploads), as
+    /// ``FlagClient/setKey(_:)`` does. After a 401 made the service `fatal`, this is how it
+    /// recovers: the status goes back to `notReady` and misses fetch again.
+    ///
+    /// - Throws: ``FlagServiceError/blankKey`` for an empty or whitespace key (then nothing
+    ///   changes).
+    public func setKey(_ key: String) async throws(FlagServiceError) {
+        var candidate = options
+        candidate.key = key
+        try candidate.validate()
+        guard !isClosed else { return }
+        fetcher.setKey(key)
+    }
 
     /// Counters: the cache, the fetches, the reads and the exposures.
     public var stats: FlagServiceStats {
@@ -157,6 +178,10 @@ public final class FlagService: Sendable {
         stats.invalidBodies = fetches.invalidBodies + fetches.oversizedResponses
         stats.pausedFetches = fetches.paused
         stats.shedFetches = fetches.shed
+        stats.droppedFetches = fetches.dropped
+        stats.forbiddenContexts = fetches.forbidden
+        stats.internedKeyBytes = keys.bytes
+        stats.memoBytes = memo.totals.bytes
         stats.status = fetcher.status
         stats.reads = environment.counters.stats
         stats.exposures = recorder.counters
@@ -167,7 +192,8 @@ public final class FlagService: Sendable {
 
     private func fit(_ context: EvaluationContext) -> FittedContext? {
         do {
-            return try context.fitted(limit: options.contextSizeLimit)
+            let limit = options.contextSizeLimit
+            return try memo.fitted(context) { (c) throws(ContextError) in try c.fitted(limit: limit) }
         } catch {
             _ = hal_fetch_add(words + 3, 1)
             return nil
@@ -202,13 +228,17 @@ public final class FlagService: Sendable {
     }
 
     /// The one decision of a request, under its shard's lock: serve held values (and maybe
-    /// start a background refresh), serve defaults (invalid or backing-off context), or join
-    /// the context's flight (starting it when there is none and `join` allows).
+    /// start a background refresh), serve defaults (invalid or backing-off context, or a
+    /// service that creates no fetch now: paused, fatal, closed, queue full), or join the
+    /// context's flight (starting it when there is none and the gate admits it). The gate is
+    /// read from atomics before the lock; nothing is created when it is shut.
     private func decide(_ fitted: FittedContext, join: Bool) -> Decision {
         let fingerprint = fitted.fingerprint
         let now = clock.monotonicNow
-        let closed = isClosed
+        let gate = fetcher.gate(now: now)
+        let shutCode: FlagErrorCode = gate.fatal ? .providerFatal : .providerNotReady
         var start: Start?
+        var refused = false
         let decision = cache.shard(for: fingerprint).withLock { s -> Decision in
             var previous: Snapshot?
             s.recordAccess(fingerprint)
@@ -217,8 +247,9 @@ public final class FlagService: Sendable {
                 let node = s.nodes[Int(i)]
                 if let snapshot = node.snapshot, now - node.confirmedAt <= options.maxStaleness {
                     s.hits += 1
-                    if !closed, now - node.confirmedAt > options.refreshAfter, now >= node.retryAt,
-                        s.flights[fingerprint] == nil
+                    if now - node.confirmedAt > options.refreshAfter, now >= node.retryAt,
+                        s.flights[fingerprint] == nil,
+                        gate.admits(.refresh)
                     {
                         let flight = ContextFlight()
                         s.flights[fingerprint] = flight
@@ -227,36 +258,45 @@ public final class FlagService: Sendable {
                     return .view(ContextFlags(snapshot: snapshot, environment: environment))
                 }
                 s.misses += 1
-                if now < node.retryAt || closed {
+                if now < node.retryAt {
                     let code = node.snapshot == nil ? node.code : .providerNotReady
-                    return .view(unavailableView(code, fingerprint))
+                    return .view(ContextFlags(unavailable: code, fingerprint: fingerprint, environment: environment))
                 }
                 previous = node.snapshot
             } else {
                 s.misses += 1
             }
             if let flight = s.flights[fingerprint] { return .join(flight) }
-            if closed { return .view(unavailableView(.providerNotReady, fingerprint)) }
+            // A held (expired) context re-fetches as a refresh: it has a user being served.
+            guard gate.admits(previous == nil ? .cold : .refresh) else {
+                refused = true
+                return .view(ContextFlags(unavailable: shutCode, fingerprint: fingerprint, environment: environment))
+            }
             let flight = ContextFlight()
             s.flights[fingerprint] = flight
             start = Start(flight: flight, previous: previous, background: false)
             return .join(flight)
         }
+        if refused { fetcher.countRefused(gate) }
         if let start { run(start, fitted) }
         return decision
     }
 
-    /// Starts the fetch of a flight as a tracked task.
+    /// Starts the fetch of a flight as a tracked task. The task holds the fetcher, not the
+    /// service: a service dropped without `close()` is freed (its `deinit` closes it, which
+    /// cancels this task and refuses the queued ones).
     private func run(_ start: Start, _ fitted: FittedContext) {
         if start.background { _ = hal_fetch_add(words + 4, 1) }
         let flight = start.flight
         let previous = start.previous
+        let fetcher = self.fetcher
+        let priority: FetchPriority = previous == nil ? .cold : .refresh
         let started = fetcher.track { [weak self] in
+            let result = await fetcher.fetch(fitted, etag: previous?.etag, priority: priority, flight: flight)
             guard let self else {
                 flight.complete(.unavailable(.providerNotReady))
                 return
             }
-            let result = await self.fetcher.fetch(fitted, etag: previous?.etag)
             flight.complete(self.apply(result, fitted.fingerprint, previous: previous, flight: flight))
         }
         if !started {
@@ -265,40 +305,51 @@ public final class FlagService: Sendable {
     }
 
     /// Applies a fetch's result to the cache and ends the flight's entry there; returns what
-    /// the flight's waiters get. Snapshots are built and released outside the shard lock.
+    /// the flight's waiters get. Snapshots are built, measured and released outside the shard
+    /// lock; the random draw of a backoff too.
     private func apply(
         _ result: ServiceFetcher.Result, _ fingerprint: String, previous: Snapshot?, flight: ContextFlight
     ) -> ContextFlight.Result {
         let now = clock.monotonicNow
         var fresh: Snapshot?
-        var keysShared = false
+        var freshBytes = 0
         if case .updated(let response, let etag) = result {
             var flags = response.flags
-            keysShared = keys.intern(&flags)
-            fresh =
-                Snapshot.next(
-                    after: previous, flags: flags, source: .network, confirmedAt: clock.wallNow,
-                    contextFingerprint: fingerprint, etag: etag
-                ).snapshot
+            let keysShared = keys.intern(&flags)
+            let snapshot = Snapshot.make(
+                flags: flags, source: .network, confirmedAt: clock.wallNow, contextFingerprint: fingerprint, etag: etag,
+                inheritingFrom: previous)
+            fresh = snapshot
+            freshBytes = snapshot.estimatedBytes(keysShared: keysShared)
         }
+        var previousBytes = 0
+        if case .notModified = result, let previous { previousBytes = previous.estimatedBytes() }
         let overhead = ContextCache.entryOverhead
         let maxStaleness = options.maxStaleness
         let refreshAfter = options.refreshAfter
         let fatal = fetcher.isFatal
+        let unit = Double.random(in: 0..<1)
+        let budget = cache.budget
         var dropped: [Snapshot] = []
-        var delta = 0
-        let outcome = cache.shard(for: fingerprint).withLock { s -> ContextFlight.Result in
+        var pending: (node: ContextCache.Node, needed: Int)?
+        let home = cache.shardIndex(for: fingerprint)
+        let outcome = cache.shards[home].withLock { s -> ContextFlight.Result in
             if s.flights[fingerprint] === flight { s.flights.removeValue(forKey: fingerprint) }
             let index = s.find(fingerprint)
-            var node = index.map { s.nodes[Int($0)] }
+            let node = index.map { s.nodes[Int($0)] }
             func servable(_ n: ContextCache.Node?) -> Snapshot? {
                 guard let n, let snapshot = n.snapshot, now - n.confirmedAt <= maxStaleness else { return nil }
                 return snapshot
             }
             func store(_ n: ContextCache.Node) {
-                let change = s.upsert(n)
+                let change = s.upsert(n, budget: budget)
                 dropped += change.dropped
-                delta += change.bytesDelta
+                if change.needsRoom > 0 { pending = (n, change.needsRoom) }
+            }
+            func negative(_ code: FlagErrorCode, retryAt: Duration, failures: Int) -> ContextCache.Node {
+                ContextCache.Node(
+                    key: fingerprint, snapshot: nil, code: code, confirmedAt: now, retryAt: retryAt, failures: failures,
+                    bytes: overhead, prev: -1, next: -1)
             }
             switch result {
             case .updated:
@@ -306,8 +357,7 @@ public final class FlagService: Sendable {
                 store(
                     ContextCache.Node(
                         key: fingerprint, snapshot: fresh, code: .providerNotReady, confirmedAt: now, retryAt: .zero,
-                        failures: 0, bytes: fresh.estimatedBytes(keysShared: keysShared) + overhead, prev: -1,
-                        next: -1))
+                        failures: 0, bytes: freshBytes + overhead, prev: -1, next: -1))
                 return .values(fresh)
             case .notModified:
                 if let i = index, let snapshot = s.nodes[Int(i)].snapshot {
@@ -320,52 +370,46 @@ public final class FlagService: Sendable {
                 store(
                     ContextCache.Node(
                         key: fingerprint, snapshot: previous, code: .providerNotReady, confirmedAt: now,
-                        retryAt: .zero, failures: 0, bytes: previous.estimatedBytes(keysShared: keysShared) + overhead,
-                        prev: -1, next: -1))
+                        retryAt: .zero, failures: 0, bytes: previousBytes + overhead, prev: -1, next: -1))
                 return .values(previous)
             case .badRequest:
+                // SPEC §5: 400 keeps serving held values; otherwise remembered as invalid.
                 if let i = index, let snapshot = servable(node) {
                     s.nodes[Int(i)].retryAt = now + refreshAfter
                     return .values(snapshot)
                 }
-                store(
-                    ContextCache.Node(
-                        key: fingerprint, snapshot: nil, code: .invalidContext, confirmedAt: now,
-                        retryAt: now + refreshAfter, failures: 0, bytes: overhead, prev: -1, next: -1))
+                store(negative(.invalidContext, retryAt: now + refreshAfter, failures: 0))
                 return .unavailable(.invalidContext)
+            case .forbidden:
+                // This context was refused (SPEC §12): defaults until maxStaleness, then retried.
+                store(negative(.providerFatal, retryAt: now + maxStaleness, failures: (node?.failures ?? 0) + 1))
+                return .unavailable(.providerFatal)
             case .unauthorized:
                 if let snapshot = servable(node) { return .values(snapshot) }
                 return .unavailable(.providerFatal)
-            case .failed, .skipped:
-                var until: Duration?
-                switch result {
-                case .failed(let retryAfter): until = retryAfter.map { now + $0 }
-                case .skipped(let paused): until = paused
-                default: break
-                }
-                if case .skipped(nil) = result {
-                    // Shed, closed or fatal: nothing to remember for this context.
-                    if let snapshot = servable(node) { return .values(snapshot) }
-                    return .unavailable(fatal ? .providerFatal : .providerNotReady)
-                }
+            case .skipped:
+                // Nothing was sent (paused, shed, dropped, closed, fatal, cancelled): nothing is
+                // learnt about this context, so nothing is stored and nothing evicted.
+                if let snapshot = servable(node) { return .values(snapshot) }
+                return .unavailable(fatal ? .providerFatal : .providerNotReady)
+            case .failed(let retryAfter):
+                // Retry-After is a floor of the context's own backoff, never a replacement.
                 let failures = (node?.failures ?? 0) + 1
-                let retryAt = until ?? now + fetcher.contextDelay(failures: failures)
+                let delay = max(retryAfter ?? .zero, fetcher.contextDelay(failures: failures, unit: unit))
                 if let i = index {
                     s.nodes[Int(i)].failures = failures
-                    s.nodes[Int(i)].retryAt = retryAt
-                    node = s.nodes[Int(i)]
-                    if let snapshot = servable(node) { return .values(snapshot) }
+                    s.nodes[Int(i)].retryAt = now + delay
+                    if let snapshot = servable(s.nodes[Int(i)]) { return .values(snapshot) }
                     return .unavailable(.providerNotReady)
                 }
-                store(
-                    ContextCache.Node(
-                        key: fingerprint, snapshot: nil, code: .providerNotReady, confirmedAt: now, retryAt: retryAt,
-                        failures: failures, bytes: overhead, prev: -1, next: -1))
+                store(negative(.providerNotReady, retryAt: now + delay, failures: failures))
                 return .unavailable(.providerNotReady)
             }
         }
-        cache.account(bytesDelta: delta)
-        dropped.removeAll()  // evicted snapshots are released here, outside the lock
+        if let pending {
+            dropped += cache.storeMakingRoom(pending.node, home: home, needed: pending.needed).dropped
+        }
+        dropped.removeAll()  // evicted snapshots are released here, outside the locks
         return outcome
     }
 }

@@ -37,9 +37,16 @@ public struct FlagServiceOptions: Sendable {
     public var coldFetchTimeout: Duration = .milliseconds(250)
     /// The most fetches in flight at once; *default* 32. Others queue.
     public var maxConcurrentFetches: Int = 32
-    /// The most fetches waiting for a slot; *default* 10,000. A miss beyond it starts no fetch
-    /// (counted in ``FlagServiceStats/shedFetches``) and serves defaults.
-    public var maxQueuedFetches: Int = 10_000
+    /// The most fetches waiting for a slot; *default* 4 x ``maxConcurrentFetches`` (128),
+    /// following it until set. Refreshes of held contexts wait before cold fetches; a miss
+    /// beyond the bound starts no fetch (counted in ``FlagServiceStats/shedFetches``) and serves
+    /// defaults at once. A small queue keeps a cold wait meaningful: a long one only holds
+    /// fetches whose requesters have given up (docs/service.md, "Brownout").
+    public var maxQueuedFetches: Int {
+        get { queuedFetchesOverride ?? 4 * max(1, maxConcurrentFetches) }
+        set { queuedFetchesOverride = newValue }
+    }
+    private var queuedFetchesOverride: Int? = nil
     /// Exposure recording and upload, with each context's fingerprint (docs/exposures.md).
     /// Memory is bounded by `capacity` (pending events) and `dedupCapacity` (de-duplication
     /// entries) whatever the number of distinct contexts.

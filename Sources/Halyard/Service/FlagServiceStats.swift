@@ -39,6 +39,17 @@ public struct FlagServiceStats: Sendable, Hashable {
     public var pausedFetches = 0
     /// Fetches not started because `maxQueuedFetches` were already waiting.
     public var shedFetches = 0
+    /// Queued cold fetches dropped, not sent, because every request waiting for them had left.
+    public var droppedFetches = 0
+    /// Contexts the control plane refused with 403 (each serves defaults with `PROVIDER_FATAL`
+    /// until `maxStaleness`, then is retried; the service's status does not change).
+    public var forbiddenContexts = 0
+    /// Estimated bytes of the interned flag keys every snapshot shares (bounded, outside
+    /// `maxCacheBytes`; docs/service.md, "How bytes are counted").
+    public var internedKeyBytes = 0
+    /// Estimated bytes of the fitted-context memo of the warm path (bounded, outside
+    /// `maxCacheBytes`; docs/service.md, "The warm path").
+    public var memoBytes = 0
     /// Background refreshes started for entries older than `refreshAfter`.
     public var backgroundRefreshes = 0
     /// The service's status (`notReady`, `ready`, `error`, `fatal`).

@@ -1,3 +1,4 @@
+import CHalyardAtomics
 import Foundation
 
 /// The control-plane discipline of a ``FlagService``, for all its contexts at once
@@ -21,8 +22,10 @@ final class ServiceFetcher: Sendable {
         case notModified
         /// 400: the control plane rejected the context.
         case badRequest
-        /// 401/403: the service is now fatal.
+        /// 401: the key was refused; the service is now fatal (until ``setKey(_:)``).
         case unauthorized
+        /// 403: this context was refused; the others go on.
+        case forbidden
         /// 429, 5xx, timeout, network error, bad body; `retryAfter` when the server gave one.
         case failed(retryAfter: Duration?)
         /// No request was sent: paused (`Retry-After`/backoff), fatal, closed or shed. No
@@ -30,11 +33,15 @@ final class ServiceFetcher: Sendable {
         case skipped(until: Duration?)
     }
 
+    /// What a fetch waiting for a slot is resumed with.
+    private enum Grant: Sendable {
+        case granted, refused, dropped
+    }
+
     private struct State {
         var inFlight = 0
-        var queue: [UInt64: CheckedContinuation<Bool, Never>] = [:]
-        var queueOrder: [UInt64] = []
-        var queueHead = 0
+        var queue: FetchQueue
+        var waiting: [UInt64: CheckedContinuation<Grant, Never>] = [:]
         var nextTicket: UInt64 = 0
         var pausedUntil: Duration = .zero
         var consecutiveFailures = 0
@@ -57,6 +64,24 @@ final class ServiceFetcher: Sendable {
         var rateLimited = 0
         var paused = 0
         var shed = 0
+        var dropped = 0
+        var forbidden = 0
+    }
+
+    /// What ``gate(now:)`` found: read from atomics, no lock.
+    struct Gate: Sendable {
+        /// Closed or fatal: nothing is fetched.
+        var closed: Bool
+        var fatal: Bool
+        /// Paused by a `Retry-After` or the service-wide backoff until then (monotonic).
+        var pausedUntil: Duration?
+        /// Whether a cold fetch would find room in the slots and queue.
+        var coldRoom: Bool
+
+        /// Whether a fetch may be created now (a refresh may always queue: it displaces).
+        func admits(_ priority: FetchPriority) -> Bool {
+            !closed && !fatal && pausedUntil == nil && (priority == .refresh || coldRoom)
+        }
     }
 
     let builder: OFREPRequestBuilder
@@ -65,47 +90,86 @@ final class ServiceFetcher: Sendable {
     private let maxConcurrent: Int
     private let maxQueued: Int
     private let backoff: Backoff
+    private let contextBackoff: Backoff
     private let backoffAfterFailures: Int
     private let logHandler: HalyardLogHandler?
-    private let state = Locked(State())
+    private let identity: ClientIdentity
+    private let state: Locked<State>
+    /// [flags (1 closed, 2 fatal), paused until (ns, monotonic), outstanding (in flight +
+    /// queued), paused refusals before a flight, sheds before a flight]: the gate a request
+    /// checks before it creates anything, without the lock.
+    private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
 
     init(options: FlagServiceOptions, identity: ClientIdentity, transport: any FlagTransport) {
         builder = OFREPRequestBuilder(
             identity: identity,
             timeout: options.requestTimeout > .zero ? options.requestTimeout : .seconds(10),
             maxResponseBytes: options.maxResponseBytes > 0 ? options.maxResponseBytes : 8 << 20)
+        self.identity = identity
         self.transport = transport
         clock = options.clock
         maxConcurrent = max(1, options.maxConcurrentFetches)
         maxQueued = max(0, options.maxQueuedFetches)
         backoff = Backoff(base: options.initialBackoff, maximum: options.maxBackoff)
+        // A failing context waits at least half of `initialBackoff` (its own floor): full
+        // jitter could draw ~0 and re-fetch it on the next request.
+        contextBackoff = Backoff(
+            initial: options.initialBackoff, maximum: options.maxBackoff, floor: options.initialBackoff / 2)
         backoffAfterFailures = max(1, options.backoffAfterFailures)
         logHandler = options.logHandler
+        state = Locked(State(queue: FetchQueue(capacity: max(0, options.maxQueuedFetches))))
+        words.initialize(repeating: hal_atomic_word(value: 0), count: 5)
     }
 
+    deinit { words.deallocate() }
+
     var status: ClientStatus { state.withLock { $0.status } }
-    var isFatal: Bool { state.withLock { $0.status == .fatal } }
-    var stats: FetchStats { state.withLock { $0.stats } }
+    /// Whether the key was refused (401), from the atomic copy (no lock).
+    var isFatal: Bool { hal_load_acquire(words) & 2 != 0 }
+    var stats: FetchStats {
+        var stats = state.withLock { $0.stats }
+        stats.paused += Int(hal_load_relaxed(words + 3))
+        stats.shed += Int(hal_load_relaxed(words + 4))
+        return stats
+    }
     /// Fetches waiting for a slot now.
     var queuedCount: Int { state.withLock { $0.queue.count } }
     /// Fetches holding a slot now.
     var inFlightCount: Int { state.withLock { $0.inFlight } }
-    /// Whether fetches may start now (not paused, fatal or closed), and if not, until when.
-    func gate(now: Duration) -> (open: Bool, until: Duration?) {
-        state.withLock { s in
-            if s.closed || s.status == .fatal { return (false, nil) }
-            if now < s.pausedUntil { return (false, s.pausedUntil) }
-            return (true, nil)
-        }
+
+    /// Whether fetches may be created now: atomics only, for the request path.
+    func gate(now: Duration) -> Gate {
+        let flags = hal_load_acquire(words)
+        let paused = Self.duration(hal_load_relaxed(words + 1))
+        let outstanding = Int(hal_load_relaxed(words + 2))
+        return Gate(
+            closed: flags & 1 != 0, fatal: flags & 2 != 0, pausedUntil: now < paused ? paused : nil,
+            coldRoom: outstanding < maxConcurrent + maxQueued)
     }
 
-    /// The backoff delay for a context's own `failures` (full jitter).
-    func contextDelay(failures: Int) -> Duration {
-        backoff.delay(failures: max(1, failures), unit: Double.random(in: 0..<1))
+    /// Counts a fetch a request did not create because of `gate`.
+    func countRefused(_ gate: Gate) {
+        if gate.closed || gate.fatal { return }
+        _ = hal_fetch_add(gate.pausedUntil != nil ? words + 3 : words + 4, 1)
+    }
+
+    /// The backoff delay for a context's own `failures`, with `unit` uniform in [0, 1) drawn by
+    /// the caller (outside any lock); at least half of `initialBackoff`.
+    func contextDelay(failures: Int, unit: Double) -> Duration {
+        contextBackoff.delay(failures: max(1, failures), unit: unit)
     }
 
     /// Whether ``close()`` was called (tracked tasks are no longer started).
     var isClosedForTasks: Bool { state.withLock { $0.closed } }
+
+    /// Replaces the key (``FlagService/setKey(_:)``): ends the fatal state of a refused key.
+    func setKey(_ key: String) {
+        identity.setKey(key)
+        state.withLock { s in
+            if s.status == .fatal { s.status = .notReady }
+            publish(s)
+        }
+    }
 
     /// Runs `body` as a tracked task (cancelled by ``close()``). Returns false, running nothing,
     /// after ``close()``.
@@ -123,17 +187,38 @@ final class ServiceFetcher: Sendable {
         }
     }
 
-    /// Fetches the values of `context`, with `If-None-Match: etag` when given.
-    func fetch(_ context: FittedContext, etag: String?) async -> Result {
-        switch await acquire() {
+    private static func nanoseconds(_ d: Duration) -> UInt {
+        let c = d.components
+        guard c.seconds >= 0 else { return 0 }
+        return UInt(clamping: c.seconds &* 1_000_000_000 &+ c.attoseconds / 1_000_000_000)
+    }
+
+    private static func duration(_ ns: UInt) -> Duration { .nanoseconds(Int64(clamping: ns)) }
+
+    /// Copies the gate into the atomics (under the lock, so copies never go backwards).
+    private func publish(_ s: State) {
+        hal_store_release(words, (s.closed ? 1 : 0) | (s.status == .fatal ? 2 : 0))
+        hal_store_relaxed(words + 1, Self.nanoseconds(s.pausedUntil))
+        hal_store_relaxed(words + 2, UInt(s.inFlight + s.queue.count))
+    }
+
+    /// Fetches the values of `context`, with `If-None-Match: etag` when given. A cold fetch
+    /// that waits for a slot is dropped (counted, not sent) when every request waiting on
+    /// `flight` leaves first.
+    func fetch(
+        _ context: FittedContext, etag: String?, priority: FetchPriority = .cold, flight: ContextFlight? = nil
+    ) async -> Result {
+        switch await acquire(priority, flight: flight) {
         case .granted: break
         case .refused(let until): return .skipped(until: until)
         }
         defer { release() }
         let now = clock.monotonicNow
-        if case (false, let until) = gate(now: now) {
-            state.withLock { $0.stats.paused += 1 }
-            return .skipped(until: until)
+        let gate = gate(now: now)
+        if gate.closed || gate.fatal || gate.pausedUntil != nil {
+            // Paused, fatal or closed while it waited for its slot.
+            if gate.pausedUntil != nil { state.withLock { $0.stats.paused += 1 } }
+            return .skipped(until: gate.pausedUntil)
         }
         let request = builder.request(contextJSON: context.canonicalJSON, ifNoneMatch: etag)
         state.withLock { $0.stats.requestsSent += 1 }
@@ -145,13 +230,17 @@ final class ServiceFetcher: Sendable {
             status = response.status
             (outcome, decoded) = RefreshMachine.Outcome.classify(
                 response, maxResponseBytes: builder.maxResponseBytes, wallNow: clock.wallNow)
-        } catch let error as TransportError {
+        } catch let error as TransportError where error != .cancelled && !Task.isCancelled {
             switch error {
             case .timedOut: outcome = .transient(.timedOut, retryAfter: nil)
             case .responseTooLarge: outcome = .transient(.tooLarge, retryAfter: nil)
             case .network, .cancelled: outcome = .transient(.network, retryAfter: nil)
             }
         } catch {
+            // Cancelled (close(), a service dropped): not a network error, nothing to record.
+            if Task.isCancelled || error is CancellationError || (error as? TransportError) == .cancelled {
+                return .skipped(until: nil)
+            }
             outcome = .transient(.network, retryAfter: nil)
         }
         return record(outcome, status: status, decoded: decoded)
@@ -159,8 +248,10 @@ final class ServiceFetcher: Sendable {
 
     private func record(_ outcome: RefreshMachine.Outcome, status: Int?, decoded: OFREPResponse?) -> Result {
         let now = clock.monotonicNow
+        let unit = Double.random(in: 0..<1)
         var log: (HalyardLogLevel, String)?
         let result = state.withLock { s -> Result in
+            defer { publish(s) }
             if let status { s.stats.responsesByStatus[status, default: 0] += 1 }
             switch outcome {
             case .updated(let etag):
@@ -175,10 +266,15 @@ final class ServiceFetcher: Sendable {
                 return .notModified
             case .badRequest:
                 return .badRequest
+            case .unauthorized(let code) where code == 403:
+                // About this context (a WAF rule, a per-tenant refusal): the others go on.
+                s.stats.forbidden += 1
+                return .forbidden
             case .unauthorized(let code):
                 if s.status != .fatal {
                     log = (
-                        .error, "the control plane refused the key (HTTP \(code)); the service sends no more fetches"
+                        .error,
+                        "the control plane refused the key (HTTP \(code)); the service sends no more fetches until setKey(_:)"
                     )
                 }
                 s.status = .fatal
@@ -186,9 +282,9 @@ final class ServiceFetcher: Sendable {
             case .rateLimited(let retryAfter):
                 s.stats.rateLimited += 1
                 s.consecutiveFailures += 1
-                let delay = backoff.delay(
-                    failures: s.consecutiveFailures, retryAfter: retryAfter, unit: Double.random(in: 0..<1))
+                let delay = backoff.delay(failures: s.consecutiveFailures, retryAfter: retryAfter, unit: unit)
                 s.pausedUntil = max(s.pausedUntil, now + delay)
+                if s.status != .fatal { s.status = .error }
                 log = (.warning, "429 from the control plane: every context's fetches pause for \(delay)")
                 return .failed(retryAfter: delay)
             case .transient(let cause, let retryAfter):
@@ -202,8 +298,7 @@ final class ServiceFetcher: Sendable {
                 s.consecutiveFailures += 1
                 if s.consecutiveFailures >= backoffAfterFailures {
                     let delay = backoff.delay(
-                        failures: s.consecutiveFailures - backoffAfterFailures + 1, retryAfter: retryAfter,
-                        unit: Double.random(in: 0..<1))
+                        failures: s.consecutiveFailures - backoffAfterFailures + 1, retryAfter: retryAfter, unit: unit)
                     s.pausedUntil = max(s.pausedUntil, now + delay)
                     if s.status != .fatal { s.status = .error }
                 }
@@ -219,14 +314,15 @@ final class ServiceFetcher: Sendable {
         case refused(until: Duration?)
     }
 
-    /// Takes a slot, waiting in FIFO order when all are taken; refused when closed, fatal,
-    /// paused or the queue is full.
-    private func acquire() async -> Admission {
+    /// Takes a slot, waiting when all are taken (refreshes before cold fetches, FIFO within
+    /// each); refused when closed, fatal, paused or the queue is full.
+    private func acquire(_ priority: FetchPriority, flight: ContextFlight?) async -> Admission {
         let now = clock.monotonicNow
         enum Step {
-            case granted, refused(Duration?), wait(UInt64)
+            case granted, refused(Duration?), wait
         }
         let step = state.withLock { s -> Step in
+            defer { publish(s) }
             if s.closed || s.status == .fatal { return .refused(nil) }
             if now < s.pausedUntil {
                 s.stats.paused += 1
@@ -236,76 +332,88 @@ final class ServiceFetcher: Sendable {
                 s.inFlight += 1
                 return .granted
             }
-            if s.queue.count >= maxQueued {
-                s.stats.shed += 1
-                return .refused(nil)
-            }
-            s.nextTicket += 1
-            return .wait(s.nextTicket)
+            return .wait
         }
         switch step {
         case .granted: return .granted
         case .refused(let until): return .refused(until: until)
-        case .wait(let ticket):
-            let granted = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-                let resumeNow = state.withLock { s -> Bool? in
-                    if s.closed { return false }
-                    if s.inFlight < maxConcurrent {
-                        s.inFlight += 1
-                        return true
-                    }
-                    s.queue[ticket] = c
-                    s.queueOrder.append(ticket)
-                    return nil
+        case .wait: break
+        }
+        let grant = await withCheckedContinuation { (c: CheckedContinuation<Grant, Never>) in
+            var displaced: CheckedContinuation<Grant, Never>?
+            let outcome = state.withLock { s -> (Grant?, UInt64) in
+                defer { publish(s) }
+                if s.closed { return (.refused, 0) }
+                if s.inFlight < maxConcurrent {
+                    s.inFlight += 1
+                    return (.granted, 0)
                 }
-                if let resumeNow { c.resume(returning: resumeNow) }
+                s.nextTicket += 1
+                let ticket = s.nextTicket
+                switch s.queue.enqueue(ticket, priority) {
+                case .full:
+                    s.stats.shed += 1
+                    return (.refused, 0)
+                case .queuedDisplacing(let other):
+                    s.stats.shed += 1
+                    displaced = s.waiting.removeValue(forKey: other)
+                    fallthrough
+                case .queued:
+                    s.waiting[ticket] = c
+                    return (nil, ticket)
+                }
             }
-            return granted ? .granted : .refused(until: nil)
+            displaced?.resume(returning: .refused)
+            if let grant = outcome.0 {
+                c.resume(returning: grant)
+            } else if priority == .cold, let flight {
+                let ticket = outcome.1
+                flight.whenAbandoned { [weak self] in self?.drop(ticket) }
+            }
+        }
+        switch grant {
+        case .granted: return .granted
+        case .refused, .dropped: return .refused(until: nil)
         }
     }
 
-    /// Frees a slot, handing it to the oldest waiter.
+    /// Drops a queued fetch whose waiters all left (counted in `droppedFetches`).
+    private func drop(_ ticket: UInt64) {
+        let waiter = state.withLock { s -> CheckedContinuation<Grant, Never>? in
+            defer { publish(s) }
+            guard s.queue.remove(ticket), let waiter = s.waiting.removeValue(forKey: ticket) else { return nil }
+            s.stats.dropped += 1
+            return waiter
+        }
+        waiter?.resume(returning: .dropped)
+    }
+
+    /// Frees a slot, handing it to the next waiter (refreshes first).
     private func release() {
-        let next = state.withLock { s -> CheckedContinuation<Bool, Never>? in
-            while s.queueHead < s.queueOrder.count {
-                let ticket = s.queueOrder[s.queueHead]
-                s.queueHead += 1
-                if let c = s.queue.removeValue(forKey: ticket) {
-                    Self.compact(&s)
-                    return c  // the slot passes to it: inFlight unchanged
-                }
+        let next = state.withLock { s -> CheckedContinuation<Grant, Never>? in
+            defer { publish(s) }
+            while let ticket = s.queue.popNext() {
+                if let c = s.waiting.removeValue(forKey: ticket) { return c }  // the slot passes to it
             }
-            Self.compact(&s)
             s.inFlight -= 1
             return nil
         }
-        next?.resume(returning: true)
+        next?.resume(returning: .granted)
     }
 
-    private static func compact(_ s: inout State) {
-        if s.queueHead > 1024 && s.queueHead * 2 > s.queueOrder.count {
-            s.queueOrder.removeFirst(s.queueHead)
-            s.queueHead = 0
-        }
-        if s.queue.isEmpty {
-            s.queueOrder.removeAll(keepingCapacity: true)
-            s.queueHead = 0
-        }
-    }
-
-    /// Refuses every queued and future fetch and cancels the running ones. Idempotent.
+    /// Refuses every queued and future fetch at once and cancels the running ones. Idempotent.
     func close() {
-        let (waiters, tasks) = state.withLock { s -> ([CheckedContinuation<Bool, Never>], [Task<Void, Never>]) in
+        let (waiters, tasks) = state.withLock { s -> ([CheckedContinuation<Grant, Never>], [Task<Void, Never>]) in
             s.closed = true
             defer {
-                s.queue.removeAll()
-                s.queueOrder.removeAll()
-                s.queueHead = 0
+                s.waiting.removeAll()
+                _ = s.queue.removeAll()
                 s.tasks.removeAll()
+                publish(s)
             }
-            return (Array(s.queue.values), Array(s.tasks.values))
+            return (Array(s.waiting.values), Array(s.tasks.values))
         }
-        for waiter in waiters { waiter.resume(returning: false) }
+        for waiter in waiters { waiter.resume(returning: .refused) }
         for task in tasks { task.cancel() }
     }
 }

@@ -1,6 +1,19 @@
 package import Foundation
 
 extension Snapshot {
+    /// A snapshot that takes over `previous`'s exposure slots, without the changed-keys diff
+    /// of ``next(after:flags:source:confirmedAt:contextFingerprint:etag:)`` (service mode has
+    /// no change listeners: the diff would be work for nobody).
+    package static func make(
+        flags: [ServedFlag], source: Source, confirmedAt: Date?, contextFingerprint: String, etag: String?,
+        inheritingFrom previous: Snapshot?
+    ) -> Snapshot {
+        let snapshot = Snapshot(
+            flags: flags, source: source, confirmedAt: confirmedAt, contextFingerprint: contextFingerprint, etag: etag)
+        if let previous { snapshot.inheritExposureSlots(from: previous) }
+        return snapshot
+    }
+
     /// The snapshot that follows `previous` with freshly served `flags`, and the keys whose served
     /// result changed: the one path from decoded flags to a publishable snapshot.
     ///

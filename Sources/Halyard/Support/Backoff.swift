@@ -48,10 +48,12 @@ package struct Backoff: Sendable, Hashable {
         return lower + (top - lower) * u
     }
 
-    /// The server's `Retry-After` (capped at ``retryAfterCap``) when it gave one, else
-    /// ``delay(failures:unit:)``.
+    /// ``delay(failures:unit:)``, or the server's `Retry-After` (capped at ``retryAfterCap``)
+    /// when that is longer: `Retry-After` is a floor, never a replacement, so `0`, a past date
+    /// (clock skew) or a tiny value never makes a failing caller retry faster than its backoff.
     package func delay(failures: Int, retryAfter: Duration?, unit: Double) -> Duration {
-        if let retryAfter { return min(max(retryAfter, .zero), retryAfterCap) }
-        return delay(failures: failures, unit: unit)
+        let backoff = delay(failures: failures, unit: unit)
+        guard let retryAfter else { return backoff }
+        return max(min(max(retryAfter, .zero), retryAfterCap), backoff)
     }
 }

@@ -1,0 +1,357 @@
+import Foundation
+import HalyardTesting
+import Testing
+
+@testable import Halyard
+
+/// A transport that answers an OFREP request only when the test allows it (``allow(_:)``), in
+/// the order the requests arrived; everything else goes straight to the in-memory plane.
+final class GatedTransport: FlagTransport, Sendable {
+    private struct State {
+        var permits = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+        var received = 0
+    }
+
+    let inner: InMemoryControlPlane
+    private let state = Locked(State())
+
+    init(_ inner: InMemoryControlPlane) { self.inner = inner }
+
+    /// OFREP requests received (answered or not).
+    var received: Int { state.withLock { $0.received } }
+    /// OFREP requests waiting for a permit now.
+    var waiting: Int { state.withLock { $0.waiting.count } }
+
+    /// Lets `count` more requests through (the oldest waiting first, then new arrivals).
+    func allow(_ count: Int) {
+        let resumed = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.permits += count
+            let n = min(s.permits, s.waiting.count)
+            s.permits -= n
+            defer { s.waiting.removeFirst(n) }
+            return Array(s.waiting.prefix(n))
+        }
+        for c in resumed { c.resume() }
+    }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        guard request.url.path.hasSuffix("/ofrep/v1/evaluate/flags") else { return try await inner.send(request) }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                s.received += 1
+                if s.permits > 0 {
+                    s.permits -= 1
+                    return true
+                }
+                s.waiting.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+        return try await inner.send(request)
+    }
+}
+
+/// A clock whose sleeps fail at once (a clock being torn down, a broken custom clock).
+final class FailingSleepClock: HalyardClock, Sendable {
+    struct Broken: Error {}
+    let base = ManualClock()
+    var monotonicNow: Duration { base.monotonicNow }
+    var wallNow: Date { base.wallNow }
+    func sleep(for duration: Duration) async throws { throw Broken() }
+}
+
+/// Service mode when the control plane browns out (SPEC §12, docs/service.md, "Brownout").
+@Suite struct ServiceBrownoutTests {
+    static func perContextPlane(flags: Int = 2) -> InMemoryControlPlane {
+        let plane = InMemoryControlPlane()
+        plane.setContextValues { context in
+            guard case .object(let m) = context, case .string(let key)? = m["targetingKey"] else { return nil }
+            var values: [String: JSONValue] = ["who": .string(key)]
+            for i in 0..<flags { values["flag.\(i)"] = .int(Int64(i)) }
+            return values
+        }
+        return plane
+    }
+
+    /// Bug 1: a held context's refresh waits behind a queue of cold fetches.
+    @Test func refreshesOfHeldContextsGoBeforeColdFetches() async throws {
+        let plane = Self.perContextPlane()
+        let transport = GatedTransport(plane)
+        let clock = ManualClock()
+        var options = plane.makeServiceOptions()
+        options.transport = transport
+        options.clock = clock
+        options.maxConcurrentFetches = 1
+        options.maxQueuedFetches = 50
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        let hot = serviceContext(0)
+        _ = service.flagsIfCached(for: hot)
+        transport.allow(1)
+        try await Wait.until("the hot context held", seconds: 30) { service.flagsIfCached(for: hot).hasValues }
+        clock.advance(by: .seconds(31))
+        for id in 1...50 { _ = service.flagsIfCached(for: serviceContext(id)) }
+        try await Wait.until("the first cold fetch sent", seconds: 30) { transport.waiting == 1 }
+        // Older than refreshAfter: served, and its refresh is queued behind 49 cold fetches.
+        #expect(service.flagsIfCached(for: hot).hasValues)
+        clock.advance(by: .seconds(570))  // 601 s: past maxStaleness without a refresh
+        transport.allow(5)
+        try await Wait.until("the hot context served again", seconds: 30) { service.flagsIfCached(for: hot).hasValues }
+        #expect(service.stats.backgroundRefreshes == 1)
+    }
+
+    /// Bug 1: queued cold fetches whose waiters all left are dropped, not sent.
+    @Test func abandonedColdFetchesAreDropped() async throws {
+        let plane = Self.perContextPlane()
+        let transport = GatedTransport(plane)
+        let clock = ManualClock()
+        var options = plane.makeServiceOptions()
+        options.transport = transport
+        options.clock = clock
+        options.maxConcurrentFetches = 1
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        _ = service.flagsIfCached(for: serviceContext(0))
+        try await Wait.until("the first fetch sent", seconds: 30) { transport.waiting == 1 }
+        let waits = Task {
+            await withTaskGroup(of: FlagErrorCode?.self) { group -> [FlagErrorCode?] in
+                for id in 1...3 { group.addTask { await service.flags(for: serviceContext(id)).unavailableReason } }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        try await Wait.until("three cold waits", seconds: 30) {
+            service.stats.coldWaits == 3 && clock.sleeperCount >= 3
+        }
+        clock.advance(by: .milliseconds(251))
+        let reasons = try await Wait.result("the cold waits end", seconds: 30) { await waits.value }
+        #expect(reasons == [.providerNotReady, .providerNotReady, .providerNotReady])
+        try await Wait.until("the abandoned fetches dropped", seconds: 30) { service.stats.droppedFetches == 3 }
+        transport.allow(10)
+        try await Wait.until("the first context held", seconds: 30) {
+            service.flagsIfCached(for: serviceContext(0)).hasValues
+        }
+        #expect(transport.received == 1)
+    }
+
+    /// The default queue is 4 x the concurrent fetches.
+    @Test func theDefaultQueueIsFourTimesTheConcurrency() throws {
+        var options = FlagServiceOptions(baseURL: InMemoryControlPlane.baseURL, key: "srv-k")
+        #expect(options.maxQueuedFetches == 128)
+        options.maxConcurrentFetches = 8
+        #expect(options.maxQueuedFetches == 32)
+        options.maxQueuedFetches = 5
+        options.maxConcurrentFetches = 100
+        #expect(options.maxQueuedFetches == 5)
+    }
+
+    /// Bug 2: `Retry-After: 0` must not turn the backoff off.
+    @Test func retryAfterZeroDoesNotTurnBackoffOff() async throws {
+        let plane = Self.perContextPlane()
+        let transport = ServiceFaultTransport(plane) { _ in .status(503, headers: ["Retry-After": "0"]) }
+        var options = plane.makeServiceOptions()
+        options.transport = transport
+        options.clock = ManualClock()
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        for _ in 0..<10 { _ = await service.flags(for: serviceContext(1)) }
+        #expect(transport.received["status 503"] == 1)
+    }
+
+    /// Bug 2, in `Backoff` itself (its other users: exposure uploads): a floor, not a replacement.
+    @Test func retryAfterIsAFloorOfTheBackoff() {
+        let b = Backoff(base: .seconds(1), maximum: .seconds(300))
+        #expect(b.delay(failures: 3, retryAfter: .zero, unit: 0.5) == .seconds(2))
+        #expect(b.delay(failures: 3, retryAfter: .seconds(-5), unit: 0.5) == .seconds(2))
+        #expect(b.delay(failures: 3, retryAfter: .milliseconds(1), unit: 0.5) == .seconds(2))
+        #expect(b.delay(failures: 3, retryAfter: .seconds(42), unit: 0.5) == .seconds(42))
+    }
+
+    static func bigPlane(_ big: Locked<Int>) -> InMemoryControlPlane {
+        let plane = InMemoryControlPlane()
+        plane.setContextValues { context in
+            guard case .object(let m) = context, case .string(let key)? = m["targetingKey"] else { return nil }
+            let count = key == "user-0" ? big.withLock { $0 } : 2
+            var values: [String: JSONValue] = [:]
+            for i in 0..<count { values["flag.\(i)"] = .string(String(repeating: "v", count: 48) + key) }
+            return values
+        }
+        return plane
+    }
+
+    /// Bug 3: a context bigger than a shard's share of the byte bound is cached.
+    @Test func aContextLargerThanAShardShareIsCached() async throws {
+        let plane = Self.bigPlane(Locked(500))
+        var options = plane.makeServiceOptions()
+        options.maxCacheBytes = 256 << 10  // 4 shards of 64 KiB
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        #expect(service.cache.shards.count == 4)
+        for id in 1...300 { _ = await service.flags(for: serviceContext(id)) }
+        #expect(await service.flags(for: serviceContext(0)).flagCount == 500)
+        #expect(await service.flags(for: serviceContext(0)).flagCount == 500)
+        let stats = service.stats
+        #expect(stats.requestsSent == 301)
+        #expect(stats.bytesHeld <= 256 << 10 && stats.peakBytesHeld <= 256 << 10)
+        #expect(stats.bytesHeld == service.cache.totals().bytes)
+        let big = try #require(service.flagsIfCached(for: serviceContext(0)).snapshot)
+        #expect(big.estimatedBytes(keysShared: true) > 64 << 10)  // larger than its shard's share
+    }
+
+    /// Bug 3, the update path: a refresh that grows an entry past its share keeps the total bound.
+    @Test func aRefreshThatGrowsAnEntryPastItsShareKeepsTheBound() async throws {
+        let big = Locked(2)
+        let plane = Self.bigPlane(big)
+        let clock = ManualClock()
+        var options = plane.makeServiceOptions()
+        options.maxCacheBytes = 256 << 10
+        options.clock = clock
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        #expect(await service.flags(for: serviceContext(0)).flagCount == 2)
+        for id in 1...400 { _ = await service.flags(for: serviceContext(id)) }
+        big.withLock { $0 = 500 }
+        plane.setValue(.bool(true), for: "bump")  // a new ETag: the refresh is a 200
+        clock.advance(by: .seconds(31))
+        _ = service.flagsIfCached(for: serviceContext(0))
+        try await Wait.until("the refresh", seconds: 30) {
+            service.flagsIfCached(for: serviceContext(0)).flagCount == 500
+        }
+        let stats = service.stats
+        #expect(stats.bytesHeld <= 256 << 10 && stats.peakBytesHeld <= 256 << 10)
+        #expect(stats.bytesHeld == service.cache.totals().bytes)
+    }
+
+    /// A cold wait ends when the clock's sleep throws (it must not hang forever).
+    @Test func aColdWaitEndsWhenTheClockSleepThrows() async throws {
+        let plane = Self.perContextPlane()
+        let transport = GatedTransport(plane)
+        var options = plane.makeServiceOptions()
+        options.transport = transport
+        options.clock = FailingSleepClock()
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        let reason = try await Wait.result("the cold wait", seconds: 30) {
+            await service.flags(for: serviceContext(1)).unavailableReason
+        }
+        #expect(reason == .providerNotReady)
+        transport.allow(1)
+    }
+
+    /// 403 is about one context: it serves PROVIDER_FATAL until maxStaleness, the others go on.
+    @Test func aForbiddenContextDoesNotMakeTheServiceFatal() async throws {
+        let plane = Self.perContextPlane()
+        let transport = ServiceFaultTransport(plane) { $0 == "user-1" ? .status(403) : nil }
+        let clock = ManualClock()
+        var options = plane.makeServiceOptions()
+        options.transport = transport
+        options.clock = clock
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        #expect(await service.flags(for: serviceContext(1)).unavailableReason == .providerFatal)
+        #expect(await service.flags(for: serviceContext(1)).unavailableReason == .providerFatal)
+        #expect(await service.flags(for: serviceContext(2)).hasValues)
+        #expect(service.status == .ready && service.stats.forbiddenContexts == 1)
+        #expect(transport.received["status 403"] == 1)
+        clock.advance(by: .seconds(601))  // retried after maxStaleness
+        #expect(await service.flags(for: serviceContext(1)).unavailableReason == .providerFatal)
+        #expect(transport.received["status 403"] == 2)
+    }
+
+    /// 401 makes the service fatal until setKey(_:); a blank key throws.
+    @Test func setKeyEndsTheFatalStateOfARefusedKey() async throws {
+        let plane = Self.perContextPlane()
+        let service = try FlagService(options: plane.makeServiceOptions())
+        defer { service.close() }
+        plane.failInitialization(status: 401)
+        #expect(await service.flags(for: serviceContext(1)).unavailableReason == .providerFatal)
+        #expect(service.status == .fatal)
+        // While fatal, a miss creates no flight.
+        _ = service.flagsIfCached(for: serviceContext(2))
+        #expect(service.stats.fetchesInFlight == 0 && plane.evaluationCount == 1)
+        await #expect(throws: FlagServiceError.blankKey) { try await service.setKey("  ") }
+        #expect(service.status == .fatal)
+        try await service.setKey("srv-new-key")
+        #expect(service.status == .notReady)
+        #expect(await service.flags(for: serviceContext(1)).hasValues)
+        #expect(service.status == .ready)
+        #expect(plane.requests.last?.headers["Authorization"] == "Bearer srv-new-key")
+    }
+
+    /// During a 429 pause a miss creates nothing and stores nothing; status is `error` until a
+    /// success after the pause.
+    @Test func aPauseCreatesNoFlightAndStoresNothing() async throws {
+        let plane = Self.perContextPlane()
+        let transport = ServiceFaultTransport(plane) {
+            $0 == "user-0" ? .status(429, headers: ["Retry-After": "60"]) : nil
+        }
+        let clock = ManualClock()
+        var options = plane.makeServiceOptions()
+        options.transport = transport
+        options.clock = clock
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        #expect(await service.flags(for: serviceContext(5)).hasValues)
+        let held = service.stats.contextsHeld
+        _ = await service.flags(for: serviceContext(0))
+        #expect(service.status == .error)
+        for id in 100..<200 { _ = service.flagsIfCached(for: serviceContext(id)) }
+        let stats = service.stats
+        #expect(stats.fetchesInFlight == 0 && stats.pausedFetches >= 100)
+        #expect(stats.contextsHeld == held + 1)  // the 429 context only: nothing for the others
+        clock.advance(by: .seconds(61))
+        #expect(service.status == .error)  // the pause is over, nothing has succeeded since
+        #expect(await service.flags(for: serviceContext(7)).hasValues)
+        #expect(service.status == .ready)
+    }
+
+    /// A service dropped without close() is freed and stops fetching; queued work is refused.
+    @Test func aDroppedServiceStopsFetching() async throws {
+        let plane = Self.perContextPlane()
+        let transport = GatedTransport(plane)
+        var options = plane.makeServiceOptions()
+        options.transport = transport
+        options.maxConcurrentFetches = 1
+        var service: FlagService? = try FlagService(options: options)
+        weak let weakService = service
+        for id in 0..<3 { _ = service?.flagsIfCached(for: serviceContext(id)) }
+        try await Wait.until("the first fetch sent", seconds: 30) { transport.waiting == 1 }
+        service = nil
+        try await Wait.until("the service freed", seconds: 30) { weakService == nil }
+        transport.allow(10)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(transport.received == 1)
+    }
+}
+
+/// The warm path's memo (SPEC §12): bounded, and never confuses two contexts.
+@Suite struct FittingMemoTests {
+    @Test func theMemoIsBoundedByCountAndBytes() throws {
+        let memo = FittingMemo(maxCount: 160, maxBytes: 1 << 20)
+        for id in 0..<2_000 { _ = try memo.fitted(serviceContext(id)) { (c) throws(ContextError) in try c.fitted() } }
+        #expect(memo.totals.count <= 160 && memo.totals.count > 0)
+        let small = FittingMemo(maxCount: 10_000, maxBytes: 32 << 10)
+        for id in 0..<2_000 { _ = try small.fitted(serviceContext(id)) { (c) throws(ContextError) in try c.fitted() } }
+        #expect(small.totals.bytes <= 32 << 10 && small.totals.count > 0)
+    }
+
+    @Test func aHitIsTheSameFittedContextAndOthersAreNot() throws {
+        let memo = FittingMemo(maxCount: 1_000, maxBytes: 1 << 20)
+        let calls = Locked(0)
+        func fit(_ c: EvaluationContext) throws(ContextError) -> FittedContext {
+            calls.withLock { $0 += 1 }
+            return try c.fitted()
+        }
+        let a = serviceContext(1)
+        var b = a
+        b.attributes["plan"] = .string("other")
+        let first = try memo.fitted(a, fit: fit)
+        #expect(try memo.fitted(a, fit: fit) == first)
+        #expect(try memo.fitted(b, fit: fit) == (try b.fitted()))
+        #expect(calls.withLock { $0 } == 2)
+        var invalid = a
+        invalid.kind = "Bad Kind"
+        #expect(throws: ContextError.self) { try memo.fitted(invalid, fit: fit) }
+    }
+}
