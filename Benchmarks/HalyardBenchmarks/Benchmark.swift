@@ -70,6 +70,12 @@ struct HalyardBenchmark {
                     info("halyard.detail", .halyard, "flags.boolDetail(key, default:).value"), try HalyardDetailBool(w),
                     sequence),
                 DesignRunner(
+                    info("halyard.detail.json", .halyard, "flags.detail(key, default: .null).value"),
+                    try HalyardDetailJSON(w), sequence),
+                DesignRunner(
+                    info("halyard.detail.int", .halyard, "flags.intDetail(key, default: 0).value (Int flags)"),
+                    try HalyardDetailInt(w), sequence),
+                DesignRunner(
                     info("unsync.dict.runtime-keys", .bound, "immutable [String: Bool], keys built at run time"),
                     UnsyncDictionaryRuntimeKeys(w), sequence),
                 DesignRunner(

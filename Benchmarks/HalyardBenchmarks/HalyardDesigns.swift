@@ -32,6 +32,36 @@
         func publish(_ generation: Int) { try? flags.setOfflineValues(sets[generation & 1]) }
     }
 
+    /// `flags.detail(key, default: .null).value == .bool(true)`: the JSON detail read (the
+    /// whole `Evaluation<JSONValue>` is built).
+    final class HalyardDetailJSON: ReadDesign, @unchecked Sendable {
+        let keys: [String]
+        let sets: [[String: JSONValue]]
+        let flags: FlagClient
+        init(_ w: Workload) throws {
+            keys = w.keys
+            sets = [w.jsonValues(0), w.jsonValues(1)]
+            flags = try FlagClient(offlineValues: sets[0])
+        }
+        @inline(__always) func read(_ i: Int) -> Bool { flags.detail(keys[i], default: .null).value == .bool(true) }
+        func publish(_ generation: Int) { try? flags.setOfflineValues(sets[generation & 1]) }
+    }
+
+    /// `flags.intDetail(key, default: 0).value != 0`: a typed detail read, over the same values
+    /// as Int flags (1 for true, 0 for false).
+    final class HalyardDetailInt: ReadDesign, @unchecked Sendable {
+        let keys: [String]
+        let sets: [[String: JSONValue]]
+        let flags: FlagClient
+        init(_ w: Workload) throws {
+            keys = w.keys
+            sets = [0, 1].map { set in w.jsonValues(set).mapValues { JSONValue.int($0 == .bool(true) ? 1 : 0) } }
+            flags = try FlagClient(offlineValues: sets[0])
+        }
+        @inline(__always) func read(_ i: Int) -> Bool { flags.intDetail(keys[i], default: 0).value != 0 }
+        func publish(_ generation: Int) { try? flags.setOfflineValues(sets[generation & 1]) }
+    }
+
     /// `flags.bool(key, default:)` with keys built at run time (`String(decoding:as:)` of the
     /// literal's bytes), as keys read from configuration or assembled in code are: the 34 keys
     /// longer than 15 bytes are heap strings, so the caller's ARC on them is part of the cost.
@@ -196,6 +226,10 @@
                 ("halyard.int", { flags.int("max.items", default: 0) }),
                 ("halyard.double", { Int(flags.double("discount.rate", default: 0) * 4) }),
                 ("halyard.intDetail", { flags.intDetail("max.items", default: 0).value }),
+                (
+                    "halyard.boolDetail.full",
+                    { flags.boolDetail("checkout.new-flow", default: false).reason.rawValue.count }
+                ),
                 ("halyard.doubleDetail", { Int(flags.doubleDetail("discount.rate", default: 0).value * 4) }),
                 ("halyard.intHandle", { intHandle.value }),
                 ("halyard.doubleHandle", { Int(doubleHandle.value * 4) }),

@@ -47,24 +47,36 @@
                 verdict(nil, name, "not run")
             }
         }
-        let detailName = "halyard.detail: boolDetail read, 1 thread <= 1.0x unsync.dict (issue 9)"
-        if let s = single("halyard.detail"), s.bound == "unsync.dict" {
-            verdict((s.cpuRatio ?? s.ratio) <= 1.0, detailName, cpuText(s))
-        } else {
-            verdict(nil, detailName, "not run")
+        // Issue 25: detail reads at one reference count, <= 0.8x the dictionary (stretch 0.5x).
+        for (id, what) in [
+            ("halyard.detail", "boolDetail"), ("halyard.detail.json", "detail (JSON)"),
+            ("halyard.detail.int", "intDetail"),
+        ] {
+            let name = "\(id): \(what) read, 1 thread <= 0.8x unsync.dict (issue 25)"
+            if let s = single(id), s.bound == "unsync.dict" {
+                let ratio = s.cpuRatio ?? s.ratio
+                verdict(
+                    ratio <= 0.8, name, cpuText(s) + (ratio <= 0.5 ? "; stretch 0.5x met" : "; stretch 0.5x not met"))
+            } else {
+                verdict(nil, name, "not run")
+            }
         }
         // Issue 9: handles as applications hold them, 1 thread (CPU ns per read) and all cores
         // (per-thread CPU cost ratio).
         let raw = single("halyard.handle.raw")
         for id in ["halyard.handle", "halyard.handle.class-let", "halyard.handle.global", "halyard.handle.struct"] {
-            let name1 = "\(id): handle read, 1 thread <= 2.5 ns (issue 9)"
-            if let s = single(id) {
-                let ns = s.cpuNsPerRead ?? s.nsPerRead
+            // Issue 25: a ratio to the raw handle buffer measured in the same run (was <= 2.5 ns,
+            // which a machine half as fast fails with the bound itself at 4 ns). Both are paired
+            // with unsync.array round by round; the ratio of the two paired ratios is far steadier
+            // on a loaded machine than the ratio of two separately taken medians.
+            let name1 = "\(id): handle read, 1 thread <= 1.35x halyard.handle.raw (issue 9, as a ratio: issue 25)"
+            if let s = single(id), let raw {
+                let ratio = (s.cpuRatio ?? s.ratio) / (raw.cpuRatio ?? raw.ratio)
                 verdict(
-                    ns <= 2.5, name1,
-                    "\(fmt(ns)) ns CPU time per read (wall \(fmt(s.nsPerRead)) ns; \(fmt(s.cpuRatio ?? s.ratio))x unsync.array"
-                        + (raw.map { "; raw-buffer lower bound \(fmt($0.cpuNsPerRead ?? $0.nsPerRead)) ns" } ?? "")
-                        + ")")
+                    ratio <= 1.35, name1,
+                    "\(fmt(ratio))x (\(fmt(s.cpuRatio ?? s.ratio))x vs \(fmt(raw.cpuRatio ?? raw.ratio))x unsync.array, "
+                        + "paired CPU time); \(fmt(s.cpuNsPerRead ?? s.nsPerRead)) vs "
+                        + "\(fmt(raw.cpuNsPerRead ?? raw.nsPerRead)) ns CPU time per read, wall \(fmt(s.nsPerRead)) ns")
             } else {
                 verdict(nil, name1, "not run")
             }
@@ -113,25 +125,27 @@
             }
         }
 
-        // Exposures on and already recorded vs. off: at most 2 ns more per read, 1 and 64 threads.
-        for (exposed, plain) in [
-            ("halyard.bool.exposed", "halyard.bool"), ("halyard.handle.exposed", "halyard.handle"),
+        // Exposures on and already recorded vs. off, 1 and 64 threads: was "at most 2 ns more per
+        // read"; as a ratio to the same read with exposures off in the same run (issue 25): 1.15x
+        // for a keyed read (2 ns of ~14), 2x for a handle (2 ns of ~2).
+        for (exposed, plain, limit) in [
+            ("halyard.bool.exposed", "halyard.bool", 1.15), ("halyard.handle.exposed", "halyard.handle", 2.0),
         ] {
-            let name1 = "\(exposed): exposure already recorded costs <= 2 ns more than \(plain), 1 thread"
+            let name1 = "\(exposed): exposure already recorded costs <= \(fmt(limit))x \(plain), 1 thread"
             if let s = single(exposed), s.bound == plain {
                 // CPU time when measured (a preemption by another program does not count).
                 let a = s.cpuNsPerRead ?? s.nsPerRead
                 let b = s.boundCPUNsPerRead ?? s.boundNsPerRead
                 let extra = a - b
                 verdict(
-                    extra <= 2, name1,
-                    "+\(fmt(extra)) ns CPU time (\(fmt(a)) vs \(fmt(b)) ns; wall \(fmt(s.nsPerRead)) vs "
+                    a / b <= limit, name1,
+                    "\(fmt(a / b))x, +\(fmt(extra)) ns CPU time (\(fmt(a)) vs \(fmt(b)) ns; wall \(fmt(s.nsPerRead)) vs "
                         + "\(fmt(s.boundNsPerRead)) ns, paired ratio \(fmt(s.ratio))x)"
                 )
             } else {
                 verdict(nil, name1, "not run")
             }
-            let name64 = "\(exposed): exposure already recorded costs <= 2 ns more than \(plain), 64 threads"
+            let name64 = "\(exposed): exposure already recorded costs <= \(fmt(limit))x \(plain), 64 threads"
             if let a = r.multiThread.first(where: { $0.design == exposed && $0.threads == 64 && !$0.publisher }),
                 let b = r.multiThread.first(where: { $0.design == plain && $0.threads == 64 && !$0.publisher })
             {
@@ -141,9 +155,10 @@
                     cores * 1e9 / $0 - cores * 1e9 / $1
                 }
                 let extra = median(extras)
+                let ratio = median(zip(a.readsPerSecondRounds, b.readsPerSecondRounds).map { $1 / $0 })
                 verdict(
-                    extra <= 2, name64,
-                    "+\(fmt(extra)) ns of CPU per read (median of \(extras.count) paired rounds; "
+                    ratio <= limit, name64,
+                    "\(fmt(ratio))x, +\(fmt(extra)) ns of CPU per read (median of \(extras.count) paired rounds; "
                         + "\(fmt(a.readsPerSecond / 1e6)) vs \(fmt(b.readsPerSecond / 1e6)) Mreads/s)")
             } else {
                 verdict(nil, name64, "not run")
@@ -177,7 +192,10 @@
             ],
             "zero allocations per Bool/Int/Double keyed and handle read")
         allocationVerdict(
-            ["halyard.detail", "halyard.intDetail", "halyard.doubleDetail"],
+            [
+                "halyard.detail", "halyard.detail.int", "halyard.intDetail", "halyard.doubleDetail",
+                "halyard.boolDetail.full",
+            ],
             "zero allocations per Bool/Int/Double detail read")
         let bad = r.checksums.filter { !$0.ok }.map(\.design)
         verdict(

@@ -7,7 +7,7 @@ extension FlagClient {
         // the peek and the read can still swap an object for a non-object; the view then shows
         // the defaults, and that one read counts as seen (docs/exposures.md).
         guard servesObject(key) else { return FlagObject(key: key, value: nil) }
-        let result = evaluate(key, JSONValue.null)
+        let result = evaluation(key, default: JSONValue.null)
         return FlagObject(key: key, value: result.errorCode == nil ? result.value : nil)
     }
 

@@ -217,7 +217,7 @@ final class HandleSlot: @unchecked Sendable {
                 key: key, value: defaultValue, reason: .error, errorCode: .providerNotReady,
                 errorMessage: "the client of this handle no longer exists")
         }
-        return client.evaluate(key, defaultValue)
+        return client.evaluation(key, default: defaultValue)
     }
 }
 

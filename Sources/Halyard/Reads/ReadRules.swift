@@ -1,22 +1,23 @@
 import CHalyardAtomics
 
 /// The read rules of SPEC §2, once, for every reader: ``FlagClient``'s keyed reads (which protect
-/// the store's current snapshot with a hazard slot) and `ContextFlags`' reads (which hold their
-/// snapshot strongly). Each read is two steps:
+/// the store's current snapshot with a hazard slot), `ContextFlags`' reads (which hold their
+/// snapshot strongly) and a held snapshot's (`Snapshot.read`, for `HalyardTesting`). The public
+/// read methods are ``FlagReading``'s; each conformer's two requirements are these two steps:
 ///
-/// 1. a *lookup* (``scalar(_:_:_:_:)``, ``detail(_:_:_:_:_:)``) that runs while the snapshot is
-///    guaranteed alive — under the caller's protection or reference — and does only Halyard's
-///    own lookup and copy-out: the key probe, the type rule, the entry's bits, the detail
-///    fields, and the exposure slot check (retaining the snapshot once per window when an
-///    exposure is due);
-/// 2. a *finish* (``finish(_:_:sink:counters:)``, the scalar branch in the callers) after the
-///    protection ends: count a failure, record the exposure through the sink (a lock and the
-///    injected clock: user code), and make the value (`_fromBits`/`_fromJSON`: user code for
+/// 1. a *lookup* (``scalar(_:_:_:_:)``, ``detail(_:_:_:_:unavailable:_:)``) that runs while the
+///    snapshot is guaranteed alive — under the caller's protection or reference — and does only
+///    Halyard's own lookup and copy-out: the key probe, the type rule, the entry's bits, the
+///    flag's detail object (one retain), and the exposure slot check (retaining the snapshot
+///    once per window when an exposure is due);
+/// 2. a *finish* (``finish(_:sink:counters:)``) after the protection ends: count a failure and
+///    record the exposure through the sink (a lock and the injected clock: user code). The value
+///    is made after that, in the `FlagReading` method (`_fromBits`/`_fromJSON`: user code for
 ///    conformances outside Halyard).
 ///
-/// Everything is `@inline(__always)` and generic over the value type, so each call site
-/// specialises to the code it had before the rules were shared: no closure, no existential and
-/// no reference count on the fast path (the sink is touched only on the exposure slow path).
+/// Everything is `@inline(__always)`, so each conformer's requirement compiles to the code it
+/// had before the rules were shared: no closure, no existential and no reference count on the
+/// scalar path (the sink is touched only on the exposure slow path).
 enum ReadRules {
     /// What a scalar lookup found.
     struct ScalarLookup {
@@ -30,12 +31,14 @@ enum ReadRules {
         var exposure: UnsafeMutableRawPointer?
     }
 
-    /// Bool/Int/Double lookup: entry kind and bits only, no `JSONValue`, no retain.
+    /// Bool/Int/Double lookup: entry kind and bits only, no `JSONValue`, no retain. A nil
+    /// snapshot (no values yet, or none for the context) is `.notReady`.
     @inline(__always)
     static func scalar(
-        _ snapshot: Unmanaged<Snapshot>, _ key: String, _ requested: _FlagValueKind,
+        _ snapshot: Unmanaged<Snapshot>?, _ key: String, _ requested: _FlagValueKind,
         _ exposureClock: UnsafePointer<hal_atomic_word>?
     ) -> ScalarLookup {
+        guard let snapshot else { return ScalarLookup(outcome: .notReady, bits: 0, index: 0, exposure: nil) }
         let (table, entries, slots) = snapshot._withUnsafeGuaranteedRef { ($0.table, $0.entries, $0.exposureSlots) }
         guard let index = table.index(of: key) else {
             return ScalarLookup(outcome: .flagNotFound, bits: 0, index: 0, exposure: nil)
@@ -52,37 +55,49 @@ enum ReadRules {
         return ScalarLookup(outcome: .success, bits: bits, index: index, exposure: exposure)
     }
 
-    /// What a detail read must finish after the protection ends. Kept apart from the
-    /// `Evaluation` itself, which the caller holds in a local and returns as it is (a move):
-    /// an evaluation carried inside another struct and copied out cost a retain and a release
-    /// of each of its strings and its metadata (the detail read went from ~52 to ~97 ns).
-    struct PendingValue {
+    /// The second step of a scalar read, after the protection ended: counts a failure (nil: the
+    /// default is served), or records a due exposure and returns the bits.
+    @inline(__always)
+    static func finish(_ lookup: ScalarLookup, sink: (any ExposureSink)?, counters: ReadCounters) -> UInt64? {
+        guard lookup.outcome == .success else {
+            counters.count(lookup.outcome)
+            return nil
+        }
+        if let exposure = lookup.exposure { recordRetainedExposure(exposure, lookup.index, sink) }
+        return lookup.bits
+    }
+
+    /// What a detail read must finish after the protection ends (the read itself, a
+    /// ``_FlagRead``, is returned as it is: a move).
+    struct PendingDetail {
         /// `.success`, or why the default is served.
         var outcome: ReadOutcome = .notReady
-        var bits: UInt64 = 0
-        var json: JSONValue? = nil
         var index: Int = 0
         /// A retained snapshot when an exposure is due.
         var exposure: UnsafeMutableRawPointer? = nil
     }
 
-    /// Any-type lookup with the full result (the default stands in for the value; `pending`
-    /// receives what ``finish(_:_:sink:counters:)`` needs). Fields are read one by one: copying
-    /// the whole `ServedFlag` would retain and release every string and the metadata.
+    /// Any-type lookup with the full result but the value: the served flag's detail (one
+    /// retain: the ``EvaluationDetail`` the snapshot built for it), the form that says which of
+    /// its fields the evaluation shows, and the value's bits or JSON on success. `pending`
+    /// receives what ``finish(_:sink:counters:)`` needs. A nil snapshot serves `unavailable()`
+    /// (read only then).
     @inline(__always)
-    static func detail<Value: FlagValue>(
-        _ snapshot: Unmanaged<Snapshot>, _ key: String, _ defaultValue: Value,
-        _ exposureClock: UnsafePointer<hal_atomic_word>?, _ pending: inout PendingValue
-    ) -> Evaluation<Value> {
-        let requested = Value._flagValueKind
+    static func detail(
+        _ snapshot: Unmanaged<Snapshot>?, _ key: String, _ requested: _FlagValueKind,
+        _ exposureClock: UnsafePointer<hal_atomic_word>?, unavailable: @autoclosure () -> FlagErrorCode,
+        _ pending: inout PendingDetail
+    ) -> _FlagRead {
+        guard let snapshot else {
+            pending.outcome = .notReady
+            return _FlagRead(key: key, detail: nil, form: form(unavailable: unavailable()))
+        }
         let (table, entries, details, slots) = snapshot._withUnsafeGuaranteedRef {
             ($0.table, $0.entries, $0.details, $0.exposureSlots)
         }
         guard let index = table.index(of: key) else {
             pending.outcome = .flagNotFound
-            return Evaluation(
-                key: key, value: defaultValue, reason: .error, errorCode: .flagNotFound,
-                errorMessage: "flag '\(key)' is not in the served flags")
+            return _FlagRead(key: key, detail: nil, form: .flagNotFound)
         }
         let entry = entries[index]
         let outcome = entry.kind.outcome(as: requested)
@@ -94,45 +109,30 @@ enum ReadRules {
                 pending.exposure = retainForExposure(snapshot)
             }
             switch requested {
-            case .bool, .int, .double: pending.bits = entry.bits(as: requested)
-            case .string, .json: pending.json = snapshot._withUnsafeGuaranteedRef { $0.flags[index].value }
+            case .bool, .int, .double:
+                return _FlagRead(
+                    key: key, served: true, bits: entry.bits(as: requested), detail: details[index], form: .served)
+            case .string, .json:
+                let json = snapshot._withUnsafeGuaranteedRef { $0.flags[index].value }
+                return _FlagRead(key: key, served: true, json: json, detail: details[index], form: .served)
             }
-            return Evaluation(
-                key: key, value: defaultValue, variant: details[index].variant, reason: details[index].reason,
-                metadata: details[index].metadata)
         case .codeDefault:
-            return Evaluation(
-                key: key, value: defaultValue, variant: details[index].variant, reason: details[index].reason,
-                metadata: details[index].metadata)
+            return _FlagRead(key: key, detail: details[index], form: .served)
         case .servedError:
-            let flag = snapshot._withUnsafeGuaranteedRef { $0.flags[index] }
-            return Evaluation(
-                key: key, value: defaultValue, variant: flag.variant, reason: .error,
-                errorCode: flag.errorCode ?? .general, errorMessage: flag.errorMessage, metadata: flag.metadata)
+            return _FlagRead(key: key, detail: details[index], form: .servedError)
         case .typeMismatch, .flagNotFound, .notReady:
             pending.outcome = .typeMismatch
-            let flag = snapshot._withUnsafeGuaranteedRef { $0.flags[index] }
-            return Evaluation(
-                key: key, value: defaultValue, variant: flag.variant, reason: .error, errorCode: .typeMismatch,
-                errorMessage: "flag '\(key)' is \(flag.value?.typeName ?? "absent"), not \(requested)",
-                metadata: flag.metadata)
+            return _FlagRead(key: key, detail: details[index], form: .typeMismatch(requested))
         }
     }
 
-    /// The second step of a detail read, after the protection ended: counts a failure, records
-    /// a due exposure, and sets the value in `result` (user code may run here).
+    /// The second step of a detail read, after the protection ended: counts a failure and
+    /// records a due exposure (the caller then makes the value: user code may run there).
     @inline(__always)
-    static func finish<Value: FlagValue>(
-        _ result: inout Evaluation<Value>, _ pending: PendingValue, sink: (any ExposureSink)?, counters: ReadCounters
-    ) {
+    static func finish(_ pending: PendingDetail, sink: (any ExposureSink)?, counters: ReadCounters) {
         switch pending.outcome {
         case .success:
             if let exposure = pending.exposure { recordRetainedExposure(exposure, pending.index, sink) }
-            switch Value._flagValueKind {
-            case .bool, .int, .double: result.value = Value._fromBits(pending.bits)
-            case .string, .json:
-                if let value = pending.json.flatMap(Value._fromJSON) { result.value = value }
-            }
         case .codeDefault:
             break
         default:
@@ -140,18 +140,14 @@ enum ReadRules {
         }
     }
 
-    /// The result of a read when there are no values to read: the default with `code`
-    /// (`PROVIDER_NOT_READY`, `PROVIDER_FATAL` or `INVALID_CONTEXT`), reason `ERROR`.
-    static func unavailable<Value>(_ key: String, _ defaultValue: Value, _ code: FlagErrorCode)
-        -> Evaluation<Value>
-    {
-        let message: String
+    /// The form of a read when there are no values to read: `PROVIDER_NOT_READY`,
+    /// `PROVIDER_FATAL` or `INVALID_CONTEXT`, reason `ERROR`.
+    static func form(unavailable code: FlagErrorCode) -> EvaluationDetail.Form {
         switch code {
-        case .providerFatal: message = "the client cannot serve values"
-        case .invalidContext: message = "the evaluation context is invalid; nothing was fetched for it"
-        default: message = "no flag values have been loaded yet"
+        case .providerFatal: .providerFatal
+        case .invalidContext: .invalidContext
+        default: .providerNotReady
         }
-        return Evaluation(key: key, value: defaultValue, reason: .error, errorCode: code, errorMessage: message)
     }
 
     /// The variant, reason and fingerprint an explicit `recordExposure(key)` records, or nil

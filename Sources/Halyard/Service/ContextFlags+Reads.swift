@@ -1,67 +1,28 @@
-// The typed reads of a ContextFlags view: the rules are ``ReadRules`` (shared with FlagClient).
-// The view holds its snapshot strongly, so no protection is needed around the lookup.
+// How a ContextFlags view reaches its snapshot for a read: the read methods are
+// ``FlagReading``'s (written once, shared with FlagClient), their rules ``ReadRules``. The view
+// holds its snapshot strongly, so no protection is needed around the lookup.
 
-extension ContextFlags {
-    /// Reads a Bool flag (the rules of ``FlagClient/bool(_:default:)``).
-    public func bool(_ key: String, default defaultValue: Bool) -> Bool {
-        scalar(key, defaultValue)
+extension ContextFlags: FlagReading {
+    /// Not API: Bool/Int/Double (the rules of ``FlagClient/bool(_:default:)``).
+    public func _readScalar(_ key: String, as kind: _FlagValueKind) -> UInt64? {
+        ReadRules.finish(
+            withSnapshot { ReadRules.scalar($0, key, kind, exposureClock) }, sink: environment.sink,
+            counters: environment.counters)
     }
 
-    /// Reads an Int flag (the rules of ``FlagClient/int(_:default:)``).
-    public func int(_ key: String, default defaultValue: Int) -> Int {
-        scalar(key, defaultValue)
-    }
-
-    /// Reads a Double flag (the rules of ``FlagClient/double(_:default:)``).
-    public func double(_ key: String, default defaultValue: Double) -> Double {
-        scalar(key, defaultValue)
-    }
-
-    /// Reads a String flag.
-    public func string(_ key: String, default defaultValue: String) -> String {
-        evaluate(key, defaultValue).value
-    }
-
-    /// Reads a flag of any JSON type.
-    public func json(_ key: String, default defaultValue: JSONValue) -> JSONValue {
-        evaluate(key, defaultValue).value
-    }
-
-    /// Reads a flag of any JSON type with the full result.
-    public func detail(_ key: String, default defaultValue: JSONValue) -> Evaluation<JSONValue> {
-        evaluate(key, defaultValue)
-    }
-
-    /// Reads a Bool flag with the full result.
-    public func boolDetail(_ key: String, default defaultValue: Bool) -> Evaluation<Bool> {
-        evaluate(key, defaultValue)
-    }
-
-    /// Reads a String flag with the full result.
-    public func stringDetail(_ key: String, default defaultValue: String) -> Evaluation<String> {
-        evaluate(key, defaultValue)
-    }
-
-    /// Reads an Int flag with the full result.
-    public func intDetail(_ key: String, default defaultValue: Int) -> Evaluation<Int> {
-        evaluate(key, defaultValue)
-    }
-
-    /// Reads a Double flag with the full result.
-    public func doubleDetail(_ key: String, default defaultValue: Double) -> Evaluation<Double> {
-        evaluate(key, defaultValue)
-    }
-
-    /// Reads a flag as any ``FlagValue`` type with the full result.
-    public func evaluation<Value: FlagValue>(_ key: String, default defaultValue: Value) -> Evaluation<Value> {
-        evaluate(key, defaultValue)
+    /// Not API: any type, with the full result but the value.
+    public func _readDetail(_ key: String, as kind: _FlagValueKind) -> _FlagRead {
+        var pending = ReadRules.PendingDetail()
+        let read = withSnapshot { ReadRules.detail($0, key, kind, exposureClock, unavailable: unavailable, &pending) }
+        ReadRules.finish(pending, sink: environment.sink, counters: environment.counters)
+        return read
     }
 
     /// A view of an object-valued flag (see ``FlagObject``); a value of another type gives the
     /// defaults and records nothing.
     public func flagObject(_ key: String) -> FlagObject {
         guard let snapshot, ReadRules.servesObject(snapshot, key) else { return FlagObject(key: key, value: nil) }
-        let result = evaluate(key, JSONValue.null)
+        let result = evaluation(key, default: JSONValue.null)
         return FlagObject(key: key, value: result.errorCode == nil ? result.value : nil)
     }
 
@@ -75,35 +36,14 @@ extension ContextFlags {
             key: key, variant: variant, reason: reason, contextFingerprint: fingerprint, value: value, errorCode: nil)
     }
 
-    // MARK: - The read path
-
+    /// The one place a read reaches the view's snapshot: at +0, through ``address`` (a `guard
+    /// let` of ``snapshot`` would retain and release it on every read, an atomic on a line every
+    /// view of a popular context shares); nil when the view serves defaults. The view's
+    /// ``snapshot`` keeps it alive for as long as `body` runs.
     @inline(__always)
-    func scalar<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Value {
-        guard let raw = UnsafeRawPointer(bitPattern: address) else {
-            environment.counters.count(ReadOutcome.notReady)
-            return defaultValue
-        }
-        let lookup = ReadRules.scalar(Unmanaged<Snapshot>.fromOpaque(raw), key, Value._flagValueKind, exposureClock)
+    func withSnapshot<Result>(_ body: (Unmanaged<Snapshot>?) -> Result) -> Result {
+        let result = body(UnsafeRawPointer(bitPattern: address).map { Unmanaged<Snapshot>.fromOpaque($0) })
         _fixLifetime(snapshot)  // the owning reference outlives the unretained read, whatever inlining does
-        guard lookup.outcome == .success else {
-            environment.counters.count(lookup.outcome)
-            return defaultValue
-        }
-        if let exposure = lookup.exposure {
-            ReadRules.recordRetainedExposure(exposure, lookup.index, environment.sink)
-        }
-        return Value._fromBits(lookup.bits)
-    }
-
-    func evaluate<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Evaluation<Value> {
-        guard let raw = UnsafeRawPointer(bitPattern: address) else {
-            environment.counters.count(unavailable)
-            return ReadRules.unavailable(key, defaultValue, unavailable)
-        }
-        var pending = ReadRules.PendingValue()
-        var result = ReadRules.detail(Unmanaged<Snapshot>.fromOpaque(raw), key, defaultValue, exposureClock, &pending)
-        _fixLifetime(snapshot)
-        ReadRules.finish(&result, pending, sink: environment.sink, counters: environment.counters)
         return result
     }
 }

@@ -50,17 +50,12 @@ package final class Snapshot: @unchecked Sendable {
     /// Set by the store just before publication; never changes afterwards.
     package internal(set) var generation: UInt64 = 0
 
-    /// What a detail read copies out besides the value, one per flag, in a raw buffer so a read
-    /// copies (retains) only the fields it returns, never a whole `ServedFlag`.
-    package struct Detail: Sendable {
-        package var variant: String?
-        package var reason: EvaluationReason
-        package var metadata: FlagMetadata
-    }
-
     let table: FlagTable
     let entries: UnsafeMutablePointer<Entry>
-    let details: UnsafeMutablePointer<Detail>
+    /// What a detail read returns besides the value, one immutable object per flag built
+    /// here once: an ``Evaluation`` retains this one object instead of copying the variant,
+    /// reason, message and metadata (docs/architecture.md, "Why an Evaluation is one reference").
+    let details: UnsafeMutablePointer<EvaluationDetail>
     /// Exposure fast-path slots, one per flag: coarse second until which no record is needed.
     let exposureSlots: UnsafeMutablePointer<hal_atomic_word>
     private let liveCounter: LiveCounter?
@@ -91,8 +86,7 @@ package final class Snapshot: @unchecked Sendable {
         exposureSlots.initialize(repeating: hal_atomic_word(value: 0), count: count)
         for (index, flag) in unique.enumerated() {
             (entries + index).initialize(to: Snapshot.entry(for: flag))
-            (details + index).initialize(
-                to: Detail(variant: flag.variant, reason: flag.reason, metadata: flag.metadata))
+            (details + index).initialize(to: EvaluationDetail(served: flag))
         }
         self.liveCounter = liveCounter
         liveSerial = liveCounter?.register() ?? 0

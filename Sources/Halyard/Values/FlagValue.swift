@@ -18,50 +18,50 @@ public enum _FlagValueKind: Sendable {
 }
 
 extension Bool: FlagValue {
-    public static var _flagValueKind: _FlagValueKind { .bool }
-    public static func _fromJSON(_ value: JSONValue) -> Bool? {
+    @inlinable public static var _flagValueKind: _FlagValueKind { .bool }
+    @inlinable public static func _fromJSON(_ value: JSONValue) -> Bool? {
         if case .bool(let b) = value { return b }
         return nil
     }
-    @inline(__always) public static func _fromBits(_ bits: UInt64) -> Bool { bits != 0 }
+    @inlinable @inline(__always) public static func _fromBits(_ bits: UInt64) -> Bool { bits != 0 }
 }
 
 extension Int: FlagValue {
-    public static var _flagValueKind: _FlagValueKind { .int }
+    @inlinable public static var _flagValueKind: _FlagValueKind { .int }
     /// Only JSON integers (no fraction, no exponent, fitting 64 bits); a fractional number never narrows.
-    public static func _fromJSON(_ value: JSONValue) -> Int? {
+    @inlinable public static func _fromJSON(_ value: JSONValue) -> Int? {
         if case .int(let i) = value { return Int(exactly: i) }
         return nil
     }
-    @inline(__always) public static func _fromBits(_ bits: UInt64) -> Int {
+    @inlinable @inline(__always) public static func _fromBits(_ bits: UInt64) -> Int {
         Int(truncatingIfNeeded: Int64(bitPattern: bits))
     }
 }
 
 extension Double: FlagValue {
-    public static var _flagValueKind: _FlagValueKind { .double }
+    @inlinable public static var _flagValueKind: _FlagValueKind { .double }
     /// Any JSON number; integers widen.
-    public static func _fromJSON(_ value: JSONValue) -> Double? {
+    @inlinable public static func _fromJSON(_ value: JSONValue) -> Double? {
         switch value {
         case .double(let d): return d
         case .int(let i): return Double(i)
         default: return nil
         }
     }
-    @inline(__always) public static func _fromBits(_ bits: UInt64) -> Double { Double(bitPattern: bits) }
+    @inlinable @inline(__always) public static func _fromBits(_ bits: UInt64) -> Double { Double(bitPattern: bits) }
 }
 
 extension String: FlagValue {
-    public static var _flagValueKind: _FlagValueKind { .string }
-    public static func _fromJSON(_ value: JSONValue) -> String? {
+    @inlinable public static var _flagValueKind: _FlagValueKind { .string }
+    @inlinable public static func _fromJSON(_ value: JSONValue) -> String? {
         if case .string(let s) = value { return s }
         return nil
     }
-    public static func _fromBits(_ bits: UInt64) -> String { "" }
+    @inlinable public static func _fromBits(_ bits: UInt64) -> String { "" }
 }
 
 extension JSONValue: FlagValue {
-    public static var _flagValueKind: _FlagValueKind { .json }
-    public static func _fromJSON(_ value: JSONValue) -> JSONValue? { value }
-    public static func _fromBits(_ bits: UInt64) -> JSONValue { .null }
+    @inlinable public static var _flagValueKind: _FlagValueKind { .json }
+    @inlinable public static func _fromJSON(_ value: JSONValue) -> JSONValue? { value }
+    @inlinable public static func _fromBits(_ bits: UInt64) -> JSONValue { .null }
 }

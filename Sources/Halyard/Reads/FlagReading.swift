@@ -1,0 +1,148 @@
+/// Something that reads flags: the read API of SPEC §2 (`bool`, `int`, `double`, `string`,
+/// `json`, `detail`, the typed details and `evaluation`), the same for every reader.
+///
+/// ``FlagClient`` (the current snapshot, under a hazard slot) and ``ContextFlags`` (a snapshot
+/// a service view holds) conform; so does `HalyardTesting`'s `StaticFlags`, a test double over
+/// fixed values. Code that only reads flags can take any of them:
+///
+/// ```swift
+/// func checkoutTitle(_ flags: some FlagReading) -> String {
+///     flags.bool("checkout.new", default: false) ? flags.string("checkout.title", default: "Pay") : "Pay"
+/// }
+/// ```
+///
+/// The read methods are written once, in this protocol's extension, over the two requirements
+/// below (which differ only in how a conformer reaches its snapshot). They are `@inlinable`, so a
+/// call on a concrete type (or on `some FlagReading` the compiler can see through) costs what a
+/// method of that type would: one direct call of the requirement, no witness table, no
+/// existential (docs/architecture.md, "One read surface").
+///
+/// The requirements are implementation details (leading underscore: not API); conform a type of
+/// your own by forwarding them to a conformer (e.g. a `StaticFlags` or a ``ContextFlags`` you
+/// hold), not by implementing them.
+public protocol FlagReading: Sendable {
+    /// Not API: reads `key` as `kind` (Bool, Int or Double) and returns the value's bits, or nil
+    /// when the caller's default is served. Counts a failure and records a due exposure.
+    func _readScalar(_ key: String, as kind: _FlagValueKind) -> UInt64?
+
+    /// Not API: reads `key` as `kind` with the full result, all but the value itself (which the
+    /// caller makes from the returned bits or JSON, outside any protection: for a `FlagValue`
+    /// conformance that is user code). Counts a failure and records a due exposure.
+    func _readDetail(_ key: String, as kind: _FlagValueKind) -> _FlagRead
+}
+
+/// Not API: a detail read before its value is made (see ``FlagReading/_readDetail(_:as:)``).
+public struct _FlagRead: Sendable {
+    @usableFromInline let key: String
+    /// Whether the served value is to be made from ``bits`` or ``json`` (else the default).
+    @usableFromInline let served: Bool
+    @usableFromInline let bits: UInt64
+    @usableFromInline let json: JSONValue?
+    @usableFromInline let detail: EvaluationDetail?
+    @usableFromInline let form: EvaluationDetail.Form
+
+    init(
+        key: String, served: Bool = false, bits: UInt64 = 0, json: JSONValue? = nil, detail: EvaluationDetail?,
+        form: EvaluationDetail.Form
+    ) {
+        self.key = key
+        self.served = served
+        self.bits = bits
+        self.json = json
+        self.detail = detail
+        self.form = form
+    }
+
+    /// The evaluation, with the value made from the served bits or JSON (or `defaultValue`).
+    @inlinable
+    public func _evaluation<Value: FlagValue>(_ defaultValue: Value) -> Evaluation<Value> {
+        var value = defaultValue
+        if served {
+            switch Value._flagValueKind {
+            case .bool, .int, .double: value = Value._fromBits(bits)
+            case .string, .json: if let json, let made = Value._fromJSON(json) { value = made }
+            }
+        }
+        return Evaluation(_key: key, value: value, detail: detail, form: form)
+    }
+}
+
+extension FlagReading {
+    /// Reads a Bool flag. Returns `default` when there are no values yet, the flag is missing,
+    /// is not a JSON boolean, or was served with an error or without a value.
+    ///
+    /// ```swift
+    /// if flags.bool("checkout.new", default: false) { showNewCheckout() }
+    /// ```
+    @inlinable
+    public func bool(_ key: String, default defaultValue: Bool) -> Bool {
+        _readScalar(key, as: .bool).map(Bool._fromBits) ?? defaultValue
+    }
+
+    /// Reads an Int flag. Only JSON numbers written without fraction or exponent that fit in
+    /// 64 bits are integers; a fractional number gives `default` (`TYPE_MISMATCH`).
+    @inlinable
+    public func int(_ key: String, default defaultValue: Int) -> Int {
+        _readScalar(key, as: .int).map(Int._fromBits) ?? defaultValue
+    }
+
+    /// Reads a Double flag. Any JSON number is accepted; integers widen.
+    @inlinable
+    public func double(_ key: String, default defaultValue: Double) -> Double {
+        _readScalar(key, as: .double).map(Double._fromBits) ?? defaultValue
+    }
+
+    /// Reads a String flag.
+    @inlinable
+    public func string(_ key: String, default defaultValue: String) -> String {
+        evaluation(key, default: defaultValue).value
+    }
+
+    /// Reads a flag of any JSON type.
+    @inlinable
+    public func json(_ key: String, default defaultValue: JSONValue) -> JSONValue {
+        evaluation(key, default: defaultValue).value
+    }
+
+    /// Reads a flag of any JSON type with the full result: value, variant, reason, error code
+    /// and metadata.
+    ///
+    /// ```swift
+    /// let banner = flags.detail("banner", default: .string("x"))
+    /// print(banner.reason, banner.variant ?? "-")
+    /// ```
+    @inlinable
+    public func detail(_ key: String, default defaultValue: JSONValue) -> Evaluation<JSONValue> {
+        evaluation(key, default: defaultValue)
+    }
+
+    /// Reads a Bool flag with the full result (same rules as ``bool(_:default:)``).
+    @inlinable
+    public func boolDetail(_ key: String, default defaultValue: Bool) -> Evaluation<Bool> {
+        evaluation(key, default: defaultValue)
+    }
+
+    /// Reads a String flag with the full result (same rules as ``string(_:default:)``).
+    @inlinable
+    public func stringDetail(_ key: String, default defaultValue: String) -> Evaluation<String> {
+        evaluation(key, default: defaultValue)
+    }
+
+    /// Reads an Int flag with the full result (same rules as ``int(_:default:)``).
+    @inlinable
+    public func intDetail(_ key: String, default defaultValue: Int) -> Evaluation<Int> {
+        evaluation(key, default: defaultValue)
+    }
+
+    /// Reads a Double flag with the full result (same rules as ``double(_:default:)``).
+    @inlinable
+    public func doubleDetail(_ key: String, default defaultValue: Double) -> Evaluation<Double> {
+        evaluation(key, default: defaultValue)
+    }
+
+    /// Reads a flag as any ``FlagValue`` type with the full result.
+    @inlinable
+    public func evaluation<Value: FlagValue>(_ key: String, default defaultValue: Value) -> Evaluation<Value> {
+        _readDetail(key, as: Value._flagValueKind)._evaluation(defaultValue)
+    }
+}
