@@ -88,7 +88,7 @@ struct InstallCheckTests {
         #expect(check.outcome == .accepted)
         #expect(check.flagCount == 2)
         #expect(check.failedFlagCount == 1)
-        #expect(check.metadata == ["environment": .string("test"), "version": .number(7)])
+        #expect(check.metadata == ["environment": .string("test"), "version": .int(7)])
         let logged = try await server.requests().filter { $0.path.hasSuffix("/ofrep/v1/evaluate/flags") }
         #expect(logged.count == 2)
         let first = try #require(logged.first), last = try #require(logged.last)
