@@ -12,13 +12,21 @@ enum VerifyCommand {
         async throws(CommandFailure)
     {
         let connection = try Connection(parsed, environment: environment)
-        let client = try connection.makeClient()
-        let check = await client.verify()
-        _ = await client.shutdown(timeout: .seconds(2))
+        // One request and nothing else: no client is started (its start-up fetch would be a
+        // second request). The log says why there was no answer.
+        let problems = ProblemLog()
+        let check: InstallCheck?
+        do {
+            check = try await FlagClient.verify(options: connection.clientOptions(log: problems.handler))
+        } catch {
+            throw .input(error.description)
+        }
         let url = connection.baseURL.absoluteString
         guard let check else {
-            throw .controlPlane(
-                "no answer from \(url) within \(readable(connection.timeout)) (network error or timeout)")
+            let cause = problems.lastProblem.map {
+                $0.replacingOccurrences(of: "no answer to the install check: ", with: "")
+            }
+            throw .controlPlane("no answer from \(url): \(cause ?? "network error or timeout")")
         }
 
         if parsed.flags.contains("json") {

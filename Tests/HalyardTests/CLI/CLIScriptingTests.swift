@@ -89,4 +89,45 @@ struct CLIScriptingTests {
         #expect(
             Self.member(Self.member(Self.member(bigChange(), "to"), "metadata"), "version") == .int(Self.big))
     }
+
+    // MARK: - verify
+
+    /// `verify` sends exactly one request (the server counts them), and says why there was no
+    /// answer: refused, timeout, TLS; an answer with another status is named with it.
+    @Test func verifySendsOneRequestAndNamesTheCause() async throws {
+        let server = try ControlPlaneServer(flags: Self.flags)
+        defer { server.stop() }
+        let url = server.baseURL.absoluteString
+
+        let ok = try await HalyardProcess.run(["verify", "--url", url], environment: Self.env)
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(try await server.requests().count { $0.path.hasPrefix("/ofrep/") } == 1)
+
+        let refused = try await HalyardProcess.run(
+            ["verify", "--url", "http://127.0.0.1:1", "--timeout", "5s"], environment: Self.env)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.hasPrefix("halyard: no answer from http://127.0.0.1:1: "), "\(refused.stderr)")
+        #expect(refused.stderr.lowercased().contains("connect"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("within"), "\(refused.stderr)")
+
+        try await server.reset()
+        try await server.script([["action": "delay", "seconds": 3]])
+        let slow = try await HalyardProcess.run(
+            ["verify", "--url", url, "--timeout", "300ms"], environment: Self.env)
+        #expect(slow.status == 1)
+        #expect(slow.stderr.contains("timed out"), "\(slow.stderr)")
+
+        // TLS to a server that speaks plain HTTP: the handshake fails, and says so.
+        let tls = try await HalyardProcess.run(
+            ["verify", "--url", "https://127.0.0.1:\(server.port)", "--timeout", "5s"], environment: Self.env)
+        #expect(tls.status == 1)
+        #expect(tls.stderr.contains("SSL") || tls.stderr.contains("TLS"), "\(tls.stderr)")
+
+        try await server.reset()
+        try await server.script([["action": "status", "status": 503]])
+        let unavailable = try await HalyardProcess.run(["verify", "--url", url], environment: Self.env)
+        #expect(unavailable.status == 1)
+        #expect(unavailable.stderr.contains("answered unexpectedly (503)"), "\(unavailable.stderr)")
+        #expect(try await server.requests().count { $0.path.hasPrefix("/ofrep/") } == 1)
+    }
 }
