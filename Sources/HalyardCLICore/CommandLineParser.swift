@@ -3,7 +3,8 @@
 /// Grammar, for every command: `--name value` or `--name=value` for an option with a value,
 /// `--name` for a flag, `-h`/`--help` anywhere before `--`, `--` to end the options, and at most
 /// the positional arguments the command declares (`-` is a positional: standard input). An
-/// option may be given once. Everything else is a ``UsageError`` (exit status 2).
+/// option may be given once unless it is repeatable (`--attr`). Everything else is a
+/// ``UsageError`` (exit status 2).
 enum CommandLineParser {
     /// One option a command accepts.
     struct Option: Sendable, Hashable {
@@ -13,6 +14,9 @@ enum CommandLineParser {
         var valueName: String?
         /// One line of help.
         var help: String
+        /// Whether it may be given more than once (`--attr`); its values are collected in order
+        /// in ``Parsed/lists``.
+        var repeatable = false
     }
 
     /// What a command accepts.
@@ -35,6 +39,8 @@ enum CommandLineParser {
         var values: [String: String] = [:]
         /// Flags that were given (options without a value).
         var flags: Set<String> = []
+        /// The values of repeatable options, in the order given.
+        var lists: [String: [String]] = [:]
         /// The positional argument, when one was given.
         var positional: String?
         /// Whether `-h` or `--help` was given (the rest may be incomplete).
@@ -50,6 +56,8 @@ enum CommandLineParser {
     /// What the words before a command's own arguments ask for.
     enum TopLevel: Sendable, Hashable {
         case help
+        /// `halyard help COMMAND`: that command's help.
+        case commandHelp(String)
         case version
         /// A command name and its arguments (the name is not checked here).
         case command(String, [String])
@@ -59,6 +67,7 @@ enum CommandLineParser {
     static func topLevel(_ arguments: [String]) throws(UsageError) -> TopLevel {
         guard let first = arguments.first else { throw UsageError("missing command") }
         switch first {
+        case "help" where arguments.count > 1: return .commandHelp(arguments[1])
         case "-h", "--help", "help": return .help
         case "--version", "version": return .version
         case let word where word.hasPrefix("-"): throw UsageError("unknown option \(word)")
@@ -94,7 +103,7 @@ enum CommandLineParser {
             guard let option = command.option(named: name) else {
                 throw UsageError("unknown option --\(name) for \(command.name)")
             }
-            guard parsed.values[name] == nil, !parsed.flags.contains(name) else {
+            guard option.repeatable || (parsed.values[name] == nil && !parsed.flags.contains(name)) else {
                 throw UsageError("--\(name) given more than once")
             }
             guard option.valueName != nil else {
@@ -102,13 +111,19 @@ enum CommandLineParser {
                 parsed.flags.insert(name)
                 continue
             }
+            let value: String
             if let inlineValue {
-                parsed.values[name] = inlineValue
+                value = inlineValue
             } else if index < arguments.count, !arguments[index].hasPrefix("--") {
-                parsed.values[name] = arguments[index]
+                value = arguments[index]
                 index += 1
             } else {
                 throw UsageError("--\(name) needs a value")
+            }
+            if option.repeatable {
+                parsed.lists[name, default: []].append(value)
+            } else {
+                parsed.values[name] = value
             }
         }
         if parsed.wantsHelp { return parsed }
@@ -136,6 +151,7 @@ enum CommandLineParser {
         var usage = "usage: halyard \(command.name)"
         for option in command.options {
             usage += option.valueName.map { " [--\(option.name) \($0)]" } ?? " [--\(option.name)]"
+            if option.repeatable { usage += "..." }
         }
         if let positional = command.positional { usage += " [\(positional)]" }
         let rows = command.options.map { option in

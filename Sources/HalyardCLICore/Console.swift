@@ -9,9 +9,16 @@ import Foundation
 /// Where the command writes: lines to standard output (unbuffered, so `watch` shows each change
 /// at once, also through a pipe), errors to standard error, and colour only when standard output
 /// is a terminal and `NO_COLOR` is unset (https://no-color.org).
+///
+/// A reader that goes away (`halyard watch | head -1`) is not an error: SIGPIPE is ignored (see
+/// ``HalyardCommandLine/run(_:environment:)``), the first write that fails with `EPIPE` marks
+/// standard output closed, later lines are dropped, and the command ends quietly with status
+/// 141 (docs/cli.md).
 struct Console: Sendable {
     /// Whether styles are applied.
     let colour: Bool
+    /// Whether standard output was found closed (a write failed with `EPIPE`).
+    private let closed = Guarded(false)
 
     /// Styles for people on a terminal.
     enum Style: String {
@@ -31,14 +38,47 @@ struct Console: Sendable {
         colour ? "\u{1B}[\(style.rawValue)m\(text)\u{1B}[0m" : text
     }
 
-    /// Writes one line to standard output.
+    /// Writes one line to standard output (dropped once standard output is closed).
     func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        write(text + "\n")
     }
+
+    /// Writes `text` as is to standard output (dropped once standard output is closed).
+    func write(_ text: String) {
+        guard !outputClosed else { return }
+        if !Self.writeAll(Array(text.utf8), to: STDOUT_FILENO) { closed.withLock { $0 = true } }
+    }
+
+    /// Whether the reader of standard output went away (a write failed with `EPIPE`), or
+    /// ``markOutputClosed()`` was called.
+    var outputClosed: Bool { closed.withLock { $0 } }
+
+    /// Records that standard output has no reader any more (seen by a watcher before a write).
+    func markOutputClosed() { closed.withLock { $0 = true } }
 
     /// Writes `halyard: <cause>` to standard error.
     func error(_ cause: String) {
-        FileHandle.standardError.write(Data("halyard: \(cause)\n".utf8))
+        _ = Self.writeAll(Array("halyard: \(cause)\n".utf8), to: STDERR_FILENO)
+    }
+
+    /// Writes every byte, retrying short writes and `EINTR`; false when the descriptor failed
+    /// (`EPIPE`: no reader; any other error ends output the same way, quietly).
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return true }
+            var offset = 0
+            while offset < buffer.count {
+                let written = systemWrite(descriptor, base + offset, buffer.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return false
+                }
+            }
+            return true
+        }
     }
 
     /// Writes rows as aligned columns (two spaces apart, the last column unpadded); with
@@ -61,4 +101,13 @@ struct Console: Sendable {
             line(cells.joined(separator: "  "))
         }
     }
+}
+
+/// `write(2)` (the name is taken by ``Console/write(_:)`` inside the type).
+private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    #if canImport(Glibc)
+        Glibc.write(descriptor, bytes, count)
+    #else
+        Darwin.write(descriptor, bytes, count)
+    #endif
 }

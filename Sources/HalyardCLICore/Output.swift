@@ -31,14 +31,19 @@ extension Dictionary where Key == String, Value == FlagMetadataValue {
                 case .bool(let b): .bool(b)
                 case .string(let s): .string(s)
                 case .number(let d): .double(d)
+                case .int(let i): .int(i)
                 }
             })
     }
 }
 
 extension JSONValue {
-    /// One line of stable JSON for `--json` (canonical: members sorted, no whitespace).
-    var outputLine: String { canonicalJSON }
+    /// One line of stable JSON for `--json`: members sorted, no whitespace, and every number
+    /// as the control plane sent it. Not RFC 8785's canonical form, whose numbers are IEEE
+    /// doubles (a served `9007199254740993` would print as `9007199254740992`): integers are
+    /// written with all their 64 bits, doubles in their shortest round-trip form, with `.0`
+    /// when integral, so that they read back as what they were (``JSONValue/jsonString``).
+    var outputLine: String { jsonString }
 }
 
 /// `HH:mm:ss.SSS` in local time, for `watch` on a terminal.

@@ -11,14 +11,23 @@ enum VerifyCommand {
     static func run(_ parsed: CommandLineParser.Parsed, environment: [String: String], console: Console)
         async throws(CommandFailure)
     {
-        let connection = try Connection(parsed, environment: environment)
-        let client = try connection.makeClient()
-        let check = await client.verify()
-        _ = await client.shutdown(timeout: .seconds(2))
+        let connection = try Connection(parsed, environment: environment, console: console)
+        // One request and nothing else: no client is started (its start-up fetch would be a
+        // second request). The log says why there was no answer.
+        let problems = ProblemLog()
+        let options = try connection.clientOptions(log: problems.handler)
+        let check: InstallCheck?
+        do {
+            check = try await FlagClient.verify(options: options)
+        } catch {
+            throw .input(error.description)
+        }
         let url = connection.baseURL.absoluteString
         guard let check else {
-            throw .controlPlane(
-                "no answer from \(url) within \(readable(connection.timeout)) (network error or timeout)")
+            let cause = problems.lastProblem.map {
+                $0.replacingOccurrences(of: "no answer to the install check: ", with: "")
+            }
+            throw .noAnswer("no answer from \(url): \(cause ?? "network error or timeout")")
         }
 
         if parsed.flags.contains("json") {
@@ -52,7 +61,7 @@ enum VerifyCommand {
                 }
             }
         }
-        guard check.isAccepted else { throw .controlPlane(check.outcome.explanation + " (\(check.status))") }
+        guard check.isAccepted else { throw .shown(check.outcome.explanation + " (\(check.status))") }
     }
 }
 

@@ -8,8 +8,10 @@ import Halyard
     import Darwin
 #endif
 
-/// `halyard watch`: poll the control plane and print every change until Ctrl-C (SIGINT), then
-/// close the client cleanly (`shutdown`: pending exposures flushed).
+/// `halyard watch`: poll the control plane and print every change until Ctrl-C (SIGINT) or
+/// SIGTERM, then close the client cleanly (`shutdown`: pending exposures flushed) and exit 130 or
+/// 143; a second signal during that shutdown exits at once. A reader of standard output that
+/// goes away (`watch | head -1`) stops it the same way, quietly, with status 141.
 enum WatchCommand {
     static let command = CommandLineParser.Command(
         name: "watch",
@@ -19,10 +21,12 @@ enum WatchCommand {
             .init(name: "json", help: "print one JSON object per line instead of text"),
         ])
 
+    /// Runs the command; returns its exit status (0 is not possible: it ends on a signal, a
+    /// closed output, or a refused key, which throws).
     static func run(_ parsed: CommandLineParser.Parsed, environment: [String: String], console: Console)
-        async throws(CommandFailure)
+        async throws(CommandFailure) -> Int32
     {
-        let connection = try Connection(parsed, environment: environment)
+        let connection = try Connection(parsed, environment: environment, console: console)
         var interval = Duration.seconds(5)
         if let text = parsed.values["interval"] {
             guard let value = CommandLineParser.duration(text) else {
@@ -31,12 +35,13 @@ enum WatchCommand {
             interval = value
         }
 
-        // Ctrl-C closes the client; its event stream then ends and the loop below with it.
-        let interrupt = Interrupt()
+        // A signal or a closed output closes the client; its event stream then ends and the
+        // loop below with it.
+        let stopper = Stopper(console: console)
         let problems = ProblemLog()
         let client = try connection.makeClient(poll: interval, log: problems.handler)
-        interrupt.arm(closing: client)
-        defer { interrupt.disarm() }
+        stopper.arm(closing: client)
+        defer { stopper.disarm() }
 
         var printer = ChangePrinter(console: console, json: parsed.flags.contains("json"))
         let events = client.events
@@ -44,51 +49,142 @@ enum WatchCommand {
         for await event in events {
             if case .error(_, let message) = event { printer.problem(message) }
             printer.show(flags: client.servedFlags, status: client.status)
+            if console.outputClosed { stopper.outputClosed() }
             if client.status == .fatal { break }
         }
         _ = await client.shutdown(timeout: .seconds(5))
-        if !interrupt.fired, client.status == .fatal {
-            throw .controlPlane(problems.lastProblem ?? "the control plane refused the key")
-        }
+        if let status = stopper.exitStatus { return status }
+        if console.outputClosed { return ExitStatus.outputClosed }
+        throw .controlPlane(problems.lastProblem ?? "the control plane refused the key")
     }
 }
 
-/// SIGINT handling with a dispatch signal source: the default action (exit at once) is turned
-/// off, and each SIGINT closes the client instead.
-private final class Interrupt {
+/// What `watch` does when asked to stop: the first signal (or a closed output) starts the clean
+/// shutdown and fixes the exit status (128 + the signal, or 141); a second signal during that
+/// shutdown exits at once with 128 + that signal. A pure state machine (tested without
+/// threads); ``Stopper`` performs its actions.
+struct StopPolicy: Sendable, Hashable {
+    /// What to do.
+    enum Action: Sendable, Hashable {
+        /// Close the client and let the shutdown run.
+        case shutDown
+        /// Exit now with this status.
+        case exit(Int32)
+        /// Nothing (already stopping).
+        case none
+    }
+
+    /// The exit status chosen by the first stop request, if one came.
+    private(set) var exitStatus: Int32?
+
+    /// A signal arrived.
+    mutating func signal(_ number: Int32) -> Action {
+        guard exitStatus == nil else { return .exit(ExitStatus.signalled(number)) }
+        exitStatus = ExitStatus.signalled(number)
+        return .shutDown
+    }
+
+    /// Standard output's reader went away.
+    mutating func outputClosed() -> Action {
+        guard exitStatus == nil else { return .none }
+        exitStatus = ExitStatus.outputClosed
+        return .shutDown
+    }
+}
+
+/// SIGINT and SIGTERM handling with dispatch signal sources (their default action, exiting at
+/// once, is turned off), and a watcher that notices when standard output's reader goes away
+/// (a pipe whose read end closed reports `POLLERR`) even while nothing is printed.
+///
+/// `@unchecked Sendable`: the signal sources (not Sendable) are set up in `init` and afterwards
+/// only cancelled; everything else is immutable or behind `Guarded`.
+private final class Stopper: @unchecked Sendable {
     private struct State {
-        var fired = false
+        var policy = StopPolicy()
         var client: FlagClient?
+        var stopped = false
     }
     private let state = Guarded(State())
-    private let source: any DispatchSourceSignal
+    private let sources: [any DispatchSourceSignal]
+    private let console: Console
 
-    init() {
-        signal(SIGINT, SIG_IGN)
-        source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler { [state] in
-            state.withLock { s -> FlagClient? in
-                s.fired = true
-                return s.client
-            }?.close()
+    init(console: Console) {
+        self.console = console
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            sources.append(source)
         }
-        source.resume()
+        self.sources = sources
+        for (source, number) in zip(sources, [SIGINT, SIGTERM]) {
+            source.setEventHandler { [weak self] in self?.received(number) }
+            source.resume()
+        }
+        if Self.outputIsPipeOrSocket { startOutputWatcher() }
     }
 
-    /// Closes `client` on SIGINT (at once if one already came).
+    /// Closes `client` when asked to stop (at once if that happened already).
     func arm(closing client: FlagClient) {
-        let firedAlready = state.withLock { s -> Bool in
+        let stopping = state.withLock { s -> Bool in
             s.client = client
-            return s.fired
+            return s.policy.exitStatus != nil
         }
-        if firedAlready { client.close() }
+        if stopping { client.close() }
     }
 
     /// Stops listening.
-    func disarm() { source.cancel() }
+    func disarm() {
+        state.withLock { $0.stopped = true }
+        for source in sources { source.cancel() }
+    }
 
-    /// Whether SIGINT came.
-    var fired: Bool { state.withLock { $0.fired } }
+    /// The exit status the first stop request chose, if one came.
+    var exitStatus: Int32? { state.withLock { $0.policy.exitStatus } }
+
+    /// Standard output was found closed by a write.
+    func outputClosed() {
+        perform(state.withLock { s in (s.policy.outputClosed(), s.client) })
+    }
+
+    private func received(_ number: Int32) {
+        let (action, client) = state.withLock { s in (s.policy.signal(number), s.client) }
+        if action == .shutDown, isatty(STDERR_FILENO) == 1 {
+            console.error("stopping (press Ctrl-C again to quit at once)")
+        }
+        perform((action, client))
+    }
+
+    private func perform(_ step: (StopPolicy.Action, FlagClient?)) {
+        switch step.0 {
+        case .shutDown: step.1?.close()
+        case .exit(let status): _exit(status)
+        case .none: break
+        }
+    }
+
+    private static var outputIsPipeOrSocket: Bool {
+        var info = stat()
+        guard fstat(STDOUT_FILENO, &info) == 0 else { return false }
+        let type = info.st_mode & S_IFMT
+        return type == S_IFIFO || type == S_IFSOCK
+    }
+
+    /// Polls standard output for `POLLERR`/`POLLHUP` (no events asked: only those are
+    /// reported), a quarter second at a time, until disarmed.
+    private func startOutputWatcher() {
+        Thread { [weak self] in
+            while let self, !self.state.withLock({ $0.stopped }) {
+                var descriptor = pollfd(fd: STDOUT_FILENO, events: 0, revents: 0)
+                let ready = poll(&descriptor, 1, 250)
+                if ready > 0, descriptor.revents & Int16(POLLERR | POLLHUP) != 0 {
+                    self.console.markOutputClosed()
+                    self.outputClosed()
+                    return
+                }
+            }
+        }.start()
+    }
 }
 
 /// Prints what changed since the last call: the status, and each flag whose served result

@@ -11,7 +11,8 @@ import Testing
         targetingKeyHash: String(repeating: "abcdef0123", count: 4), etag: "\"v7\"", writtenAt: 1_800_000_000_123,
         flags: [
             ServedFlag(
-                key: "b", value: .bool(true), variant: "on", reason: .targetingMatch, metadata: ["n": .number(2)]),
+                key: "b", value: .bool(true), variant: "on", reason: .targetingMatch,
+                metadata: ["n": .number(2), "i": .int(9_007_199_254_740_993)]),
             ServedFlag(key: "d", value: .double(1.0), reason: .split),
             ServedFlag(key: "i", value: .int(Int64.max), reason: EvaluationReason(rawValue: "EXPERIMENT")),
             ServedFlag(key: "j", value: .object(["a": .array([.null, .string("é\u{1}")])]), reason: .staticValue),

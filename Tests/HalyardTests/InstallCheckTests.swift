@@ -88,7 +88,7 @@ struct InstallCheckTests {
         #expect(check.outcome == .accepted)
         #expect(check.flagCount == 2)
         #expect(check.failedFlagCount == 1)
-        #expect(check.metadata == ["environment": .string("test"), "version": .number(7)])
+        #expect(check.metadata == ["environment": .string("test"), "version": .int(7)])
         let logged = try await server.requests().filter { $0.path.hasSuffix("/ofrep/v1/evaluate/flags") }
         #expect(logged.count == 2)
         let first = try #require(logged.first), last = try #require(logged.last)
@@ -111,5 +111,43 @@ struct InstallCheckTests {
         let orphan = try FlagClient(options: unreachable)
         defer { orphan.close() }
         #expect(try await verifyOrFail(orphan) == nil)
+    }
+
+    /// `FlagClient.verify(options:)`: the same check with exactly one request and nothing
+    /// started (no start-up fetch, no polling); configuration errors throw as for a client; no
+    /// answer logs its cause once and gives nil.
+    @Test func verifyWithOptionsSendsExactlyOneRequest() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true), "b": .int(2)])
+        var options = plane.makeOptions()
+        options.initialContext = EvaluationContext(targetingKey: "u1")
+        options.pollInterval = .milliseconds(1)
+        let polling = options
+        let check = try #require(
+            try await Wait.result("verify(options:)") { try await FlagClient.verify(options: polling) })
+        #expect(check.outcome == .accepted)
+        #expect(check.flagCount == 2)
+        #expect(check.contextFingerprint == (try EvaluationContext(targetingKey: "u1").fitted().fingerprint))
+        try await Task.sleep(for: .milliseconds(50))  // a poll (every 1 ms) would show by now
+        #expect(plane.requests.count == 1)
+        #expect(plane.requests.first?.headers["Authorization"] == "Bearer \(options.key)")
+
+        var blank = options
+        blank.key = " "
+        let blankKey = blank
+        await #expect(throws: FlagClientError.blankKey) { try await FlagClient.verify(options: blankKey) }
+        #expect(plane.requests.count == 1)
+
+        let logged = Locked<[String]>([])
+        var unreachable = FlagClientOptions(baseURL: try #require(URL(string: "http://127.0.0.1:1")), key: "k")
+        unreachable.requestTimeout = .seconds(5)
+        unreachable.logHandler = { level, message in if level >= .warning { logged.withLock { $0.append(message) } } }
+        let offline = unreachable
+        #expect(
+            try await Wait.result("verify(options:) unreachable") { try await FlagClient.verify(options: offline) }
+                == nil)
+        let messages = logged.withLock { $0 }
+        #expect(messages.count == 1)
+        #expect(messages.first?.hasPrefix("no answer to the install check: ") == true, "\(messages)")
+        #expect(messages.allSatisfy { !$0.contains("Bearer") })
     }
 }

@@ -50,7 +50,17 @@ import Testing
 
     @Test func firstDecodeMetadataKeepsOnlyScalars() throws {
         let r = try decode(#"{"flags":[{"key":"a","value":1,"metadata":{"team":"x","n":2,"b":true,"bad":[1]}}]}"#)
-        #expect(r.flags[0].metadata == ["team": .string("x"), "n": .number(2), "b": .bool(true)])
+        #expect(r.flags[0].metadata == ["team": .string("x"), "n": .int(2), "b": .bool(true)])
+    }
+
+    /// Integer metadata keeps all 64 bits (2^53 + 1 is not rounded to a double); a fraction or
+    /// an exponent makes a double, as for values.
+    @Test func metadataNumbersKeepTheIntegerFloatDistinction() throws {
+        let r = try decode(
+            #"{"flags":[{"key":"a","value":1,"metadata":{"v":9007199254740993,"r":0.5,"e":1e3}}],"metadata":{"build":-9007199254740993}}"#
+        )
+        #expect(r.flags[0].metadata == ["v": .int(9_007_199_254_740_993), "r": .number(0.5), "e": .number(1000)])
+        #expect(r.metadata == ["build": .int(-9_007_199_254_740_993)])
     }
 
     @Test func garbageIsRejected() {

@@ -195,6 +195,7 @@ public import Foundation
                 case .bool(let b): metadata[name] = .bool(b)
                 case .string(let s): metadata[name] = .string(s)
                 case .double(let d): metadata[name] = .number(d)
+                case .int(let i): metadata[name] = .int(i)
                 default: throw .badPayload("metadata value")
                 }
             }

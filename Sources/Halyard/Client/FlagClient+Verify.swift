@@ -73,27 +73,68 @@ extension FlagClient {
     ///
     /// Returns `nil` when the control plane did not answer: a network error, a timeout
     /// (``FlagClientOptions/requestTimeout``), a cancelled task, and when nothing could be sent
-    /// (an offline or closed client, or a current context that is invalid).
+    /// (an offline or closed client, or a current context that is invalid). Why it did not
+    /// answer (the transport's error: refused, TLS, DNS, timeout) goes to the
+    /// ``FlagClientOptions/logHandler`` as one warning.
+    ///
+    /// The client's own start-up fetch is a request too: to check a key with exactly one
+    /// request, and nothing started, use ``verify(options:)``.
     public func verify() async -> InstallCheck? {
-        guard let sync, !sync.isClosed,
-            let context = try? sync.currentContext.fitted(limit: sync.options.contextSizeLimit)
-        else { return nil }
-        let options = sync.options
+        guard let sync, !sync.isClosed else { return nil }
+        return await Self.installCheck(
+            options: sync.options, identity: sync.identity, transport: sync.transport, context: sync.currentContext)
+    }
+
+    /// The install check without a client: validates `options` as ``init(options:)`` does,
+    /// then sends exactly one OFREP bulk request for ``FlagClientOptions/initialContext`` (no
+    /// start-up fetch, no polling, no exposures, no on-device cache; nothing keeps running
+    /// afterwards) and reports the answer as ``verify()`` does.
+    ///
+    /// ```swift
+    /// var options = FlagClientOptions(baseURL: URL(string: "https://flags.example.com")!, key: key)
+    /// options.logHandler = { level, message in print(message) }   // says why when nil
+    /// if let check = try await FlagClient.verify(options: options), check.isAccepted { ... }
+    /// ```
+    ///
+    /// - Returns: `nil` when the control plane did not answer (the cause is logged to
+    ///   ``FlagClientOptions/logHandler`` as one warning) or the initial context is invalid.
+    /// - Throws: the configuration errors of ``init(options:)``.
+    public static func verify(options: FlagClientOptions) async throws(FlagClientError) -> InstallCheck? {
+        try options.validate()
+        let identity = ClientIdentity(
+            baseURL: options.baseURL, key: options.key, appID: options.appID,
+            installID: { [storage = options.installIDStorage] in storage.resolve() })
+        return await installCheck(
+            options: options, identity: identity, transport: options.transport ?? makeDefaultTransport(),
+            context: options.initialContext)
+    }
+
+    /// One install-check exchange (shared by ``verify()`` and ``verify(options:)``).
+    private static func installCheck(
+        options: FlagClientOptions, identity: ClientIdentity, transport: any FlagTransport,
+        context current: EvaluationContext
+    ) async -> InstallCheck? {
+        let context: FittedContext
+        do {
+            context = try current.fitted(limit: options.contextSizeLimit)
+        } catch {
+            options.logHandler?(.warning, "install check not sent: the context is invalid: \(error)")
+            return nil
+        }
         let maxResponseBytes = options.maxResponseBytes > 0 ? options.maxResponseBytes : 8 << 20
-        let builder = OFREPRequestBuilder(
-            identity: sync.identity,
-            timeout: options.requestTimeout > .zero ? options.requestTimeout : .seconds(10),
-            maxResponseBytes: maxResponseBytes)
+        let timeout = options.requestTimeout > .zero ? options.requestTimeout : .seconds(10)
+        let builder = OFREPRequestBuilder(identity: identity, timeout: timeout, maxResponseBytes: maxResponseBytes)
         let request = builder.request(contextJSON: context.canonicalJSON, ifNoneMatch: nil)
         let started = options.clock.monotonicNow
         let response: TransportResponse
         do {
-            response = try await sync.transport.send(request)
+            response = try await transport.send(request)
         } catch TransportError.responseTooLarge {
             return InstallCheck(
                 outcome: .unexpected(status: 200), status: 200, contextFingerprint: context.fingerprint,
                 duration: options.clock.monotonicNow - started)
         } catch {
+            options.logHandler?(.warning, "no answer to the install check: \(Self.cause(error, timeout: timeout))")
             return nil
         }
         var check = InstallCheck(
@@ -111,5 +152,17 @@ extension FlagClient {
         default: break
         }
         return check
+    }
+
+    /// Why a request got no answer, for the log: the transport's own description of a network
+    /// error (refused, reset, DNS, TLS: it names neither the key nor the body).
+    private static func cause(_ error: any Error, timeout: Duration) -> String {
+        switch error as? TransportError {
+        case .timedOut?: "the request timed out after \(timeout)"
+        case .network(let detail)?: detail.isEmpty ? "network error" : detail
+        case .cancelled?: "the request was cancelled"
+        case .responseTooLarge(let limit)?: "the response exceeded \(limit) bytes"
+        case nil: "network error"
+        }
     }
 }

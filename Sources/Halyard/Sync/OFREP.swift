@@ -97,7 +97,7 @@ public import Foundation
             switch v {
             case .bool(let b): result[name] = .bool(b)
             case .string(let s): result[name] = .string(s)
-            case .int(let i): result[name] = .number(Double(i))
+            case .int(let i): result[name] = .int(i)
             case .double(let d): result[name] = .number(d)
             case .null, .array, .object: continue
             }

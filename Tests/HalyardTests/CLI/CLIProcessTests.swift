@@ -4,7 +4,7 @@ import Testing
 
 /// The `halyard` command run as a subprocess against the loopback control plane
 /// (Tests/ControlPlaneServer/server.py): normal output, `--json` parsed back, malformed contexts,
-/// an unreachable server, 401, and `watch` seeing a change and exiting on SIGINT (docs/cli.md).
+/// an unreachable server, 401, and `watch` seeing a change and exiting 130 on SIGINT (docs/cli.md).
 @Suite("CLIProcess", .serialized)
 struct CLIProcessTests {
     static let key = "cli-secret-key-42"
@@ -167,7 +167,8 @@ struct CLIProcessTests {
         let verify = try await HalyardProcess.run(
             ["verify", "--url", "http://127.0.0.1:1", "--timeout", "1s", "--json"], environment: env)
         #expect(verify.status == 1)
-        #expect(verify.stdout.isEmpty)
+        // With --json, stdout carries the error object (CLIScriptingTests checks its shape).
+        #expect(Self.member(try Self.json(verify.stdout), "error") != nil, "\(verify.stdout)")
         #expect(verify.stderr.contains("no answer from http://127.0.0.1:1"), "\(verify.stderr)")
     }
 
@@ -183,8 +184,8 @@ struct CLIProcessTests {
         #expect(eval.stdout.isEmpty)
         #expect(eval.stderr.contains("refused the key (401)"), "\(eval.stderr)")
 
-        // verify's client also sends its own start-up fetch: refuse both requests.
-        try await server.script([["action": "status", "status": 401, "count": 2]])
+        // verify sends one request (no client start-up fetch besides it).
+        try await server.script([["action": "status", "status": 401, "count": 1]])
         let verify = try await HalyardProcess.run(["verify", "--url", url, "--json"], environment: env)
         #expect(verify.status == 1)
         let document = try Self.json(verify.stdout)
@@ -309,7 +310,7 @@ struct CLIProcessTests {
 
     // MARK: - watch
 
-    @Test func watchPrintsChangesAndExitsCleanlyOnSIGINT() async throws {
+    @Test func watchPrintsChangesAndExits130OnSIGINT() async throws {
         let server = try ControlPlaneServer(flags: Self.flags)
         defer { server.stop() }
         let watch = try HalyardProcess(
@@ -345,7 +346,7 @@ struct CLIProcessTests {
         #expect(try removal().flatMap { Self.member($0, "time") } != nil)
 
         watch.interrupt()
-        #expect(try await watch.exitStatus() == 0)
+        #expect(try await watch.exitStatus() == 130)  // 128 + SIGINT, as a shell reports Ctrl-C
         #expect(watch.stderr.isEmpty, "\(watch.stderr)")
     }
 
@@ -357,7 +358,7 @@ struct CLIProcessTests {
         let text = try HalyardProcess(["watch", "--url", url], environment: ["HALYARD_KEY": Self.key])
         try await Wait.until("watch prints the values") { text.lines.count >= 4 }
         text.interrupt()
-        #expect(try await text.exitStatus() == 0)
+        #expect(try await text.exitStatus() == 130)
         #expect(text.stdout.contains("status  NOT_READY → READY"), "\(text.stdout)")
         #expect(text.stdout.contains("flag    checkout.new  (absent) → false (off, DEFAULT)"), "\(text.stdout)")
 

@@ -91,4 +91,14 @@ struct CommandLineParserTests {
         }
         #expect(Set(columns).count == 1, "help texts start in one column: \(columns)")
     }
+
+    @Test func repeatableOptionsAndHelpForACommand() throws {
+        var command = Self.command
+        command.options.append(.init(name: "attr", valueName: "NAME=VALUE", help: "an attribute", repeatable: true))
+        let parsed = try Parser.parse(["--attr", "a=1", "--attr=b=2", "--json"], for: command)
+        #expect(parsed.lists["attr"] == ["a=1", "b=2"])
+        #expect(parsed.values["attr"] == nil)
+        #expect(Parser.help(for: command).contains("[--attr NAME=VALUE]..."))
+        #expect(try Parser.topLevel(["help", "eval"]) == .commandHelp("eval"))
+    }
 }

@@ -83,6 +83,11 @@ final class HalyardProcess: @unchecked Sendable {
     /// Sends SIGINT (Ctrl-C).
     func interrupt() { process.interrupt() }
 
+    /// Sends `signal` (SIGTERM, SIGINT, ...) to the process, if it still runs.
+    func send(signal: Int32) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
     /// Waits (bounded) until the process exited and both pipes are drained; returns the status.
     func exitStatus(seconds: Double = Wait.defaultSeconds) async throws -> Int32 {
         try await Wait.until("halyard \(process.arguments?.first ?? "") to exit", seconds: seconds) {
