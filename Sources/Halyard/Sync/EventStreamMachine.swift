@@ -268,7 +268,9 @@ struct EventStreamMachine: Sendable {
             active = isActive
             if isActive {
                 inactiveSince = nil
-                requestFetch(Fetch(reason: .activated), into: &actions)
+                // Only a client that follows a stream re-fetches on activation (polling-only
+                // and `.none` clients keep their own triggers).
+                if phase != .idle { requestFetch(Fetch(reason: .activated), into: &actions) }
                 if case .suspended = phase {
                     failures = 0
                     connect(now: now, into: &actions)

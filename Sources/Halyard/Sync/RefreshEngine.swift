@@ -38,6 +38,8 @@ struct SyncObserver: Sendable {
     var status: @Sendable (ClientStatus) -> Void = { _ in }
     /// The engine closed: no event follows.
     var closed: @Sendable () -> Void = {}
+    /// The event streams a 200 advertised (possibly none), after its values were published.
+    var eventStreams: @Sendable ([OFREPEventStream]) -> Void = { _ in }
 }
 
 /// Runs ``RefreshMachine`` against a real transport and clock: sends requests, sleeps until the
@@ -57,6 +59,7 @@ final class RefreshEngine: Sendable {
         case resumeBool([CheckedContinuation<Bool, Never>], Bool)
         case log(HalyardLogLevel, String)
         case status(ClientStatus)
+        case eventStreams([OFREPEventStream])
         /// What `ready()` may report from now on; resolves waiting `ready()` callers.
         case readiness(Readiness)
         case closed
@@ -403,6 +406,7 @@ final class RefreshEngine: Sendable {
                 .publish(
                     SyncedValues(
                         flags: decoded.flags, fingerprint: fingerprint, etag: s.machine.etag, confirmedAt: wall)))
+            s.outbox.append(.eventStreams(decoded.eventStreams))
         case .confirm:
             s.stats.lastConfirmation = wall
             if let fingerprint = s.machine.valuesFingerprint {
@@ -536,6 +540,8 @@ final class RefreshEngine: Sendable {
             logHandler?(level, message)
         case .status(let status):
             observer.status(status)
+        case .eventStreams(let streams):
+            observer.eventStreams(streams)
         case .readiness(let readiness):
             let waiters = state.withLock { s -> [ReadyWaiter] in
                 s.reported = readiness
