@@ -101,7 +101,9 @@ final class EventStreamDriver: Sendable {
         var inputs: [EventStreamMachine.Input] = []
         state.withLock { s in
             if let chosen {
-                if let current = s.stream, current.url == chosen.url, current.sameOriginAsControlPlane == chosen.sameOriginAsControlPlane {
+                if let current = s.stream, current.url == chosen.url,
+                    current.sameOriginAsControlPlane == chosen.sameOriginAsControlPlane
+                {
                     s.stream = chosen
                     inputs = [.advertised(inactivityDelay: chosen.inactivityDelay)]
                     return

@@ -480,7 +480,8 @@ final class RefreshEngine: Sendable {
             if Task.isCancelled { return }
             status = response.status
             (outcome, decoded) = RefreshMachine.Outcome.classify(
-                response, maxResponseBytes: configuration.builder.maxResponseBytes, wallNow: clock.wallNow)
+                response, maxResponseBytes: configuration.builder.maxResponseBytes, wallNow: clock.wallNow,
+                controlPlane: configuration.builder.identity.baseURL)
         } catch let error as TransportError {
             if Task.isCancelled { return }
             switch error {
