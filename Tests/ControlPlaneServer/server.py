@@ -3,6 +3,9 @@
 
 Usage:
     python3 server.py [--flags FILE] [--exposure-path /v1/exposures] [--tls-cert PEM --tls-key PEM]
+                      [--stream MODE] [--stream-advertise SHAPE]
+
+Event streams (SSE, issue 23): see the "Event streams" block just above ``class Server``.
 
 With ``--tls-cert``/``--tls-key`` the server speaks HTTPS only (transport TLS tests).
 
@@ -279,10 +282,13 @@ class Handler(BaseHTTPRequestHandler):
                     module.note_truncated_request(state.otlp_state)
             self.close_connection = True
             return
+        if stream_route(self, method, path, query, body):  # event streams (issue 23)
+            return
         if path.startswith("/_admin/"):
             return self.admin(method, path, body, query)
         fault = state.take_fault(path)
         state.log(method, path, self.headers, body, fault)
+        stream_note_request(self, method, path, query)  # event streams (issue 23)
         if fault and fault.get("delay"):
             time.sleep(float(fault["delay"]))
         if fault:
@@ -416,6 +422,7 @@ class Handler(BaseHTTPRequestHandler):
             doc = {"flags": items}
             if "metadata" in flags:
                 doc["metadata"] = flags["metadata"]
+        stream_advertise(self, doc)  # event streams (issue 23)
         answer = json.dumps(doc, sort_keys=True).encode()
         return answer, '"' + hashlib.sha1(answer).hexdigest() + '"'
 
@@ -502,6 +509,386 @@ class Handler(BaseHTTPRequestHandler):
         return False  # "drip", "gzip", "pass", "partial": answered by normal()
 
 
+# == Event streams (issue 23, SPEC §14) =========================================================
+# Everything below, down to "== end of event streams ==", serves OFREP event streams (ADR-0008)
+# for the stream tests. Three one-line hooks call into it: ``stream_route`` (first thing in
+# ``Handler.route``), ``stream_note_request`` (after ``State.log``) and ``stream_advertise`` (when
+# ``Handler.evaluate`` builds a bulk response). Off by default: until a test configures it the
+# bulk response advertises nothing (the stream path is served, in "flagd" mode by default).
+#
+# Configuration (``--stream MODE``, ``--stream-advertise SHAPE`` on the command line, or
+# ``POST /_admin/stream`` with a JSON object merged into the current one; ``{"reset": true}``
+# first restores the defaults). Keys:
+#
+#     "advertise": "none" | "endpoint" | "endpoint-origin" | "url"      (default "none")
+#         endpoint:        {"type": "sse", "endpoint": {"requestUri": <path>}}       (flagd's shape)
+#         endpoint-origin: {"type": "sse", "endpoint": {"origin": <origin>, "requestUri": <path>}}
+#         url:             {"type": "sse", "url": <origin><path>}                     (Flipt's shape)
+#     "path": "/ofrep/v1/sse"          the stream's path (its query string is kept in "url" shapes)
+#     "query": ""                      appended to the advertised stream URL as "?<query>"
+#     "origin": null                   the origin advertised in "endpoint-origin"/"url"
+#                                      (default: this server, http://127.0.0.1:<port>)
+#     "inactivityDelaySec": null       added to the advertised entry when not null
+#     "extraEntries": []               raw entries appended to eventStreams (unknown types, ...)
+#     "mode": "flagd"                  how GET <path> answers (below)
+#     "keepAlive": 5.0                 seconds between ":keep-alive" comments (0: none)
+#     "dropEvery": 2.0                 "drop" mode: seconds a connection lives
+#     "trickleInterval": 1.0           "trickle" mode: seconds between bytes
+#     "oversizeBytes": 70000           "oversize" mode: the size of the event's data
+#     "redirectTo": null               "redirect" mode: the Location (default: the same path on
+#                                      http://localhost:<port>, another origin)
+#     "status": 500                    "status" mode: the status answered
+#
+# Modes (a stream request's query may override: ``GET <path>?mode=silent&keepAlive=0``):
+#     flagd     200 text/event-stream; each event "id: <n>\nevent: message\ndata: <json>\n\n"
+#               with numeric ids; ":keep-alive" comments every keepAlive seconds.
+#     flipt     406 unless "Accept: text/event-stream"; events are "data: <json>\n\n" only (no
+#               event: or id: line); a refetchEvaluation is sent right after connecting.
+#     wrapped   like flagd, but every event's data is wrapped in an unknown type:
+#               {"type": "configurationChange", "data": <the event>} (a client must ignore it).
+#     drop      like flagd, and each connection is closed (cleanly) after dropEvery seconds.
+#     garbage   200 text/event-stream, then 128 KiB of printable bytes without a line ending
+#               (the parser's line limit ends it), then the connection closes.
+#     trickle   like flagd, but every byte is written alone, one per trickleInterval seconds
+#               (keep-alive comments included).
+#     oversize  like flagd, preceded by one event whose data is oversizeBytes long.
+#     silent    200 text/event-stream and then nothing at all (inactivity timeouts).
+#     chunks    writes the request's "chunk" query values (repeatable, percent-encoded) one per
+#               "interval" seconds (default 0.05), then stays open (or closes with close=1).
+#     redirect  302 to redirectTo (or ?location=...); "sameOrigin=1" redirects to the same path on
+#               this server with mode=flagd instead.
+#     404       404 on the stream URL.
+#     status    answers "status" with a small body.
+# Streams use chunked transfer encoding (as Go servers do); "drop" and "chunks&close=1" end it with
+# the final chunk; a server-initiated "/_admin/stream/drop" resets the connections.
+#
+# Control interface (admin endpoints, never faulted or logged in /_admin/requests):
+#     POST /_admin/stream          configure (above); answers the resulting configuration.
+#     POST /_admin/stream/event    {"type": "refetchEvaluation", "etag": "\"v7\"", "lastModified":
+#                                  1771622898} (any JSON object: sent as the data) or {"raw":
+#                                  "<bytes as text>"}: written to every open stream now.
+#                                  Answers {"delivered": <number of open streams>}.
+#     POST /_admin/stream/change   {"flags": <flag-set document>, "etag"?, "lastModified"?,
+#                                  "notify"?: true}: replaces the flag sets (like /_admin/flags)
+#                                  and, unless notify is false, sends refetchEvaluation with etag
+#                                  "\"v<n>\"" (n counts changes) and lastModified = Unix seconds,
+#                                  unless given. Answers {"version", "etag", "lastModified",
+#                                  "delivered"}.
+#     POST /_admin/stream/drop     resets every open stream connection; answers {"dropped": n}.
+#     GET  /_admin/streams         {"open": n, "connects": n, "bulk": [{"seq", "time", "query",
+#                                  "flagConfigEtag", "flagConfigLastModified", "ifNoneMatch"}],
+#                                  "streams": [{"seq", "time", "path", "query", "headers",
+#                                  "status"}]} — every bulk request's query string (decoded
+#                                  parameters, null when absent) and every stream request's
+#                                  headers (their case kept), in arrival order ("seq" is shared
+#                                  with /_admin/requests). POST /_admin/reset clears them too.
+
+import queue as _queue
+import urllib.parse as _urlparse
+
+STREAM_DEFAULTS = {
+    "advertise": "none",
+    "path": "/ofrep/v1/sse",
+    "query": "",
+    "origin": None,
+    "inactivityDelaySec": None,
+    "extraEntries": [],
+    "mode": "flagd",
+    "keepAlive": 5.0,
+    "dropEvery": 2.0,
+    "trickleInterval": 1.0,
+    "oversizeBytes": 70000,
+    "redirectTo": None,
+    "status": 500,
+}
+
+
+class StreamState:
+    def __init__(self):
+        self.config = dict(STREAM_DEFAULTS)
+        self.listeners = []  # (queue, handler) of the open streams
+        self.connects = 0
+        self.bulk = []
+        self.streams = []
+        self.event_id = 0
+        self.version = 0
+
+
+def stream_state(state):
+    with state.lock:
+        if not hasattr(state, "stream"):
+            state.stream = StreamState()
+        return state.stream
+
+
+def _server_origin(handler):
+    return "http://127.0.0.1:%d" % handler.server.server_address[1]
+
+
+def stream_advertise(handler, doc):
+    """Adds ``eventStreams`` to a bulk response document when configured."""
+    streams = stream_state(handler.server.state)
+    with handler.server.state.lock:
+        config = dict(streams.config)
+    shape = config.get("advertise", "none")
+    entries = []
+    target = config["path"] + ("?" + config["query"] if config.get("query") else "")
+    origin = config.get("origin") or _server_origin(handler)
+    if shape == "endpoint":
+        entries.append({"type": "sse", "endpoint": {"requestUri": target}})
+    elif shape == "endpoint-origin":
+        entries.append({"type": "sse", "endpoint": {"origin": origin, "requestUri": target}})
+    elif shape == "url":
+        entries.append({"type": "sse", "url": origin + target})
+    if entries and config.get("inactivityDelaySec") is not None:
+        entries[0]["inactivityDelaySec"] = config["inactivityDelaySec"]
+    entries.extend(config.get("extraEntries") or [])
+    if entries:
+        doc["eventStreams"] = entries
+
+
+def stream_note_request(handler, method, path, query):
+    """Records bulk requests' query parameters (stream requests are recorded by the stream)."""
+    state = handler.server.state
+    if path != EVALUATE_PATH:
+        return
+    params = _urlparse.parse_qs(query, keep_blank_values=True)
+    streams = stream_state(state)
+    with state.lock:
+        streams.bulk.append({
+            "seq": state.seq,
+            "time": time.time(),
+            "query": query,
+            "flagConfigEtag": params.get("flagConfigEtag", [None])[0],
+            "flagConfigLastModified": params.get("flagConfigLastModified", [None])[0],
+            "ifNoneMatch": handler.headers.get("If-None-Match"),
+        })
+
+
+def _event_bytes(mode, data, event_id):
+    payload = json.dumps(data, sort_keys=True) if not isinstance(data, str) else data
+    if mode == "wrapped":
+        payload = json.dumps({"type": "configurationChange", "data": data}, sort_keys=True)
+    if mode == "flipt":
+        return ("data: %s\n\n" % payload).encode()
+    return ("id: %d\nevent: message\ndata: %s\n\n" % (event_id, payload)).encode()
+
+
+def stream_broadcast(state, data=None, raw=None):
+    """Queues an event (a JSON object) or raw bytes on every open stream; returns how many."""
+    streams = stream_state(state)
+    with state.lock:
+        listeners = list(streams.listeners)
+        streams.event_id += 1
+        event_id = streams.event_id
+    for q, _ in listeners:
+        q.put(("raw", raw) if raw is not None else ("event", data, event_id))
+    return len(listeners)
+
+
+def stream_admin(handler, method, path, body):
+    """The stream admin endpoints; returns True when ``path`` was one of them."""
+    state = handler.server.state
+    streams = stream_state(state)
+    if path == "/_admin/stream" and method == "POST":
+        doc = json.loads(body or b"{}")
+        with state.lock:
+            if doc.pop("reset", False):
+                streams.config = dict(STREAM_DEFAULTS)
+            streams.config.update(doc)
+            config = dict(streams.config)
+        handler.send(200, json.dumps(config).encode())
+        return True
+    if path == "/_admin/stream/event" and method == "POST":
+        doc = json.loads(body or b"{}")
+        if isinstance(doc, dict) and "raw" in doc:
+            count = stream_broadcast(state, raw=str(doc["raw"]).encode())
+        else:
+            count = stream_broadcast(state, data=doc)
+        handler.send(200, json.dumps({"delivered": count}).encode())
+        return True
+    if path == "/_admin/stream/change" and method == "POST":
+        doc = json.loads(body or b"{}")
+        with state.lock:
+            if "flags" in doc:
+                state.flags = doc["flags"]
+            streams.version += 1
+            version = streams.version
+        etag = doc.get("etag", '"v%d"' % version)
+        last_modified = doc.get("lastModified", int(time.time()))
+        count = 0
+        if doc.get("notify", True):
+            count = stream_broadcast(state, data={"type": "refetchEvaluation", "etag": etag, "lastModified": last_modified})
+        answer = {"version": version, "etag": etag, "lastModified": last_modified, "delivered": count}
+        handler.send(200, json.dumps(answer).encode())
+        return True
+    if path == "/_admin/stream/drop" and method == "POST":
+        with state.lock:
+            listeners = list(streams.listeners)
+        for q, _ in listeners:
+            q.put(("reset",))
+        handler.send(200, json.dumps({"dropped": len(listeners)}).encode())
+        return True
+    if path == "/_admin/streams" and method == "GET":
+        with state.lock:
+            doc = {"open": len(streams.listeners), "connects": streams.connects,
+                   "bulk": list(streams.bulk), "streams": list(streams.streams)}
+        handler.send(200, json.dumps(doc).encode())
+        return True
+    if path == "/_admin/reset" and method == "POST":
+        with state.lock:
+            streams.bulk = []
+            streams.streams = []
+            streams.connects = 0
+        return False  # the server's own reset answers
+    return False
+
+
+def stream_route(handler, method, path, query, body):
+    """Serves the stream admin endpoints and ``GET <stream path>``; True when it answered."""
+    if path.startswith("/_admin/"):
+        try:
+            return stream_admin(handler, method, path, body)
+        except (ValueError, AttributeError) as error:
+            handler.send(400, json.dumps({"error": str(error)}).encode())
+            return True
+    state = handler.server.state
+    streams = stream_state(state)
+    with state.lock:
+        config = dict(streams.config)
+    if method != "GET" or path != config["path"]:
+        return False
+    params = _urlparse.parse_qs(query, keep_blank_values=True)
+    for key in ("mode", "keepAlive", "dropEvery", "trickleInterval", "oversizeBytes", "status"):
+        if key in params:
+            value = params[key][0]
+            config[key] = value if key == "mode" else float(value)
+    mode = config["mode"]
+    with state.lock:
+        state.seq += 1
+        record = {"seq": state.seq, "time": time.time(), "path": path, "query": query,
+                  "headers": dict(handler.headers.items()), "status": 200}
+        streams.streams.append(record)
+    try:
+        _serve_stream(handler, state, streams, config, mode, params, record)
+    except OSError:
+        pass
+    handler.close_connection = True
+    return True
+
+
+def _set_status(state, record, status):
+    with state.lock:
+        record["status"] = status
+
+
+def _serve_stream(handler, state, streams, config, mode, params, record):
+    if mode == "404":
+        _set_status(state, record, 404)
+        return handler.send(404, b'{"error": "not found"}', {"Connection": "close"})
+    if mode == "status":
+        status = int(config.get("status", 500))
+        _set_status(state, record, status)
+        return handler.send(status, b'{"error": "scripted"}', {"Connection": "close"})
+    if mode == "redirect":
+        port = handler.server.server_address[1]
+        if params.get("sameOrigin", ["0"])[0] == "1":
+            location = "http://127.0.0.1:%d%s?mode=flagd" % (port, config["path"])
+        else:
+            location = params.get("location", [None])[0] or config.get("redirectTo") or (
+                "http://localhost:%d%s?mode=flagd" % (port, config["path"]))
+        _set_status(state, record, 302)
+        return handler.send(302, b"", {"Location": location, "Connection": "close"})
+    if mode == "flipt" and "text/event-stream" not in (handler.headers.get("Accept") or ""):
+        _set_status(state, record, 406)
+        return handler.send(406, b'{"error": "Accept: text/event-stream required"}', {"Connection": "close"})
+
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.send_header("Cache-Control", "no-cache")
+    handler.send_header("Transfer-Encoding", "chunked")
+    handler.end_headers()
+    handler.wfile.flush()
+
+    trickle = mode == "trickle"
+    interval = float(config.get("trickleInterval", 1.0))
+
+    def write(data):
+        if not data:
+            return
+        pieces = [data[i:i + 1] for i in range(len(data))] if trickle else [data]
+        for piece in pieces:
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            handler.wfile.flush()
+            if trickle:
+                time.sleep(interval)
+
+    def finish():
+        handler.wfile.write(b"0\r\n\r\n")
+        handler.wfile.flush()
+
+    if mode == "garbage":
+        alphabet = b"abcdefghijklmnopqrstuvwxyz{}[]:,0123456789 "
+        write(bytes(alphabet[(i * 7919) % len(alphabet)] for i in range(128 << 10)))
+        return finish()
+    if mode == "chunks":
+        gap = float(params.get("interval", ["0.05"])[0])
+        for chunk in params.get("chunk", []):
+            write(chunk.encode("utf-8", "surrogateescape"))
+            time.sleep(gap)
+        if params.get("close", ["0"])[0] == "1":
+            return finish()
+
+    q = _queue.Queue()
+    with state.lock:
+        streams.listeners.append((q, handler))
+        streams.connects += 1
+    try:
+        if mode == "oversize":
+            size = int(config.get("oversizeBytes", 70000))
+            write(b"event: message\ndata: {\"type\": \"refetchEvaluation\", \"pad\": \"" + b"x" * size + b"\"}\n\n")
+        if mode == "flipt":
+            with state.lock:
+                streams.event_id += 1
+                event_id = streams.event_id
+            write(_event_bytes(mode, {"type": "refetchEvaluation"}, event_id))
+        keep_alive = float(config.get("keepAlive", 5.0))
+        opened = time.monotonic()
+        next_ping = opened + keep_alive if keep_alive > 0 else None
+        deadline = opened + float(config.get("dropEvery", 2.0)) if mode == "drop" else None
+        while True:
+            if mode in ("silent", "chunks"):
+                wait = 0.5
+            else:
+                moments = [m for m in (next_ping, deadline) if m is not None]
+                wait = max(0.0, min(moments) - time.monotonic()) if moments else 0.5
+            try:
+                item = q.get(timeout=min(wait, 0.5))
+            except _queue.Empty:
+                item = None
+            now = time.monotonic()
+            if item is not None:
+                if item[0] == "reset":
+                    handler.reset_connection()
+                    return
+                if mode in ("silent",):
+                    continue
+                if item[0] == "raw":
+                    write(item[1])
+                else:
+                    write(_event_bytes(mode, item[1], item[2]))
+            if deadline is not None and now >= deadline:
+                return finish()
+            if next_ping is not None and now >= next_ping and mode not in ("silent", "chunks"):
+                write(b":keep-alive\n\n")
+                next_ping = now + keep_alive
+    finally:
+        with state.lock:
+            streams.listeners = [entry for entry in streams.listeners if entry[0] is not q]
+
+# == end of event streams ========================================================================
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -520,6 +907,8 @@ def main():
     parser.add_argument("--otlp-path", default="/v1/logs")
     parser.add_argument("--tls-cert", help="PEM certificate: serve HTTPS (with --tls-key)")
     parser.add_argument("--tls-key", help="PEM private key for --tls-cert")
+    parser.add_argument("--stream", help="event-stream mode (issue 23; see the event streams block)")
+    parser.add_argument("--stream-advertise", help="eventStreams shape: none, endpoint, endpoint-origin, url")
     args = parser.parse_args()
     flags = {"default": []}
     if args.flags:
@@ -527,6 +916,10 @@ def main():
             flags = json.load(f)
     server = Server(("127.0.0.1", 0), Handler)
     server.state = State(flags, args.exposure_path, args.otlp_path)
+    if args.stream or args.stream_advertise:  # event streams (issue 23)
+        config = stream_state(server.state).config
+        config["mode"] = args.stream or config["mode"]
+        config["advertise"] = args.stream_advertise or "endpoint"
     if args.tls_cert:
         import ssl
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -117,6 +117,7 @@ extension FlagClient {
         var stats = FlagClientStats(sync: sync?.engine.stats ?? SyncStats())
         stats.reads = readCounters.stats
         stats.exposures = exposureRecorder?.counters ?? ExposureCounters()
+        stats.stream = sync?.streams?.stats ?? EventStreamStats()
         return stats
     }
 

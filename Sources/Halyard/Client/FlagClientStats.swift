@@ -7,6 +7,8 @@ public struct FlagClientStats: Sendable, Hashable {
     /// Exposure counters (all zero offline): `recorded`, `deduplicated`, `sampledOut`,
     /// `dropped`, `sent`, `failed`.
     public var exposures = ExposureCounters()
+    /// Event-stream counters (docs/protocol.md, "Event streams"); all zero without a stream.
+    public var stream = EventStreamStats()
 
     /// Creates stats.
     public init(sync: SyncStats = SyncStats()) { self.sync = sync }

@@ -19,6 +19,8 @@ package final class OnlineSession: Sendable {
     let engine: RefreshEngine
     /// The exposure pipeline (closed with the session).
     let recorder: ExposureRecorder
+    /// The event stream (``ChangeDetection/automatic`` on a streaming transport), else nil.
+    let streams: EventStreamDriver?
     /// Status and events as the client reports them.
     let hub: ClientEventHub
     /// Publishes network, cached and bootstrap values in precedence order (docs/cache.md).
@@ -52,12 +54,14 @@ package final class OnlineSession: Sendable {
             timeout: options.requestTimeout > .zero ? options.requestTimeout : .seconds(10),
             maxResponseBytes: options.maxResponseBytes > 0 ? options.maxResponseBytes : 8 << 20)
         let machine = RefreshMachine.Configuration(
-            pollInterval: max(options.pollInterval, .zero),
+            pollInterval: options.changeDetection == .none ? .zero : max(options.pollInterval, .zero),
             pollJitter: options.pollJitter,
             // Full jitter from the first retry: a herd of clients spreads out at once.
             backoff: Backoff(base: options.initialBackoff, maximum: options.maxBackoff),
             staleAfter: options.effectiveStaleAfter,
             refreshIfStaleThreshold: options.refreshIfStaleThreshold)
+        let streams = Self.makeStreams(options: options, identity: identity, transport: transport)
+        self.streams = streams
         engine = RefreshEngine(
             configuration: .init(machine: machine, builder: builder),
             transport: transport,
@@ -68,8 +72,13 @@ package final class OnlineSession: Sendable {
                 confirmed: { confirmation in publisher.confirmed(confirmation) },
                 event: { hub.emit($0) },
                 status: { hub.statusChanged($0) },
-                closed: { hub.finish() }))
+                closed: { hub.finish() },
+                eventStreams: { streams?.advertised($0) }))
         recorder = Self.makeExposureRecorder(options: options, identity: identity, transport: transport)
+        streams?.attach(
+            .init(
+                fetch: { [weak engine] fetch in await engine?.streamFetch(fetch) },
+                pollInterval: { [weak engine] interval in engine?.setPollInterval(interval) }))
     }
 
     private static func makeExposureRecorder(
@@ -199,6 +208,7 @@ package final class OnlineSession: Sendable {
             return s.hooks
         }
         guard let hooks else { return }
+        streams?.close()
         engine.close()
         recorder.close()
         for hook in hooks { hook() }

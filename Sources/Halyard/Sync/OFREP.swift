@@ -21,6 +21,9 @@ public import Foundation
     public var metadata: FlagMetadata
     /// Items that had no string `key`, or an empty one, and were skipped.
     public var skippedItems: Int
+    /// The change streams the response advertises (`eventStreams`, ADR-0008), resolved and
+    /// checked; empty when it advertises none (see `OFREPEventStream.streams(from:controlPlane:)`).
+    package var eventStreams: [OFREPEventStream] = []
 
     /// Decodes a response body.
     ///
@@ -33,7 +36,14 @@ public import Foundation
     /// Parsing is the project's strict RFC 8259 parser (integer/float distinction kept;
     /// duplicate member names, invalid UTF-8 and trailing data rejected), with
     /// ``JSONParsingLimits/ofrepResponse`` limits capped at `limit` bytes.
-    public static func decode(_ body: Data, limit: Int) throws(OFREPDecodingError) -> OFREPResponse {
+    ///
+    /// `controlPlane` (the base URL) resolves `eventStreams` entries given as an `endpoint`
+    /// without `origin`, and decides which streams are on the control plane's own origin; without
+    /// it such entries are dropped and no stream counts as same-origin. An invalid
+    /// `eventStreams` never makes the body unusable.
+    public static func decode(_ body: Data, limit: Int, controlPlane: URL? = nil) throws(OFREPDecodingError)
+        -> OFREPResponse
+    {
         guard body.count <= limit else { throw .tooLarge(limit: limit) }
         var limits = JSONParsingLimits.ofrepResponse
         limits.maxInputBytes = max(limit, 0)
@@ -61,7 +71,9 @@ public import Foundation
                 flags.append(flag)
             }
         }
-        return OFREPResponse(flags: flags, metadata: metadata(members["metadata"]), skippedItems: skipped)
+        var response = OFREPResponse(flags: flags, metadata: metadata(members["metadata"]), skippedItems: skipped)
+        response.eventStreams = OFREPEventStream.streams(from: members["eventStreams"], controlPlane: controlPlane)
+        return response
     }
 
     static func servedFlag(_ item: JSONValue) -> ServedFlag? {
@@ -142,15 +154,17 @@ extension RefreshMachine.Outcome {
     /// The status policy of docs/protocol.md applied to one response: 200 with a body that
     /// decodes → `updated` (with the decoded flags), 304, 400, 401/403, 429, other 2xx and
     /// unparseable or oversized bodies → transient (like a 5xx), anything else → transient with
-    /// its status. `Retry-After` is parsed against `wallNow`.
-    static func classify(_ response: TransportResponse, maxResponseBytes: Int, wallNow: Date)
+    /// its status. `Retry-After` is parsed against `wallNow`; `controlPlane` (the base URL)
+    /// resolves the advertised event streams (``OFREPResponse/decode(_:limit:controlPlane:)``).
+    static func classify(_ response: TransportResponse, maxResponseBytes: Int, wallNow: Date, controlPlane: URL? = nil)
         -> (outcome: RefreshMachine.Outcome, decoded: OFREPResponse?)
     {
         let retryAfter = response.header("Retry-After").flatMap { RetryAfter.parse($0, now: wallNow) }
         switch response.status {
         case 200:
             do {
-                let decoded = try OFREPResponse.decode(response.body, limit: maxResponseBytes)
+                let decoded = try OFREPResponse.decode(
+                    response.body, limit: maxResponseBytes, controlPlane: controlPlane)
                 return (.updated(etag: response.header("ETag")), decoded)
             } catch .tooLarge {
                 return (.transient(.tooLarge, retryAfter: nil), nil)

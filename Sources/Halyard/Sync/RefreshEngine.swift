@@ -43,6 +43,8 @@ struct SyncObserver: Sendable {
     var status: @Sendable (ClientStatus) -> Void = { _ in }
     /// The engine closed: no event follows.
     var closed: @Sendable () -> Void = {}
+    /// The event streams a 200 advertised (possibly none), after its values were published.
+    var eventStreams: @Sendable ([OFREPEventStream]) -> Void = { _ in }
 }
 
 /// Runs ``RefreshMachine`` against a real transport and clock: sends requests, sleeps until the
@@ -62,6 +64,7 @@ final class RefreshEngine: Sendable {
         case resumeBool([CheckedContinuation<Bool, Never>], Bool)
         case log(HalyardLogLevel, String)
         case status(ClientStatus)
+        case eventStreams([OFREPEventStream])
         /// What `ready()` may report from now on; resolves waiting `ready()` callers.
         case readiness(Readiness)
         case closed
@@ -84,6 +87,8 @@ final class RefreshEngine: Sendable {
         var context: FittedContext?
         var tasks: [UInt64: Task<Void, Never>] = [:]
         var refreshWaiters: [UInt64: [CheckedContinuation<Void, Never>]] = [:]
+        /// ``streamFetch(_:)`` callers by request, resumed with whether they joined it.
+        var streamWaiters: [UInt64: [(CheckedContinuation<Bool, Never>, joined: Bool)]] = [:]
         /// `identify` callers by generation, then by waiter id (so a cancelled caller can leave).
         var identifyWaiters: [UInt64: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
         var readyWaiters: [UInt64: ReadyWaiter] = [:]
@@ -224,6 +229,40 @@ final class RefreshEngine: Sendable {
             if resumeNow { c.resume() }
         }
     }
+
+    // MARK: - Event stream (docs/protocol.md, "Event streams"; see EventStreamDriver.swift)
+
+    /// The event stream's fetch: sent now (with its `flagConfig*` parameters, or without
+    /// `If-None-Match` for `activated`) and returns when it is over. When a fetch for the
+    /// current context is already in flight it waits for that one and then sends its own (the
+    /// change the event announces may postdate it), at most three rounds. Returns at once when
+    /// nothing may be sent (closed, key refused, `Retry-After` or backoff in force).
+    func streamFetch(_ fetch: EventStreamMachine.Fetch) async {
+        for _ in 0..<3 {
+            let joined = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                var joined: Bool?
+                process(.streamFetch(fetch)) { _ in
+                } after: { s, step in
+                    if case .request(let id) = step.wait {
+                        let wasJoined = s.machine.streamJoinedInFlight
+                        joined = wasJoined
+                        if !wasJoined { s.stats.streamFetches += 1 }
+                        s.streamWaiters[id, default: []].append((c, wasJoined))
+                    }
+                }
+                if joined == nil { c.resume(returning: false) }
+            }
+            if !joined { return }
+        }
+    }
+
+    /// Polls at `interval` from now on (the stream's safety net while healthy).
+    func setPollInterval(_ interval: Duration) {
+        process(.setPollInterval(interval))
+    }
+
+    /// The polling interval in force.
+    var pollInterval: Duration { state.withLock { $0.machine.pollInterval } }
 
     /// Waits until values confirmed for the current context are served, or `timeout` passes.
     func ready(timeout: Duration) async -> Bool {
@@ -374,6 +413,7 @@ final class RefreshEngine: Sendable {
                     SyncedValues(
                         flags: decoded.flags, fingerprint: fingerprint, etag: s.machine.etag, confirmedAt: wall,
                         key: key)))
+            s.outbox.append(.eventStreams(decoded.eventStreams))
         case .confirm:
             s.stats.lastConfirmation = wall
             if let fingerprint = s.machine.valuesFingerprint {
@@ -389,6 +429,13 @@ final class RefreshEngine: Sendable {
         case .finished(let id):
             s.tasks.removeValue(forKey: id)
             if let waiters = s.refreshWaiters.removeValue(forKey: id) { s.outbox.append(.resume(waiters)) }
+            if let waiters = s.streamWaiters.removeValue(forKey: id) {
+                // Joined callers ask again (true); the others are done (false).
+                let joined = waiters.filter(\.joined).map(\.0)
+                let own = waiters.filter { !$0.joined }.map(\.0)
+                if !joined.isEmpty { s.outbox.append(.resumeBool(joined, true)) }
+                if !own.isEmpty { s.outbox.append(.resumeBool(own, false)) }
+            }
         case .identifyResolved(let generation, let ok):
             if let waiters = s.identifyWaiters.removeValue(forKey: generation) {
                 s.outbox.append(.resumeBool(Array(waiters.values), ok))
@@ -434,7 +481,8 @@ final class RefreshEngine: Sendable {
         // Read once: the answer is saved under the key this request carried (docs/cache.md).
         let key = configuration.builder.identity.key
         let transportRequest = configuration.builder.request(
-            contextJSON: contextJSON, ifNoneMatch: request.ifNoneMatch, key: key)
+            contextJSON: contextJSON, ifNoneMatch: request.ifNoneMatch, flagConfigEtag: request.flagConfigEtag,
+            flagConfigLastModified: request.flagConfigLastModified, key: key)
         let outcome: RefreshMachine.Outcome
         var decoded: OFREPResponse?
         var status: Int?
@@ -443,7 +491,8 @@ final class RefreshEngine: Sendable {
             if Task.isCancelled { return }
             status = response.status
             (outcome, decoded) = RefreshMachine.Outcome.classify(
-                response, maxResponseBytes: configuration.builder.maxResponseBytes, wallNow: clock.wallNow)
+                response, maxResponseBytes: configuration.builder.maxResponseBytes, wallNow: clock.wallNow,
+                controlPlane: configuration.builder.identity.baseURL)
         } catch let error as TransportError {
             if Task.isCancelled { return }
             switch error {
@@ -503,6 +552,8 @@ final class RefreshEngine: Sendable {
             logHandler?(level, message)
         case .status(let status):
             observer.status(status)
+        case .eventStreams(let streams):
+            observer.eventStreams(streams)
         case .readiness(let readiness):
             let waiters = state.withLock { s -> [ReadyWaiter] in
                 s.reported = readiness

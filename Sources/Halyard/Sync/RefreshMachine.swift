@@ -15,6 +15,8 @@ struct RefreshMachine: Sendable {
     /// Why a request is sent.
     enum Trigger: String, Sendable, Hashable {
         case start, identify, refresh, refreshIfStale, poll, retry
+        /// Asked for by the event stream (docs/protocol.md, "Event streams").
+        case stream
     }
 
     /// A fetch the engine must send: for the context of `generation`, with `If-None-Match`
@@ -25,6 +27,9 @@ struct RefreshMachine: Sendable {
         var fingerprint: String
         var ifNoneMatch: String?
         var trigger: Trigger
+        /// `flagConfigEtag` / `flagConfigLastModified` query parameters (event-triggered only).
+        var flagConfigEtag: String? = nil
+        var flagConfigLastModified: String? = nil
     }
 
     /// Why a fetch failed without a usable HTTP answer, or with one that is treated like a 5xx.
@@ -69,6 +74,10 @@ struct RefreshMachine: Sendable {
         /// them; `If-None-Match` carries the ETag only while the fingerprint is the current one.
         /// Ignored once other values are held, after an `identify`, or when closed.
         case cachedValues(fingerprint: String, etag: String?)
+        /// The event stream asks for a fetch (see `RefreshMachine+Stream.swift`).
+        case streamFetch(EventStreamMachine.Fetch)
+        /// The event stream changes the polling interval (safety net while it is healthy).
+        case setPollInterval(Duration)
     }
 
     enum Effect: Sendable, Hashable {
@@ -138,6 +147,12 @@ struct RefreshMachine: Sendable {
     private(set) var backoffUntil: Duration?
     private(set) var retryNotBefore: Duration?
     private(set) var nextPollAt: Duration?
+    /// The polling interval in force (the configuration's, until the event stream changes it).
+    private(set) var pollInterval: Duration
+    /// When the last poll delay was drawn from (the last success or 400).
+    private(set) var pollBase: Duration?
+    /// The stream's fetch was joined to a request already in flight (the stream asks again).
+    private(set) var streamJoinedInFlight = false
     private(set) var authBlocked = false
     /// A 400/401/403 for the current context and key that no success has cleared yet.
     private(set) var hardError = false
@@ -153,6 +168,7 @@ struct RefreshMachine: Sendable {
 
     init(configuration: Configuration) {
         self.configuration = configuration
+        pollInterval = configuration.pollInterval
     }
 
     /// Whether values confirmed by the control plane for the current context are served.
@@ -176,7 +192,7 @@ struct RefreshMachine: Sendable {
             return nil
         } else if failures > 0 {
             wake = max(backoffUntil ?? .zero, retryNotBefore ?? .zero)
-        } else if configuration.pollInterval > .zero, let poll = nextPollAt {
+        } else if pollInterval > .zero, let poll = nextPollAt {
             wake = max(poll, retryNotBefore ?? .zero)
         }
         if status == .ready, lastFetchFailed, let confirmed = lastConfirmation {
@@ -266,6 +282,12 @@ struct RefreshMachine: Sendable {
                 etag = cachedETag
                 etagFingerprint = fingerprint
             }
+        case .streamFetch(let fetch):
+            streamJoinedInFlight = false
+            guard started, !closed, !contextInvalid else { break }
+            step.wait = sendForStream(fetch, now: now, into: &step)
+        case .setPollInterval(let interval):
+            changePollInterval(to: interval, random: &random)
         case .close:
             guard !closed else { break }
             closed = true
@@ -287,6 +309,10 @@ struct RefreshMachine: Sendable {
 
     // MARK: - Internals
 
+    /// Storage setters for `RefreshMachine+Stream.swift` (the properties stay `private(set)`).
+    mutating func setPollIntervalStorage(_ interval: Duration) { pollInterval = interval }
+    mutating func resetNextPoll(_ at: Duration?) { nextPollAt = at }
+
     /// Cancels the request in flight, if any, and releases its `refresh()` callers.
     private mutating func cancelInFlight(into step: inout Step) {
         guard let inFlight else { return }
@@ -295,9 +321,16 @@ struct RefreshMachine: Sendable {
         self.inFlight = nil
     }
 
-    private mutating func send(_ trigger: Trigger, now: Duration, into step: inout Step, ignoreBackoff: Bool) -> Wait {
+    mutating func send(
+        _ trigger: Trigger, now: Duration, into step: inout Step, ignoreBackoff: Bool,
+        stream: EventStreamMachine.Fetch? = nil
+    ) -> Wait {
         guard let fingerprint = currentFingerprint else { return .none }
-        if let inFlight, inFlight.request.generation == generation { return .request(inFlight.request.id) }
+        streamJoinedInFlight = false
+        if let inFlight, inFlight.request.generation == generation {
+            streamJoinedInFlight = stream != nil
+            return .request(inFlight.request.id)
+        }
         cancelInFlight(into: &step)
         if let notBefore = retryNotBefore, now < notBefore {
             // Owed whatever caused it: a deferred key change or refresh must not be lost when
@@ -315,16 +348,19 @@ struct RefreshMachine: Sendable {
             id: nextRequestID,
             generation: generation,
             fingerprint: fingerprint,
-            ifNoneMatch: (etagFingerprint == fingerprint && valuesFingerprint == fingerprint && hasValues) ? etag : nil,
-            trigger: trigger
+            ifNoneMatch: (etagFingerprint == fingerprint && valuesFingerprint == fingerprint && hasValues
+                && stream?.unconditional != true) ? etag : nil,
+            trigger: trigger,
+            flagConfigEtag: stream?.flagConfigEtag,
+            flagConfigLastModified: stream?.flagConfigLastModified
         )
         inFlight = InFlight(request: request, sentAt: now)
         step.effects.append(.send(request))
         return .request(request.id)
     }
 
-    private mutating func jitteredPoll(random: inout SplitMix64) -> Duration? {
-        let interval = configuration.pollInterval
+    mutating func jitteredPoll(random: inout SplitMix64) -> Duration? {
+        let interval = pollInterval
         guard interval > .zero else { return nil }
         let jitter = min(max(configuration.pollJitter, 0), 1)
         let factor = 1 + jitter * (2 * random.unit() - 1)
@@ -367,6 +403,7 @@ struct RefreshMachine: Sendable {
         authBlocked = false
         lastFetchFailed = false
         nextPollAt = jitteredPoll(random: &random).map { now + $0 }
+        pollBase = now
         reconciling = false
         if contextChangePending {
             contextChangePending = false
@@ -389,6 +426,7 @@ struct RefreshMachine: Sendable {
             failures = 0
             backoffUntil = nil
             nextPollAt = jitteredPoll(random: &random).map { now + $0 }
+            pollBase = now
             code = .invalidContext
             message = "the control plane rejected the context (400)"
         case .unauthorized(let statusCode):

@@ -32,6 +32,9 @@ public struct SyncStats: Sendable, Hashable {
     public var contextTrims = 0
     /// The attribute names dropped from the current context by fitting.
     public var droppedAttributes: [String] = []
+    /// Fetches sent because the event stream asked (after a connect, a `refetchEvaluation`
+    /// event, or `setActive(true)`); also counted in ``requestsSent``.
+    public var streamFetches = 0
 
     /// Creates empty counters.
     public init() {}

@@ -1,0 +1,20 @@
+import Foundation
+
+extension OnlineSession {
+    /// The event-stream driver for these options: only with ``ChangeDetection/automatic`` and a
+    /// transport that can stream (else the client polls as before).
+    static func makeStreams(
+        options: FlagClientOptions, identity: ClientIdentity, transport: any FlagTransport
+    ) -> EventStreamDriver? {
+        guard options.changeDetection == .automatic, let streaming = transport as? any StreamingTransport else {
+            return nil
+        }
+        var machine = EventStreamMachine.Configuration()
+        machine.pollInterval = max(options.pollInterval, .zero)
+        machine.inactivityDelayOverride = options.streamInactivityDelay
+        machine.connectTimeout = options.requestTimeout > .zero ? options.requestTimeout : .seconds(10)
+        return EventStreamDriver(
+            configuration: .init(machine: machine, identity: identity), transport: streaming, clock: options.clock,
+            logHandler: options.logHandler)
+    }
+}

@@ -1,0 +1,312 @@
+import Foundation
+
+/// Counters of the event stream (SPEC §14). Never carries the stream's URL or any payload.
+public struct EventStreamStats: Sendable, Hashable {
+    /// Whether a stream is advertised by the control plane and followed.
+    public var advertised = false
+    /// Whether the stream is connected now.
+    public var connected = false
+    /// Whether the stream counts as healthy (polling then runs at the safety interval).
+    public var healthy = false
+    /// Connection attempts.
+    public var connects = 0
+    /// Attempts that reached a 2xx `text/event-stream` head.
+    public var connections = 0
+    /// Failures: refused, non-2xx, dropped, silent too long, unparseable.
+    public var failures = 0
+    /// `refetchEvaluation` events received.
+    public var refetchEvents = 0
+    /// Events of another `type` (or not JSON), ignored.
+    public var ignoredEvents = 0
+    /// Events folded into the one pending fetch (coalesced).
+    public var coalescedEvents = 0
+    /// Streams closed because no byte arrived within the read-inactivity timeout.
+    public var inactivityCloses = 0
+
+    /// Creates empty counters.
+    public init() {}
+}
+
+/// Performs ``EventStreamMachine``'s actions: opens and closes the stream on a
+/// ``StreamingTransport``, parses it (``EventStreamParser``), sleeps on the injected clock
+/// until the machine's next wake, and hands fetches and polling changes to its owner. Actions
+/// run in order, from one thread at a time, never while its lock is held; nothing here touches
+/// the read path. The stream's URL lives only in ``State/stream`` and in the requests sent to
+/// it: it is never logged, counted, or passed to the owner.
+final class EventStreamDriver: Sendable {
+    struct Configuration: Sendable {
+        var machine: EventStreamMachine.Configuration
+        /// The credential and identity headers, sent only to a stream on the control plane's origin.
+        var identity: ClientIdentity
+    }
+
+    /// What the driver asks of its owner.
+    struct Owner: Sendable {
+        /// Send this fetch and return when it is over.
+        var fetch: @Sendable (EventStreamMachine.Fetch) async -> Void
+        /// Poll at this interval from now on.
+        var pollInterval: @Sendable (Duration) -> Void
+    }
+
+    private enum Delivery {
+        case open(UInt64, OFREPEventStream, lastEventID: String?)
+        case close(Task<Void, Never>?)
+        case fetch(EventStreamMachine.Fetch)
+        case pollInterval(Duration)
+        case log(HalyardLogLevel, String)
+    }
+
+    private struct State: Sendable {
+        var machine: EventStreamMachine
+        var random: SplitMix64
+        /// The stream followed (sensitive: its URL never leaves this struct but to the transport).
+        var stream: OFREPEventStream?
+        var lastEventID: String?
+        var tasks: [UInt64: Task<Void, Never>] = [:]
+        var timer: (wake: Duration, task: Task<Void, Never>)?
+        var outbox: [Delivery] = []
+        var draining = false
+    }
+
+    private let configuration: Configuration
+    private let transport: any StreamingTransport
+    private let clock: any HalyardClock
+    private let logHandler: HalyardLogHandler?
+    private let owner = Locked<Owner?>(nil)
+    private let state: Locked<State>
+
+    init(
+        configuration: Configuration, transport: any StreamingTransport, clock: any HalyardClock,
+        logHandler: HalyardLogHandler?, seed: UInt64 = UInt64.random(in: .min ... .max)
+    ) {
+        self.configuration = configuration
+        self.transport = transport
+        self.clock = clock
+        self.logHandler = logHandler
+        state = Locked(
+            State(machine: EventStreamMachine(configuration: configuration.machine), random: SplitMix64(seed: seed)))
+    }
+
+    // MARK: - Operations
+
+    /// Sets who performs fetches and polling changes (once, before the first advertisement).
+    func attach(_ owner: Owner) {
+        self.owner.withLock { $0 = owner }
+    }
+
+    /// The streams a bulk response advertised (already decoded and checked): follows the first
+    /// (a new URL reconnects; none withdraws the one followed).
+    func advertised(_ streams: [OFREPEventStream]) {
+        let chosen = streams.first
+        var inputs: [EventStreamMachine.Input] = []
+        state.withLock { s in
+            if let chosen {
+                if let current = s.stream, current.url == chosen.url,
+                    current.sameOriginAsControlPlane == chosen.sameOriginAsControlPlane
+                {
+                    s.stream = chosen
+                    inputs = [.advertised(inactivityDelay: chosen.inactivityDelay)]
+                    return
+                }
+                if s.stream != nil { inputs.append(.withdrawn) }
+                s.stream = chosen
+                s.lastEventID = nil
+                inputs.append(.advertised(inactivityDelay: chosen.inactivityDelay))
+            } else if s.stream != nil {
+                s.stream = nil
+                inputs = [.withdrawn]
+            }
+        }
+        for input in inputs { process(input) }
+    }
+
+    /// `FlagClient.setActive(_:)`.
+    func setActive(_ active: Bool) { process(.setActive(active)) }
+
+    /// Closes the stream for good.
+    func close() { process(.stop) }
+
+    /// Counters (no URL).
+    var stats: EventStreamStats {
+        state.withLock { s in
+            let c = s.machine.counters
+            var stats = EventStreamStats()
+            stats.advertised = s.stream != nil
+            if case .connected = s.machine.phase { stats.connected = true }
+            stats.healthy = s.machine.isHealthy
+            stats.connects = c.connects
+            stats.connections = c.connected
+            stats.failures = c.failures
+            stats.refetchEvents = c.refetchEvents
+            stats.ignoredEvents = c.ignoredEvents
+            stats.coalescedEvents = c.coalescedEvents
+            stats.inactivityCloses = c.inactivityCloses
+            return stats
+        }
+    }
+
+    /// The machine's phase (tests).
+    var phase: EventStreamMachine.Phase { state.withLock { $0.machine.phase } }
+
+    // MARK: - The loop
+
+    private func process(_ input: EventStreamMachine.Input, prepare: (inout State) -> Void = { _ in }) {
+        let now = clock.monotonicNow
+        var cancels: [Task<Void, Never>] = []
+        state.withLock { s in
+            prepare(&s)
+            let actions = s.machine.event(input, now: now, random: &s.random)
+            for action in actions {
+                switch action {
+                case .connect(let id):
+                    if let stream = s.stream { s.outbox.append(.open(id, stream, lastEventID: s.lastEventID)) }
+                case .disconnect(let id):
+                    s.outbox.append(.close(s.tasks.removeValue(forKey: id)))
+                case .fetch(let fetch): s.outbox.append(.fetch(fetch))
+                case .pollInterval(let interval): s.outbox.append(.pollInterval(interval))
+                case .log(let level, let message): s.outbox.append(.log(level, message))
+                }
+            }
+            if case .stopped = s.machine.phase {
+                for (_, task) in s.tasks { cancels.append(task) }
+                s.tasks.removeAll()
+            }
+            reschedule(&s, cancels: &cancels)
+        }
+        for task in cancels { task.cancel() }
+        drain()
+    }
+
+    private func reschedule(_ s: inout State, cancels: inout [Task<Void, Never>]) {
+        let wake = s.machine.nextWake
+        if let timer = s.timer {
+            if timer.wake == wake { return }
+            cancels.append(timer.task)
+            s.timer = nil
+        }
+        guard let wake else { return }
+        let clock = self.clock
+        let task = Task { [weak self] in
+            while case let delay = wake - clock.monotonicNow, delay > .zero {
+                do { try await clock.sleep(for: delay) } catch { return }
+            }
+            self?.timerFired(wake)
+        }
+        s.timer = (wake, task)
+    }
+
+    private func timerFired(_ wake: Duration) {
+        let current = state.withLock { s -> Bool in
+            guard let timer = s.timer, timer.wake == wake else { return false }
+            s.timer = nil
+            return true
+        }
+        if current { process(.timer) }
+    }
+
+    private func drain() {
+        while true {
+            let batch: [Delivery]? = state.withLock { s in
+                if s.draining || s.outbox.isEmpty { return nil }
+                s.draining = true
+                defer { s.outbox.removeAll() }
+                return s.outbox
+            }
+            guard let batch else { return }
+            for delivery in batch { deliver(delivery) }
+            state.withLock { $0.draining = false }
+        }
+    }
+
+    private func deliver(_ delivery: Delivery) {
+        switch delivery {
+        case .open(let id, let stream, let lastEventID):
+            let task = Task { [weak self] () -> Void in
+                await self?.run(connection: id, stream: stream, lastEventID: lastEventID)
+            }
+            let stale = state.withLock { s -> Bool in
+                guard s.machine.connection == id, !Self.isStopped(s.machine.phase) else { return true }
+                s.tasks[id] = task
+                return false
+            }
+            if stale { task.cancel() }
+        case .close(let task):
+            task?.cancel()
+        case .fetch(let fetch):
+            let owner = self.owner.value
+            Task { [weak self] in
+                await owner?.fetch(fetch)
+                self?.process(.fetchFinished)
+            }
+        case .pollInterval(let interval):
+            owner.value?.pollInterval(interval)
+        case .log(let level, let message):
+            logHandler?(level, message)
+        }
+    }
+
+    private static func isStopped(_ phase: EventStreamMachine.Phase) -> Bool {
+        if case .stopped = phase { return true }
+        return false
+    }
+
+    /// The GET of SPEC §14: `Accept: text/event-stream`; the identity headers only on the
+    /// control plane's own origin; `Last-Event-ID` when an id was seen.
+    func request(for stream: OFREPEventStream, lastEventID: String?) -> TransportRequest {
+        var headers: [String: String] = stream.sameOriginAsControlPlane ? configuration.identity.headers : [:]
+        headers["Accept"] = "text/event-stream"
+        headers["Cache-Control"] = "no-cache"
+        if let lastEventID, !lastEventID.isEmpty { headers["Last-Event-ID"] = lastEventID }
+        return TransportRequest(
+            method: "GET", url: stream.url, headers: headers, body: Data(),
+            timeout: configuration.machine.connectTimeout, maxResponseBytes: 64 << 10)
+    }
+
+    private func run(connection id: UInt64, stream: OFREPEventStream, lastEventID: String?) async {
+        let request = request(for: stream, lastEventID: lastEventID)
+        let opened: TransportStream
+        do {
+            opened = try await transport.openStream(
+                request, inactivityTimeout: configuration.machine.readInactivityTimeout)
+        } catch {
+            if Task.isCancelled { return }
+            process(.closed(connection: id, .transportError))
+            return
+        }
+        let isEventStream = (opened.headers["content-type"] ?? "").lowercased().hasPrefix("text/event-stream")
+        process(.opened(connection: id, status: opened.status, isEventStream: isEventStream))
+        guard (200..<300).contains(opened.status), isEventStream, !Task.isCancelled else {
+            opened.cancel()
+            return
+        }
+        var parser = EventStreamParser()
+        let reason: EventStreamMachine.CloseReason
+        do {
+            try await withTaskCancellationHandler {
+                for try await chunk in opened.chunks {
+                    if Task.isCancelled { break }
+                    let output = try parser.feed(chunk)
+                    if output.sawBytes || output.retry != nil {
+                        process(.bytes(connection: id, retry: output.retry))
+                    }
+                    for event in output.events {
+                        let eventID = event.lastEventID
+                        process(.message(connection: id, data: event.data)) { s in
+                            if s.machine.connection == id { s.lastEventID = eventID }
+                        }
+                    }
+                }
+            } onCancel: {
+                opened.cancel()
+            }
+            reason = .ended
+        } catch is EventStreamError {
+            reason = .garbage
+        } catch {
+            reason = .transportError
+        }
+        opened.cancel()
+        if Task.isCancelled { return }
+        process(.closed(connection: id, reason))
+    }
+}

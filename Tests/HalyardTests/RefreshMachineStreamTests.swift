@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+
+@testable import Halyard
+
+@Suite("Refresh machine: the event stream's inputs")
+struct RefreshMachineStreamTests {
+    @Test("an event fetch carries flagConfig parameters and If-None-Match; an activated one neither header")
+    func streamFetchParameters() throws {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        try d.respond(.updated(etag: "\"e1\""))
+        d.feed(.streamFetch(.init(reason: .event, flagConfigEtag: "\"v2\"", flagConfigLastModified: "17")))
+        #expect(d.sent.last?.trigger == .stream)
+        #expect(d.sent.last?.ifNoneMatch == "\"e1\"")
+        #expect(d.sent.last?.flagConfigEtag == "\"v2\"")
+        #expect(d.sent.last?.flagConfigLastModified == "17")
+        try d.respond(.notModified)
+        d.feed(.streamFetch(.init(reason: .activated)))
+        #expect(d.sent.last?.ifNoneMatch == nil)
+        #expect(d.sent.last?.flagConfigEtag == nil)
+        try d.respond(.updated(etag: "\"e2\""))
+        d.feed(.streamFetch(.init(reason: .connected)))
+        #expect(d.sent.last?.ifNoneMatch == "\"e2\"")
+        #expect(d.sent.last?.flagConfigEtag == nil)
+    }
+
+    @Test("a stream fetch while another fetch is in flight joins it and says so (the stream asks again)")
+    func joinsInFlight() throws {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        let step = d.feed(.streamFetch(.init(reason: .event)))
+        #expect(d.sent.count == 1)
+        #expect(step.wait == .request(try d.inFlightID))
+        #expect(d.machine.streamJoinedInFlight)
+        try d.respond(.updated(etag: nil))
+        d.feed(.streamFetch(.init(reason: .event)))
+        #expect(d.sent.count == 2)
+        #expect(d.machine.streamJoinedInFlight == false)
+    }
+
+    @Test("a stream fetch never bypasses backoff, Retry-After or a refused key")
+    func obeysBackoff() throws {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        try d.respond(.transient(.status(503), retryAfter: nil))
+        #expect(d.feed(.streamFetch(.init(reason: .event))).wait == .none)
+        #expect(d.sent.count == 1)
+        var r = MachineDriver()
+        r.feed(.start(fingerprint: "fp"))
+        try r.respond(.rateLimited(retryAfter: .seconds(60)))
+        #expect(r.feed(.streamFetch(.init(reason: .event))).wait == .none)
+        #expect(r.sent.count == 1)
+        var a = MachineDriver()
+        a.feed(.start(fingerprint: "fp"))
+        try a.respond(.unauthorized(status: 401))
+        #expect(a.feed(.streamFetch(.init(reason: .event))).wait == .none)
+        #expect(a.sent.count == 1)
+    }
+
+    @Test("changing the poll interval re-draws the next poll from the last success")
+    func pollIntervalChange() throws {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        try d.respond(.updated(etag: nil))
+        #expect(try d.nextWake <= .seconds(33))
+        d.feed(.setPollInterval(.seconds(300)))
+        let safety = try d.nextWake
+        #expect(safety >= .seconds(270) && safety <= .seconds(330))
+        d.now = .seconds(100)
+        d.feed(.setPollInterval(.seconds(30)))
+        // Overdue under the normal interval: polls at once.
+        #expect(try d.nextWake <= .seconds(33))
+        d.fireTimer()
+        #expect(d.sent.last?.trigger == .poll)
+        d.feed(.setPollInterval(.zero))
+        try d.respond(.updated(etag: nil))
+        #expect(d.machine.nextWake == nil)
+    }
+
+    @Test("flagConfig query values are forwarded verbatim and percent-encoded (+ as %2B, quotes kept)")
+    func flagConfigEncoding() throws {
+        let base = try #require(URL(string: "http://127.0.0.1:8080/ofrep/v1/evaluate/flags"))
+        let url = OFREPRequestBuilder.endpoint(
+            base, flagConfigEtag: "\"a+b/c d\"", flagConfigLastModified: "1733061234")
+        #expect(
+            url.absoluteString
+                == "http://127.0.0.1:8080/ofrep/v1/evaluate/flags?flagConfigEtag=%22a%2Bb%2Fc%20d%22&flagConfigLastModified=1733061234"
+        )
+        #expect(OFREPRequestBuilder.endpoint(base, flagConfigEtag: nil, flagConfigLastModified: nil) == base)
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+
+@testable import Halyard
+
+/// A deterministic, in-memory control plane that can stream (SPEC §14): the bulk endpoint
+/// answers from a versioned flag set (ETag `"v<version>"`, 304 on a matching `If-None-Match`)
+/// and advertises one event stream; `openStream` hands out connections a test pushes text to,
+/// closes or fails. Every request is recorded.
+final class ScriptedStreamTransport: StreamingTransport, Sendable {
+    /// What the stream answers when opened.
+    enum StreamAnswer: Sendable {
+        case eventStream
+        case status(Int)
+        case refuse
+    }
+
+    struct Recorded: Sendable {
+        var method: String
+        var url: URL
+        var headers: [String: String]
+        var at: Duration
+    }
+
+    private struct Connection {
+        var continuation: AsyncThrowingStream<Data, any Error>.Continuation
+        var closed = false
+    }
+
+    private struct State {
+        var version = 1
+        var advertise = true
+        var streamAnswer = StreamAnswer.eventStream
+        var requests: [Recorded] = []
+        var connections: [Connection] = []
+        var held = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// The advertised stream's URL: it carries a secret, so tests can check it never leaks.
+    static let secret = "tok3n-s3cr3t"
+    let streamURL: String
+    let clock: any HalyardClock
+    private let state = Locked(State())
+
+    init(
+        clock: any HalyardClock,
+        streamURL: String = "http://127.0.0.1:9/ofrep/v1/sse?token=\(ScriptedStreamTransport.secret)"
+    ) {
+        self.clock = clock
+        self.streamURL = streamURL
+    }
+
+    // MARK: - Script
+
+    /// Changes the flag set on the "server" (the next fetch sees version + 1).
+    func change() { state.withLock { $0.version += 1 } }
+    var version: Int { state.withLock { $0.version } }
+    func setAdvertise(_ on: Bool) { state.withLock { $0.advertise = on } }
+    func setStreamAnswer(_ answer: StreamAnswer) { state.withLock { $0.streamAnswer = answer } }
+
+    /// Sends raw event-stream text on the newest open connection.
+    func push(_ text: String) {
+        let c = state.withLock { $0.connections.last(where: { !$0.closed })?.continuation }
+        c?.yield(Data(text.utf8))
+    }
+
+    /// A `refetchEvaluation` event on the newest open connection.
+    func pushRefetch(etag: String? = nil) {
+        var data = #"{"type":"refetchEvaluation""#
+        if let etag { data += #","etag":"# + etag }
+        push("data: " + data + "}\n\n")
+    }
+
+    /// Closes the newest open connection cleanly (the server dropped it).
+    func drop() {
+        let c = state.withLock { s -> AsyncThrowingStream<Data, any Error>.Continuation? in
+            guard let i = s.connections.lastIndex(where: { !$0.closed }) else { return nil }
+            s.connections[i].closed = true
+            return s.connections[i].continuation
+        }
+        c?.finish()
+    }
+
+    /// Holds every bulk answer until ``release()`` (to see coalescing deterministically).
+    func hold() { state.withLock { $0.held = true } }
+    func release() {
+        let waiting = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.held = false
+            defer { s.waiting.removeAll() }
+            return s.waiting
+        }
+        for c in waiting { c.resume() }
+    }
+    var heldFetches: Int { state.withLock { $0.waiting.count } }
+
+    // MARK: - Observations
+
+    var requests: [Recorded] { state.withLock { $0.requests } }
+    var fetches: [Recorded] { requests.filter { $0.method == "POST" } }
+    var streamOpens: [Recorded] { requests.filter { $0.method == "GET" } }
+    var openConnections: Int { state.withLock { $0.connections.filter { !$0.closed }.count } }
+
+    // MARK: - Transport
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        state.withLock { s in
+            s.requests.append(
+                .init(method: request.method, url: request.url, headers: request.headers, at: clock.monotonicNow))
+        }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { s -> Bool in
+                if s.held { s.waiting.append(c) }
+                return !s.held
+            }
+            if resumeNow { c.resume() }
+        }
+        let (version, advertise) = state.withLock { ($0.version, $0.advertise) }
+        let etag = "\"v\(version)\""
+        if request.headers["If-None-Match"] == etag {
+            return TransportResponse(status: 304, headers: ["ETag": etag])
+        }
+        var body = #"{"flags":[{"key":"version","value":\#(version),"reason":"STATIC"}]"#
+        if advertise { body += #","eventStreams":[{"type":"sse","url":"\#(streamURL)","inactivityDelaySec":120}]"# }
+        body += "}"
+        return TransportResponse(
+            status: 200, headers: ["ETag": etag, "Content-Type": "application/json"], body: Data(body.utf8))
+    }
+
+    func openStream(_ request: TransportRequest, inactivityTimeout: Duration) async throws -> TransportStream {
+        let answer = state.withLock { s -> StreamAnswer in
+            s.requests.append(
+                .init(method: request.method, url: request.url, headers: request.headers, at: clock.monotonicNow))
+            return s.streamAnswer
+        }
+        switch answer {
+        case .refuse:
+            throw TransportError.network("connection refused")
+        case .status(let status):
+            let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+            continuation.finish()
+            return TransportStream(status: status, headers: [:], chunks: stream, onCancel: {})
+        case .eventStream:
+            let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+            let index = state.withLock { s -> Int in
+                s.connections.append(Connection(continuation: continuation))
+                return s.connections.count - 1
+            }
+            let close: @Sendable () -> Void = { [weak self] in
+                let c = self?.state.withLock { s -> AsyncThrowingStream<Data, any Error>.Continuation? in
+                    guard !s.connections[index].closed else { return nil }
+                    s.connections[index].closed = true
+                    return s.connections[index].continuation
+                }
+                c?.finish()
+            }
+            continuation.onTermination = { _ in close() }
+            return TransportStream(
+                status: 200, headers: ["Content-Type": "text/event-stream"], chunks: stream, onCancel: close)
+        }
+    }
+}
