@@ -109,7 +109,7 @@ final class RefreshEngine: Sendable {
         observer: SyncObserver
     ) {
         self.configuration = configuration
-        self.transport = transport
+        self.transport = GuardedTransport.wrapping(transport, logHandler: logHandler)
         self.clock = clock
         self.logHandler = logHandler
         self.observer = observer
@@ -438,7 +438,7 @@ final class RefreshEngine: Sendable {
             switch error {
             case .timedOut: outcome = .transient(.timedOut, retryAfter: nil)
             case .responseTooLarge: outcome = .transient(.tooLarge, retryAfter: nil)
-            case .network, .cancelled: outcome = .transient(.network, retryAfter: nil)
+            case .network, .cancelled, .redirectRefused: outcome = .transient(.network, retryAfter: nil)
             }
         } catch {
             if Task.isCancelled { return }
