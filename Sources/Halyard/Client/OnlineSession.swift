@@ -38,7 +38,10 @@ package final class OnlineSession: Sendable {
     init(options: FlagClientOptions, store: SnapshotStore, readCounters: ReadCounters) {
         self.options = options
         lifecycle = Locked(Lifecycle(context: options.initialContext))
-        let transport = options.transport ?? makeDefaultTransport(logHandler: options.logHandler)
+        // Halyard's deadline and redirect log around the transport, for every request the client
+        // sends (the engine and the recorder keep this one: wrapping is idempotent).
+        let transport = GuardedTransport.wrapping(
+            options.transport ?? makeDefaultTransport(logHandler: options.logHandler), logHandler: options.logHandler)
         self.transport = transport
         let identity = ClientIdentity(
             baseURL: options.baseURL, key: options.key, appID: options.appID,

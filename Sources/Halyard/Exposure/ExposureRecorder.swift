@@ -155,7 +155,10 @@ package final class ExposureRecorder: Sendable {
         isEnabled = o.enabled
         coarseClock = ExposureCoarseClock()
         self.clock = clock
-        self.transport = transport
+        // Halyard's deadline and redirect log around whatever transport uploads.
+        var logHandler: HalyardLogHandler?
+        if let log { logHandler = { _, message in log(message) } }
+        self.transport = GuardedTransport.wrapping(transport, logHandler: logHandler)
         switch o.exporter {
         case .halyard:
             target = .halyard(endpoint.appendingEndpoint(o.path))

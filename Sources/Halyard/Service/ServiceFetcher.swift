@@ -106,7 +106,8 @@ final class ServiceFetcher: Sendable {
             timeout: options.requestTimeout > .zero ? options.requestTimeout : .seconds(10),
             maxResponseBytes: options.maxResponseBytes > 0 ? options.maxResponseBytes : 8 << 20)
         self.identity = identity
-        self.transport = transport
+        // Halyard's deadline and redirect log around whatever transport fetches (docs/protocol.md).
+        self.transport = GuardedTransport.wrapping(transport, logHandler: options.logHandler)
         clock = options.clock
         maxConcurrent = max(1, options.maxConcurrentFetches)
         maxQueued = max(0, options.maxQueuedFetches)
@@ -234,7 +235,7 @@ final class ServiceFetcher: Sendable {
             switch error {
             case .timedOut: outcome = .transient(.timedOut, retryAfter: nil)
             case .responseTooLarge: outcome = .transient(.tooLarge, retryAfter: nil)
-            case .network, .cancelled: outcome = .transient(.network, retryAfter: nil)
+            case .network, .cancelled, .redirectRefused: outcome = .transient(.network, retryAfter: nil)
             }
         } catch {
             // Cancelled (close(), a service dropped): not a network error, nothing to record.

@@ -14,6 +14,10 @@ public struct TransportRequest: Sendable {
     public var timeout: Duration
     /// Response bodies longer than this fail with ``TransportError/responseTooLarge(limit:)``.
     public var maxResponseBytes: Int
+    /// Response header fields above this many bytes in all (every response of the exchange:
+    /// interim ones and redirects included) fail with ``TransportError/responseTooLarge(limit:)``;
+    /// *default* 64 KiB.
+    public var maxResponseHeaderBytes: Int
 
     /// Creates a request.
     public init(
@@ -22,7 +26,8 @@ public struct TransportRequest: Sendable {
         headers: [String: String] = [:],
         body: Data = Data(),
         timeout: Duration = .seconds(10),
-        maxResponseBytes: Int = 8 << 20
+        maxResponseBytes: Int = 8 << 20,
+        maxResponseHeaderBytes: Int = 64 << 10
     ) {
         self.method = method
         self.url = url
@@ -30,6 +35,7 @@ public struct TransportRequest: Sendable {
         self.body = body
         self.timeout = timeout
         self.maxResponseBytes = maxResponseBytes
+        self.maxResponseHeaderBytes = maxResponseHeaderBytes
     }
 }
 
@@ -63,8 +69,23 @@ public enum TransportError: Error, Sendable, Hashable {
     case network(String)
     /// The request was cancelled.
     case cancelled
-    /// The response body exceeded ``TransportRequest/maxResponseBytes``.
+    /// The response body exceeded ``TransportRequest/maxResponseBytes``, or its header fields
+    /// exceeded ``TransportRequest/maxResponseHeaderBytes`` (`limit` is the one exceeded).
     case responseTooLarge(limit: Int)
+    /// A redirect was not followed (docs/protocol.md, "Redirects": same origin only, at most 3,
+    /// never https → http): nothing was sent to the target. `origin` is the target's `host:port`
+    /// (never its path or query).
+    case redirectRefused(origin: String, reason: RedirectRefusal)
+}
+
+/// Why a redirect was not followed.
+public enum RedirectRefusal: String, Sendable, Hashable, CaseIterable {
+    /// The target's scheme, host or port differs from the request's.
+    case otherOrigin = "another origin"
+    /// The target is plain http and the request was https.
+    case insecure = "https to http"
+    /// The request was already redirected 3 times (the most a request follows).
+    case tooManyRedirects = "too many redirects"
 }
 
 /// How Halyard talks HTTP. The default is a `URLSession` transport; tests and the

@@ -27,6 +27,8 @@
 
         // Driver thread only.
         private var responseHeaders: [String: String] = [:]
+        private let headerLimit: Int
+        private var headerBytes = 0
         private var body = Data()
         private var receivedBytes = 0
         private var inflater: GzipInflater?
@@ -35,14 +37,21 @@
 
         /// Prepares the easy handle for `request`. Throws when libcurl is out of memory or refuses
         /// an option (never a weaker request than the one configured).
-        init(_ request: TransportRequest, trustedCAFile: String?, library: CurlLibrary) throws(TransportError) {
+        /// `deadline`: when the whole request (every redirect of it) fails; *default* `timeout` from
+        /// now. `backstop`: how long after the deadline libcurl's own timeout ends the transfer
+        /// (`nil`: libcurl has none, only the driver's deadline holds — tests of that deadline).
+        init(
+            _ request: TransportRequest, trustedCAFile: String?, library: CurlLibrary,
+            deadline: ContinuousClock.Instant? = nil, backstop: Duration? = .seconds(1)
+        ) throws(TransportError) {
             guard let easy = hal_curl_easy_init(library.api) else { throw .network("curl_easy_init failed") }
             self.easy = easy
             self.library = library
             limit = max(request.maxResponseBytes, 0)
-            deadline = ContinuousClock.now + max(request.timeout, .milliseconds(1))
+            headerLimit = max(request.maxResponseHeaderBytes, 0)
+            self.deadline = deadline ?? ContinuousClock.now + max(request.timeout, .milliseconds(1))
             errorBuffer.initialize(repeating: 0, count: CurlABI.errorSize + 1)
-            try configure(request, trustedCAFile: trustedCAFile)
+            try configure(request, trustedCAFile: trustedCAFile, backstop: backstop)
         }
 
         deinit {
@@ -51,31 +60,35 @@
             errorBuffer.deallocate()
         }
 
-        private func configure(_ request: TransportRequest, trustedCAFile: String?) throws(TransportError) {
+        private func configure(
+            _ request: TransportRequest, trustedCAFile: String?, backstop: Duration?
+        ) throws(TransportError) {
             let context = Unmanaged.passUnretained(self).toOpaque()
             try setLong(CurlABI.noSignal, 1, "NOSIGNAL")
             try setString(CurlABI.url, request.url.absoluteString, "URL")  // libcurl copies strings
             if library.hasProtocolsString {
                 try setString(CurlABI.protocolsString, "http,https", "PROTOCOLS_STR")
-                try setString(CurlABI.redirectProtocolsString, "http,https", "REDIR_PROTOCOLS_STR")
             } else {
                 try setLong(CurlABI.protocols, CurlABI.protoHTTPAndHTTPS, "PROTOCOLS")
-                try setLong(CurlABI.redirectProtocols, CurlABI.protoHTTPAndHTTPS, "REDIR_PROTOCOLS")
             }
-            try setLong(CurlABI.followLocation, 1, "FOLLOWLOCATION")
-            try setLong(CurlABI.maxRedirects, 10, "MAXREDIRS")
+            // libcurl never follows a redirect itself: CurlTransport applies RedirectPolicy (same
+            // origin only, at most 3, never https → http) and sends the next request.
+            try setLong(CurlABI.followLocation, 0, "FOLLOWLOCATION")
             // HTTP/2 is a preference, not a guard: a libcurl built without it refuses this option
             // (CURLE_UNSUPPORTED_PROTOCOL) and speaks HTTP/1.1, which is as safe.
             _ = hal_curl_easy_setopt_long(library.api, easy, CurlABI.httpVersion, CurlABI.httpVersion2TLS)
             try setLong(CurlABI.sslVerifyPeer, 1, "SSL_VERIFYPEER")
             try setLong(CurlABI.sslVerifyHost, 2, "SSL_VERIFYHOST")
             if let trustedCAFile { try setString(CurlABI.caInfo, trustedCAFile, "CAINFO") }
-            let milliseconds = max(
-                request.timeout.components.seconds * 1000 + request.timeout.components.attoseconds
-                    / 1_000_000_000_000_000,
-                1)
-            try setLong(CurlABI.timeoutMilliseconds, Int(clamping: milliseconds), "TIMEOUT_MS")
-            try setLong(CurlABI.connectTimeoutMilliseconds, Int(clamping: milliseconds), "CONNECTTIMEOUT_MS")
+            // The deadline is the driver's (CurlMulti); libcurl's own timeouts are a backstop a little
+            // after it, so the request ends even if the driver's timer were late.
+            if let backstop {
+                let left = max(deadline - ContinuousClock.now, .zero) + backstop
+                let milliseconds = max(
+                    left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000, 1)
+                try setLong(CurlABI.timeoutMilliseconds, Int(clamping: milliseconds), "TIMEOUT_MS")
+                try setLong(CurlABI.connectTimeoutMilliseconds, Int(clamping: milliseconds), "CONNECTTIMEOUT_MS")
+            }
             try setPointer(CurlABI.errorBuffer, errorBuffer, "ERRORBUFFER")
 
             switch request.method.uppercased() {
@@ -162,9 +175,16 @@
 
         /// One header line; `false` aborts the transfer.
         private func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
+            if isFinished { return false }  // cancelled or timed out: stop the transfer
+            headerBytes += line.count
+            if headerLimit > 0, headerBytes > headerLimit {
+                failure = .responseTooLarge(limit: headerLimit)
+                return false
+            }
             let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if text.hasPrefix("HTTP/") {
-                // A new response (after a 1xx or a redirect): forget the previous one's headers.
+                // A new response (after a 1xx): forget the previous one's headers (their bytes
+                // still count against the limit).
                 responseHeaders = [:]
                 decodesGzip = false
                 return true

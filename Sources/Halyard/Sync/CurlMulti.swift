@@ -40,6 +40,9 @@
 
         /// The library the handles belong to.
         let library: CurlLibrary
+        /// How long after a request's deadline libcurl's own timeout would end it (`nil`: never;
+        /// the driver's deadline alone holds, for the tests that prove it).
+        let libcurlBackstop: Duration?
         private let multi: UnsafeMutableRawPointer
         private let queue = Locked(Queue())
         /// Transfers added to the multi handle, by easy handle (driver thread only).
@@ -50,8 +53,9 @@
         /// Creates a multi handle on `library`; throws when `curl_multi_init` fails, the library
         /// refuses the connection limit, or an easy handle cannot be given the options every
         /// request relies on (protocols, TLS verification, timeouts).
-        init(library: CurlLibrary) throws(CurlUnavailable) {
+        init(library: CurlLibrary, libcurlBackstop: Duration? = .seconds(1)) throws(CurlUnavailable) {
             self.library = library
+            self.libcurlBackstop = libcurlBackstop
             guard let multi = hal_curl_multi_init(library.api) else {
                 throw CurlUnavailable(reason: "curl_multi_init failed")
             }

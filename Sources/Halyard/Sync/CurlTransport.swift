@@ -6,7 +6,8 @@
     ///
     /// - Connections are reused across requests and clients (one connection cache per process);
     ///   HTTP/2 is used when a TLS server offers it. TLS peer and host verification are on.
-    /// - ``TransportRequest/timeout`` is a total deadline (connect to last byte) →
+    /// - ``TransportRequest/timeout`` is a total deadline (connect to last byte, redirects
+    ///   included), enforced by the driver thread itself whatever libcurl does →
     ///   ``TransportError/timedOut``. Task cancellation removes the transfer at once →
     ///   ``TransportError/cancelled``.
     /// - `Accept-Encoding: gzip` is sent unless the request names its own; a
@@ -14,7 +15,12 @@
     ///   ``TransportRequest/maxResponseBytes`` holds on the received and on the inflated size as
     ///   bytes arrive (a `Content-Length` above it is refused before any body byte) →
     ///   ``TransportError/responseTooLarge(limit:)``. Nothing is ever inflated past the limit.
-    /// - Response headers are returned by lowercased name (repeated fields joined with `, `).
+    /// - Response headers are returned by lowercased name (repeated fields joined with `, `); more
+    ///   than ``TransportRequest/maxResponseHeaderBytes`` of them →
+    ///   ``TransportError/responseTooLarge(limit:)``, as they arrive.
+    /// - Redirects follow ``RedirectPolicy``: same origin only, at most 3, never https → http,
+    ///   else ``TransportError/redirectRefused(origin:reason:)`` with nothing sent to the target;
+    ///   307/308 keep the method and body. libcurl itself never follows one.
     ///
     /// The transport itself holds no connection or thread: creating many is cheap, and the
     /// shared driver thread exits when no request has been in flight for a second.
@@ -57,7 +63,31 @@
             case .success(let shared): multi = shared
             case .failure(let why): throw TransportError.network("libcurl is not available: \(why.reason)")
             }
-            let exchange = try CurlExchange(request, trustedCAFile: trustedCAFile, library: multi.library)
+            // One deadline for the request and every redirect it follows.
+            let deadline = ContinuousClock.now + max(request.timeout, .milliseconds(1))
+            var current = request
+            var followed = 0
+            while true {
+                let response = try await transfer(current, deadline: deadline, on: multi)
+                switch RedirectPolicy.decide(
+                    current, status: response.status, location: response.header("location"), followed: followed)
+                {
+                case .answer: return response
+                case .refuse(let error): throw error
+                case .follow(let next):
+                    current = next
+                    followed += 1
+                }
+            }
+        }
+
+        private func transfer(
+            _ request: TransportRequest, deadline: ContinuousClock.Instant, on multi: CurlMulti
+        ) async throws -> TransportResponse {
+            if Task.isCancelled { throw TransportError.cancelled }
+            let exchange = try CurlExchange(
+                request, trustedCAFile: trustedCAFile, library: multi.library, deadline: deadline,
+                backstop: multi.libcurlBackstop)
             let outcome = await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
                     exchange.attach(continuation)

@@ -119,7 +119,7 @@ final class RefreshEngine: Sendable {
         observer: SyncObserver
     ) {
         self.configuration = configuration
-        self.transport = transport
+        self.transport = GuardedTransport.wrapping(transport, logHandler: logHandler)
         self.clock = clock
         self.logHandler = logHandler
         self.observer = observer
@@ -498,7 +498,7 @@ final class RefreshEngine: Sendable {
             switch error {
             case .timedOut: outcome = .transient(.timedOut, retryAfter: nil)
             case .responseTooLarge: outcome = .transient(.tooLarge, retryAfter: nil)
-            case .network, .cancelled: outcome = .transient(.network, retryAfter: nil)
+            case .network, .cancelled, .redirectRefused: outcome = .transient(.network, retryAfter: nil)
             }
         } catch {
             if Task.isCancelled { return }

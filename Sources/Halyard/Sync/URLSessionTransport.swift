@@ -12,6 +12,11 @@ import Foundation
 /// ``TransportRequest/maxResponseBytes`` (compressed or decompressed) →
 /// ``TransportError/responseTooLarge(limit:)``, anything else without a response →
 /// ``TransportError/network(_:)``. Gzip bodies the system did not decode are inflated here.
+/// Response headers above ``TransportRequest/maxResponseHeaderBytes`` →
+/// ``TransportError/responseTooLarge(limit:)`` (checked once URLSession has them, which buffers
+/// them itself: the deadline bounds a server that never ends its headers). Redirects follow
+/// ``RedirectPolicy`` (same origin, at most 3, never https → http, 307/308 keep method and body)
+/// → else ``TransportError/redirectRefused(origin:reason:)``.
 public final class URLSessionTransport: FlagTransport, Sendable {
     private let session: URLSession
     private let delegate: SessionDelegate
@@ -33,20 +38,36 @@ public final class URLSessionTransport: FlagTransport, Sendable {
 
     /// Sends one request; see the type's documentation for the error mapping.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
-        var urlRequest = URLRequest(url: request.url)
-        urlRequest.httpMethod = request.method
-        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        urlRequest.httpBody = request.body
-        urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
-        let seconds = max(
-            Double(request.timeout.components.seconds) + Double(request.timeout.components.attoseconds) / 1e18, 0.001)
-        // Our own deadline below enforces the total timeout precisely; URLSession's (idle)
-        // timeout is a backstop only: on Linux it works in whole seconds and 0 fires at once.
+        // URLSession never follows a redirect itself (the delegate declines every one: on Linux
+        // it would re-send a 307/308 without its body and a cross-origin one with the key). This
+        // loop applies RedirectPolicy, as CurlTransport does, within one deadline.
+        let deadline = ContinuousClock.now + max(request.timeout, .milliseconds(1))
+        var current = request
+        var followed = 0
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { throw TransportError.timedOut }
+            let response = try await transfer(current, timeout: left)
+            switch RedirectPolicy.decide(
+                current, status: response.status, location: response.header("location"), followed: followed)
+            {
+            case .answer: return response
+            case .refuse(let error): throw error
+            case .follow(let next):
+                current = next
+                followed += 1
+            }
+        }
+    }
+
+    private func transfer(_ request: TransportRequest, timeout: Duration) async throws -> TransportResponse {
+        var urlRequest = Self.urlRequest(request)
+        let seconds = max(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18, 0.001)
         urlRequest.timeoutInterval = seconds.rounded(.up) + 1
         let limit = max(request.maxResponseBytes, 0)
 
         let task = session.dataTask(with: urlRequest)
-        let exchange = Exchange(limit: limit)
+        let exchange = Exchange(request)
         let result: Result<(HTTPURLResponse, Data), TransportError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 exchange.attach(continuation)
@@ -81,6 +102,21 @@ public final class URLSessionTransport: FlagTransport, Sendable {
         }
         return TransportResponse(status: response.statusCode, headers: headers, body: body)
     }
+
+    /// The `URLRequest` for `request` (the first one, and each redirect followed).
+    static func urlRequest(_ request: TransportRequest) -> URLRequest {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        urlRequest.httpBody = request.body.isEmpty && request.method.uppercased() == "GET" ? nil : request.body
+        urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
+        let seconds = max(
+            Double(request.timeout.components.seconds) + Double(request.timeout.components.attoseconds) / 1e18, 0.001)
+        // Our own deadline in `send` enforces the total timeout precisely; URLSession's (idle)
+        // timeout is a backstop only: on Linux it works in whole seconds and 0 fires at once.
+        urlRequest.timeoutInterval = seconds.rounded(.up) + 1
+        return urlRequest
+    }
 }
 
 /// One request's state, shared between the delegate callbacks, the deadline and cancellation.
@@ -91,12 +127,33 @@ private final class Exchange: Sendable {
         var response: HTTPURLResponse?
         /// Set (and `data` dropped) once the exchange has its outcome: later data is ignored.
         var done = false
+        /// Response header bytes received so far.
+        var headerBytes = 0
     }
     let limit: Int
-    let progress = Locked(Progress())
+    let headerLimit: Int
+    let progress: Locked<Progress>
     private let completion = OneShot<Outcome>()
 
-    init(limit: Int) { self.limit = limit }
+    init(_ request: TransportRequest) {
+        limit = max(request.maxResponseBytes, 0)
+        headerLimit = max(request.maxResponseHeaderBytes, 0)
+        progress = Locked(Progress())
+    }
+
+    /// Counts `response`'s header fields against the limit; whether they are within it.
+    func countHeaders(of response: HTTPURLResponse) -> Bool {
+        // Each field as it was on the wire ("Name: value\r\n"), and the status line.
+        var size = 32
+        for (name, value) in response.allHeaderFields {
+            size += "\(name)".utf8.count + "\(value)".utf8.count + 4
+        }
+        let total = progress.withLock { p -> Int in
+            p.headerBytes += size
+            return p.headerBytes
+        }
+        return headerLimit == 0 || total <= headerLimit
+    }
 
     /// Installs the continuation; resumes it at once when the exchange already finished.
     func attach(_ continuation: CheckedContinuation<Outcome, Never>) { completion.attach(continuation) }
@@ -143,6 +200,11 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
             completionHandler(.cancel)
             return
         }
+        if !exchange.countHeaders(of: http) {
+            exchange.finish(.failure(.responseTooLarge(limit: exchange.headerLimit)))
+            completionHandler(.cancel)
+            return
+        }
         if exchange.limit > 0, response.expectedContentLength > Int64(exchange.limit) {
             exchange.finish(.failure(.responseTooLarge(limit: exchange.limit)))
             completionHandler(.cancel)
@@ -150,6 +212,16 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         }
         exchange.progress.withLock { $0.response = http }
         completionHandler(.allow)
+    }
+
+    /// URLSession follows no redirect: the 3xx is the answer of this task, and
+    /// ``URLSessionTransport/send(_:)`` applies ``RedirectPolicy`` and sends the next request
+    /// itself (a 307/308 with its method, headers and body).
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

@@ -1,0 +1,95 @@
+import Foundation
+
+/// Halyard's own guards around any ``FlagTransport`` (a custom one included), applied wherever
+/// Halyard sends: the client's refresh engine and install check, the exposure recorder (control
+/// plane and OTLP) and service mode's fetcher.
+///
+/// - The deadline: ``TransportRequest/timeout`` is enforced here whatever the transport does. At
+///   the deadline the transport's task is cancelled and the request fails with
+///   ``TransportError/timedOut`` as soon as the transport returns; a transport that ignores
+///   cancellation (one that never answers) is abandoned ``abandonAfter`` later, still with
+///   ``TransportError/timedOut``: the caller has its answer either way. The caller's cancellation
+///   fails it with ``TransportError/cancelled`` at once.
+/// - A refused redirect (``TransportError/redirectRefused(origin:reason:)``) is logged once, as a
+///   warning naming the target's `host:port` only.
+package struct GuardedTransport: FlagTransport {
+    /// The transport that sends.
+    package let base: any FlagTransport
+    /// How long after the deadline a transport that ignores cancellation is abandoned.
+    package static let abandonAfter: Duration = .milliseconds(500)
+    private let logHandler: HalyardLogHandler?
+
+    /// `transport` guarded, unless it already is.
+    package static func wrapping(_ transport: any FlagTransport, logHandler: HalyardLogHandler?) -> any FlagTransport {
+        if transport is GuardedTransport { return transport }
+        return GuardedTransport(base: transport, logHandler: logHandler)
+    }
+
+    private init(base: any FlagTransport, logHandler: HalyardLogHandler?) {
+        self.base = base
+        self.logHandler = logHandler
+    }
+
+    package func send(_ request: TransportRequest) async throws -> TransportResponse {
+        do {
+            return try await Self.withDeadline(request.timeout) { [base] in try await base.send(request) }
+        } catch TransportError.redirectRefused(let origin, let reason) {
+            logHandler?(.warning, "redirect to \(origin) not followed (\(reason.rawValue)): \(request.method) failed")
+            throw TransportError.redirectRefused(origin: origin, reason: reason)
+        }
+    }
+
+    /// Runs `operation` in a task of its own and returns its result, or fails with
+    /// ``TransportError/timedOut`` once `timeout` has passed (real time), whichever is first.
+    static func withDeadline<T: Sendable>(
+        _ timeout: Duration, abandonAfter: Duration = abandonAfter,
+        _ operation: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let outcome = OneShot<Result<T, any Error>>()
+        let deadlinePassed = Locked(false)
+        let body: @Sendable () async -> Void = {
+            let result: Result<T, any Error>
+            do {
+                result = .success(try await operation())
+            } catch {
+                result = .failure(error)
+            }
+            // Whatever the operation says once its deadline passed (usually `cancelled`), the
+            // request timed out.
+            outcome.finish(deadlinePassed.value ? .failure(TransportError.timedOut) : result)
+        }
+        // The operation starts at once on this thread (where the runtime can), so a transport that
+        // answers without suspending costs no extra scheduling, and nothing else is created.
+        let work: Task<Void, Never>
+        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            work = Task.immediate(operation: body)
+        } else {
+            work = Task(operation: body)
+        }
+        if outcome.isFinished {
+            return try await withCheckedContinuation { outcome.attach($0) }.get()
+        }
+        let timer = Task {
+            do {
+                try await Task.sleep(for: max(timeout, .milliseconds(1)))
+                // At the deadline the operation is cancelled; one that stops (every transport of
+                // Halyard's does at once) ends the request now, after its own clean-up, so whoever
+                // wraps the transport sees it finish first. One that ignores cancellation is
+                // abandoned after `abandonAfter`.
+                deadlinePassed.withLock { $0 = true }
+                work.cancel()
+                try await Task.sleep(for: abandonAfter)
+            } catch {
+                return  // the answer came first
+            }
+            outcome.finish(.failure(TransportError.timedOut))
+        }
+        defer { timer.cancel() }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { outcome.attach($0) }
+        } onCancel: {
+            if outcome.finish(.failure(TransportError.cancelled)) { work.cancel() }
+        }
+        return try result.get()
+    }
+}
