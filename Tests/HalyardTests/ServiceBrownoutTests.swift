@@ -185,6 +185,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         let plane = Self.bigPlane(Locked(500))
         var options = plane.makeServiceOptions()
         options.maxCacheBytes = 256 << 10  // 4 shards of 64 KiB
+        options.clock = ManualClock()  // cold waits never time out (slow sanitized runs)
         let service = try FlagService(options: options)
         defer { service.close() }
         #expect(service.cache.shards.count == 4)
