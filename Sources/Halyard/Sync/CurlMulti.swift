@@ -33,8 +33,8 @@
         static let idleLinger: Duration = .seconds(1)
 
         private struct Queue {
-            var additions: [CurlExchange] = []
-            var removals: [CurlExchange] = []
+            var additions: [any CurlTransfer] = []
+            var removals: [any CurlTransfer] = []
             var threadRunning = false
         }
 
@@ -46,7 +46,7 @@
         private let multi: UnsafeMutableRawPointer
         private let queue = Locked(Queue())
         /// Transfers added to the multi handle, by easy handle (driver thread only).
-        private var active: [UnsafeMutableRawPointer: CurlExchange] = [:]
+        private var active: [UnsafeMutableRawPointer: any CurlTransfer] = [:]
         /// The number of transfers in `active`, readable from any thread (tests, diagnostics).
         private let activeCount = Locked(0)
 
@@ -83,7 +83,7 @@
         }
 
         /// Queues a transfer and makes sure a driver thread runs.
-        func add(_ exchange: CurlExchange) {
+        func add(_ exchange: any CurlTransfer) {
             let start = queue.withLock { q -> Bool in
                 exchange.submitted = true
                 q.additions.append(exchange)
@@ -96,7 +96,7 @@
 
         /// Queues the removal of a transfer (cancellation); its easy handle leaves the multi handle
         /// on the driver thread. A transfer never handed to ``add(_:)`` leaves nothing behind.
-        func remove(_ exchange: CurlExchange) {
+        func remove(_ exchange: any CurlTransfer) {
             let wake = queue.withLock { q -> Bool in
                 guard exchange.submitted else { return false }
                 if let index = q.additions.firstIndex(where: { $0 === exchange }) {
@@ -134,7 +134,7 @@
             if rc != 0 {
                 context.release()
                 // No thread: fail what was queued rather than leave it waiting.
-                let stranded = queue.withLock { q -> [CurlExchange] in
+                let stranded = queue.withLock { q -> [any CurlTransfer] in
                     defer {
                         q.additions = []
                         q.removals = []
@@ -152,7 +152,8 @@
             var idleSince: ContinuousClock.Instant?
             while true {
                 let now = ContinuousClock.now
-                let (additions, removals, exit) = queue.withLock { q -> ([CurlExchange], [CurlExchange], Bool) in
+                let (additions, removals, exit) = queue.withLock {
+                    q -> ([any CurlTransfer], [any CurlTransfer], Bool) in
                     if q.additions.isEmpty, q.removals.isEmpty, active.isEmpty, let idleSince,
                         now - idleSince >= Self.idleLinger
                     {

@@ -98,5 +98,13 @@
             }
             return try outcome.get()
         }
+
+        /// The multi handle, or the reason libcurl cannot be used (event streams, issue 23).
+        func multiOrThrow() throws(TransportError) -> CurlMulti {
+            switch multi {
+            case .success(let shared): return shared
+            case .failure(let why): throw TransportError.network("libcurl is not available: \(why.reason)")
+            }
+        }
     }
 #endif

@@ -54,7 +54,7 @@ package struct EventStreamParser: Sendable {
     package mutating func feed(_ chunk: some Collection<UInt8>) throws(EventStreamError) -> EventStreamOutput {
         if let failure { throw failure }
         output = EventStreamOutput(sawBytes: !chunk.isEmpty)
-        let handled = chunk.withContiguousStorageIfAvailable { buffer in consume(buffer) }
+        let handled: Void? = chunk.withContiguousStorageIfAvailable { buffer in consume(buffer) }
         if handled == nil {
             let copy = Array(chunk)
             copy.withUnsafeBufferPointer { consume($0) }

@@ -18,8 +18,8 @@ import Foundation
 /// ``RedirectPolicy`` (same origin, at most 3, never https → http, 307/308 keep method and body)
 /// → else ``TransportError/redirectRefused(origin:reason:)``.
 public final class URLSessionTransport: FlagTransport, Sendable {
-    private let session: URLSession
-    private let delegate: SessionDelegate
+    let session: URLSession
+    let delegate: SessionDelegate
 
     /// Creates a transport with its own ephemeral session.
     public init() {
@@ -172,10 +172,12 @@ private final class Exchange: Sendable {
     }
 }
 
-private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let exchanges = Locked<[Int: Exchange]>([:])
+    /// Open event streams by task (URLSessionTransport+Streaming.swift).
+    let streams = Locked<[Int: URLSessionStream]>([:])
 
-    func register(task: URLSessionTask, exchange: Exchange) {
+    fileprivate func register(task: URLSessionTask, exchange: Exchange) {
         exchanges.withLock { $0[task.taskIdentifier] = exchange }
     }
 
@@ -191,6 +193,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
+        if let stream = stream(dataTask) { return stream.receive(response, completionHandler: completionHandler) }
         guard let exchange = exchange(dataTask) else {
             completionHandler(.cancel)
             return
@@ -225,6 +228,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        if let stream = stream(dataTask) { return stream.receive(data) }
         guard let exchange = exchange(dataTask) else { return }
         let tooLarge = exchange.progress.withLock { p -> Bool in
             if p.done { return false }
@@ -238,6 +242,10 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        if let stream = stream(task) {
+            _ = streams.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+            return stream.complete(error)
+        }
         guard let exchange = exchange(task) else { return }
         if let error {
             let urlError = error as? URLError
@@ -258,7 +266,20 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable 
         exchange.finish(.success((response, data)))
     }
 
-    private static func describe(_ error: any Error) -> String {
+    // Event streams (issue 23): a stream task never follows a redirect itself; the 3xx is its
+    // head and StreamRedirects applies §5's rule. Other tasks keep URLSession's behaviour.
+    private func stream(_ task: URLSessionTask) -> URLSessionStream? {
+        streams.withLock { $0[task.taskIdentifier] }
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(stream(task) == nil ? request : nil)
+    }
+
+    static func describe(_ error: any Error) -> String {
         if let urlError = error as? URLError { return "URLError \(urlError.code.rawValue)" }
         return String(describing: type(of: error))
     }

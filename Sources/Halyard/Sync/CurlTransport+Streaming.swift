@@ -1,0 +1,51 @@
+#if canImport(CHalyardCurl)
+    import Foundation
+
+    extension CurlTransport: StreamingTransport {
+        /// Opens an event stream: one more easy handle on the shared multi (see
+        /// `CurlStreamTransfer`), §5's redirect rule applied by `StreamRedirects`.
+        public func openStream(_ request: TransportRequest, inactivityTimeout: Duration) async throws
+            -> TransportStream
+        {
+            try await StreamRedirects.follow(request) { hop in
+                try await openOnce(hop, inactivityTimeout: inactivityTimeout)
+            }
+        }
+
+        private func openOnce(_ request: TransportRequest, inactivityTimeout: Duration) async throws
+            -> TransportStream
+        {
+            let multi = try multiOrThrow()
+            var get = request
+            get.method = "GET"
+            let transfer = try CurlStreamTransfer(
+                get, inactivity: inactivityTimeout, trustedCAFile: trustedCAFile, library: multi.library)
+            let head = await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    transfer.attachHead(continuation)
+                    if !transfer.isFinished { multi.add(transfer) }
+                }
+            } onCancel: {
+                transfer.close()
+                multi.remove(transfer)
+            }
+            let fields: StreamHead
+            do {
+                fields = try head.get()
+            } catch {
+                multi.remove(transfer)
+                throw error
+            }
+            transfer.onTermination { [multi] in
+                transfer.close()
+                multi.remove(transfer)
+            }
+            if transfer.isFinished { multi.remove(transfer) }
+            return TransportStream(status: fields.status, headers: fields.headers, chunks: transfer.chunks) {
+                [multi] in
+                transfer.close()
+                multi.remove(transfer)
+            }
+        }
+    }
+#endif
