@@ -28,6 +28,8 @@ public final class FlagService: Sendable {
     let identity: ClientIdentity
     /// One copy of each flag key for all the snapshots (docs/service.md, "How bytes are counted").
     let keys = FlagKeyInterner()
+    /// The event stream (issue 23; ServiceStreaming.swift, FlagService+Streaming.swift), nil without one.
+    let streaming: ServiceStreaming?
     private let clock: any HalyardClock
     /// [closed, cold waits, timeouts, invalid contexts, background refreshes].
     private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
@@ -56,6 +58,8 @@ public final class FlagService: Sendable {
         environment = ServiceReadEnvironment(sink: recorder, counters: ReadCounters())
         cache = ContextCache(
             maxContexts: options.maxContexts, maxBytes: options.maxCacheBytes, admission: options.frequencyAdmission)
+        streaming = ServiceStreaming.make(options: options, identity: identity, transport: transport)
+        attachStreaming()
     }
 
     /// A service dropped without `close()` closes itself.
@@ -121,6 +125,7 @@ public final class FlagService: Sendable {
     /// hold; later calls serve held values and fetch nothing. Idempotent; never blocks.
     public func close() {
         guard hal_fetch_add(words, 1) == 0 else { return }
+        streaming?.close()
         fetcher.close()
         recorder.close()
     }
@@ -160,6 +165,7 @@ public final class FlagService: Sendable {
         stats.status = fetcher.status
         stats.reads = environment.counters.stats
         stats.exposures = recorder.counters
+        addStreamingStats(&stats)
         return stats
     }
 
@@ -195,7 +201,7 @@ public final class FlagService: Sendable {
         case join(ContextFlight)
     }
 
-    private struct Start {
+    struct Start {
         var flight: ContextFlight
         var previous: Snapshot?
         var background: Bool
@@ -209,6 +215,8 @@ public final class FlagService: Sendable {
         let now = clock.monotonicNow
         let closed = isClosed
         var start: Start?
+        // [issue 23] Held values confirmed before the last stream wave are stale.
+        let staleBefore = streaming?.noteUse(fitted, now: now) ?? nil
         let decision = cache.shard(for: fingerprint).withLock { s -> Decision in
             var previous: Snapshot?
             s.recordAccess(fingerprint)
@@ -217,7 +225,9 @@ public final class FlagService: Sendable {
                 let node = s.nodes[Int(i)]
                 if let snapshot = node.snapshot, now - node.confirmedAt <= options.maxStaleness {
                     s.hits += 1
-                    if !closed, now - node.confirmedAt > options.refreshAfter, now >= node.retryAt,
+                    if !closed,
+                        now - node.confirmedAt > options.refreshAfter || node.confirmedAt < (staleBefore ?? .zero),
+                        now >= node.retryAt,
                         s.flights[fingerprint] == nil
                     {
                         let flight = ContextFlight()
@@ -247,7 +257,7 @@ public final class FlagService: Sendable {
     }
 
     /// Starts the fetch of a flight as a tracked task.
-    private func run(_ start: Start, _ fitted: FittedContext) {
+    func run(_ start: Start, _ fitted: FittedContext) {
         if start.background { _ = hal_fetch_add(words + 4, 1) }
         let flight = start.flight
         let previous = start.previous
@@ -273,6 +283,7 @@ public final class FlagService: Sendable {
         var fresh: Snapshot?
         var keysShared = false
         if case .updated(let response, let etag) = result {
+            streaming?.advertised(response.eventStreams)  // [issue 23]
             var flags = response.flags
             keysShared = keys.intern(&flags)
             fresh =
