@@ -7,7 +7,7 @@ import PackageDescription
 //   Sources/Halyard            the library (Values, Context, Snapshot, Sync, Exposure, Cache, Client)
 //   Sources/CHalyardAtomics    C11 atomics and the hazard-pointer records used by the snapshot store
 //   Sources/CZlib              zlib through a system-library target (Debian: zlib1g-dev)
-//   Sources/CCurl              libcurl through a system-library target, Linux only (Debian: libcurl4-openssl-dev)
+//   Sources/CHalyardCurl       libcurl loaded at run time (dlopen), Linux only: no libcurl header or -dev package
 //   Sources/HalyardTesting     an in-memory control plane for application tests (SPEC §10)
 //   Sources/HalyardCLI         the `halyard` command (docs/cli.md); its code is in Sources/HalyardCLICore
 //   Benchmarks/                the read-latency harness (`swift run -c release halyard-bench`) and the
@@ -40,10 +40,13 @@ let package = Package(
     targets: [
         .target(name: "CHalyardAtomics"),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl at run time (dlopen of libcurl.so.4): nothing of libcurl is needed to build.
+        .target(name: "CHalyardCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .target(
             name: "Halyard",
-            dependencies: ["CHalyardAtomics", "CZlib", .target(name: "CCurl", condition: .when(platforms: [.linux]))],
+            dependencies: [
+                "CHalyardAtomics", "CZlib", .target(name: "CHalyardCurl", condition: .when(platforms: [.linux])),
+            ],
             swiftSettings: upcoming
         ),
         .target(name: "HalyardTesting", dependencies: ["Halyard"], swiftSettings: upcoming),

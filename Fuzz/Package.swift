@@ -24,6 +24,7 @@ let package = Package(
         .executableTarget(name: "FuzzSHA1", dependencies: [halyard, "CCrypto"]),
         .executableTarget(name: "FuzzOFREP", dependencies: [halyard]),
         .executableTarget(name: "FuzzCache", dependencies: [halyard]),
+        .executableTarget(name: "FuzzEventStream", dependencies: [halyard]),
     ],
     swiftLanguageModes: [.v6]
 )

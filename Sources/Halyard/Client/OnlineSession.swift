@@ -38,7 +38,7 @@ package final class OnlineSession: Sendable {
     init(options: FlagClientOptions, store: SnapshotStore, readCounters: ReadCounters) {
         self.options = options
         lifecycle = Locked(Lifecycle(context: options.initialContext))
-        let transport = options.transport ?? makeDefaultTransport()
+        let transport = options.transport ?? makeDefaultTransport(logHandler: options.logHandler)
         self.transport = transport
         let identity = ClientIdentity(
             baseURL: options.baseURL, key: options.key, appID: options.appID,

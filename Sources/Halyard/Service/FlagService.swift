@@ -45,7 +45,7 @@ public final class FlagService: Sendable {
         self.options = options
         clock = options.clock
         words.initialize(repeating: hal_atomic_word(value: 0), count: 5)
-        let transport = options.transport ?? makeDefaultTransport()
+        let transport = options.transport ?? makeDefaultTransport(logHandler: options.logHandler)
         let identity = ClientIdentity(
             baseURL: options.baseURL, key: options.key, appID: options.appID,
             installID: { [fixed = options.installID] in fixed ?? UUID().uuidString.lowercased() })

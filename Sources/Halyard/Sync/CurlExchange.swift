@@ -1,5 +1,5 @@
-#if canImport(CCurl)
-    import CCurl
+#if canImport(CHalyardCurl)
+    import CHalyardCurl
     import Foundation
 
     /// One request on libcurl: its easy handle, the response as it arrives, and the one-time
@@ -13,10 +13,17 @@
 
         /// The easy handle (owned; cleaned up in `deinit`).
         let easy: UnsafeMutableRawPointer
+        /// The libcurl the handle belongs to.
+        let library: CurlLibrary
         private let limit: Int
-        private var headerList: UnsafeMutablePointer<curl_slist>?
-        private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        private var headerList: UnsafeMutableRawPointer?
+        private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: CurlABI.errorSize + 1)
         private let completion = OneShot<Outcome>()
+        /// When the request fails with ``TransportError/timedOut`` whatever libcurl does (enforced
+        /// by the driver, ``CurlMulti``).
+        let deadline: ContinuousClock.Instant
+        /// Whether the exchange was handed to ``CurlMulti/add(_:)`` (under the multi's queue lock).
+        var submitted = false
 
         // Driver thread only.
         private var responseHeaders: [String: String] = [:]
@@ -26,52 +33,69 @@
         private var decodesGzip = false
         private var failure: TransportError?
 
-        /// Prepares the easy handle for `request`; `nil` when libcurl is out of memory.
-        init?(_ request: TransportRequest, trustedCAFile: String?) {
-            guard let easy = curl_easy_init() else { return nil }
+        /// Prepares the easy handle for `request`. Throws when libcurl is out of memory or refuses
+        /// an option (never a weaker request than the one configured).
+        init(_ request: TransportRequest, trustedCAFile: String?, library: CurlLibrary) throws(TransportError) {
+            guard let easy = hal_curl_easy_init(library.api) else { throw .network("curl_easy_init failed") }
             self.easy = easy
+            self.library = library
             limit = max(request.maxResponseBytes, 0)
-            errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-            configure(request, trustedCAFile: trustedCAFile)
+            deadline = ContinuousClock.now + max(request.timeout, .milliseconds(1))
+            errorBuffer.initialize(repeating: 0, count: CurlABI.errorSize + 1)
+            try configure(request, trustedCAFile: trustedCAFile)
         }
 
         deinit {
-            curl_easy_cleanup(easy)
-            curl_slist_free_all(headerList)
+            hal_curl_easy_cleanup(library.api, easy)
+            hal_curl_slist_free_all(library.api, headerList)
             errorBuffer.deallocate()
         }
 
-        private func configure(_ request: TransportRequest, trustedCAFile: String?) {
+        private func configure(_ request: TransportRequest, trustedCAFile: String?) throws(TransportError) {
             let context = Unmanaged.passUnretained(self).toOpaque()
-            setLong(CURLOPT_NOSIGNAL, 1)
-            request.url.absoluteString.withCString { setPointer(CURLOPT_URL, $0) }  // libcurl copies strings
-            setPointer(CURLOPT_PROTOCOLS_STR, "http,https")
-            setPointer(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-            setLong(CURLOPT_FOLLOWLOCATION, 1)
-            setLong(CURLOPT_MAXREDIRS, 10)
-            setLong(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-            setLong(CURLOPT_SSL_VERIFYPEER, 1)
-            setLong(CURLOPT_SSL_VERIFYHOST, 2)
-            if let trustedCAFile { setPointer(CURLOPT_CAINFO, trustedCAFile) }
+            try setLong(CurlABI.noSignal, 1, "NOSIGNAL")
+            try setString(CurlABI.url, request.url.absoluteString, "URL")  // libcurl copies strings
+            if library.hasProtocolsString {
+                try setString(CurlABI.protocolsString, "http,https", "PROTOCOLS_STR")
+                try setString(CurlABI.redirectProtocolsString, "http,https", "REDIR_PROTOCOLS_STR")
+            } else {
+                try setLong(CurlABI.protocols, CurlABI.protoHTTPAndHTTPS, "PROTOCOLS")
+                try setLong(CurlABI.redirectProtocols, CurlABI.protoHTTPAndHTTPS, "REDIR_PROTOCOLS")
+            }
+            try setLong(CurlABI.followLocation, 1, "FOLLOWLOCATION")
+            try setLong(CurlABI.maxRedirects, 10, "MAXREDIRS")
+            // HTTP/2 is a preference, not a guard: a libcurl built without it refuses this option
+            // (CURLE_UNSUPPORTED_PROTOCOL) and speaks HTTP/1.1, which is as safe.
+            _ = hal_curl_easy_setopt_long(library.api, easy, CurlABI.httpVersion, CurlABI.httpVersion2TLS)
+            try setLong(CurlABI.sslVerifyPeer, 1, "SSL_VERIFYPEER")
+            try setLong(CurlABI.sslVerifyHost, 2, "SSL_VERIFYHOST")
+            if let trustedCAFile { try setString(CurlABI.caInfo, trustedCAFile, "CAINFO") }
             let milliseconds = max(
                 request.timeout.components.seconds * 1000 + request.timeout.components.attoseconds
                     / 1_000_000_000_000_000,
                 1)
-            setLong(CURLOPT_TIMEOUT_MS, Int(clamping: milliseconds))
-            setLong(CURLOPT_CONNECTTIMEOUT_MS, Int(clamping: milliseconds))
-            setPointer(CURLOPT_ERRORBUFFER, errorBuffer)
+            try setLong(CurlABI.timeoutMilliseconds, Int(clamping: milliseconds), "TIMEOUT_MS")
+            try setLong(CurlABI.connectTimeoutMilliseconds, Int(clamping: milliseconds), "CONNECTTIMEOUT_MS")
+            try setPointer(CurlABI.errorBuffer, errorBuffer, "ERRORBUFFER")
 
             switch request.method.uppercased() {
-            case "GET": setLong(CURLOPT_HTTPGET, 1)
-            case "HEAD": setLong(CURLOPT_NOBODY, 1)
+            case "GET": try setLong(CurlABI.httpGet, 1, "HTTPGET")
+            case "HEAD": try setLong(CurlABI.noBody, 1, "NOBODY")
             default:
-                if request.method.uppercased() != "POST" { setPointer(CURLOPT_CUSTOMREQUEST, request.method) }
-                halyard_curl_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
-                request.body.withUnsafeBytes { raw in
+                if request.method.uppercased() != "POST" {
+                    try setString(CurlABI.customRequest, request.method, "CUSTOMREQUEST")
+                }
+                try check(
+                    hal_curl_easy_setopt_off_t(
+                        library.api, easy, CurlABI.postFieldSizeLarge, Int64(request.body.count)),
+                    "POSTFIELDSIZE_LARGE")
+                let code = request.body.withUnsafeBytes { raw in
                     // COPYPOSTFIELDS copies the bytes now (size set above), so the body may go.
                     let empty: StaticString = ""
-                    setPointer(CURLOPT_COPYPOSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(empty.utf8Start))
+                    return hal_curl_easy_setopt_ptr(
+                        library.api, easy, CurlABI.copyPostFields, raw.baseAddress ?? UnsafeRawPointer(empty.utf8Start))
                 }
+                try check(code, "COPYPOSTFIELDS")
             }
 
             var lines: [String] = []
@@ -84,35 +108,54 @@
             }
             if !hasAcceptEncoding { lines.append("Accept-Encoding: gzip") }
             lines.append("Expect:")  // no 100-continue round trip for large bodies
-            for line in lines { headerList = curl_slist_append(headerList, line) }
-            setPointer(CURLOPT_HTTPHEADER, headerList)
+            for line in lines {
+                guard let list = hal_curl_slist_append(library.api, headerList, line) else {
+                    throw .network("curl_slist_append failed")
+                }
+                headerList = list
+            }
+            try setPointer(CurlABI.httpHeader, headerList, "HTTPHEADER")
 
-            halyard_curl_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+            let onHeader: hal_curl_data_callback = { data, size, count, context in
                 guard let data, let context else { return 0 }
                 let exchange = Unmanaged<CurlExchange>.fromOpaque(context).takeUnretainedValue()
                 let length = size * count
                 return exchange.receiveHeader(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
             }
-            setPointer(CURLOPT_HEADERDATA, context)
-            halyard_curl_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+            try check(
+                hal_curl_easy_setopt_data_callback(library.api, easy, CurlABI.headerFunction, onHeader),
+                "HEADERFUNCTION")
+            try setPointer(CurlABI.headerData, context, "HEADERDATA")
+            let onBody: hal_curl_data_callback = { data, size, count, context in
                 guard let context else { return 0 }
                 let exchange = Unmanaged<CurlExchange>.fromOpaque(context).takeUnretainedValue()
                 let length = size * count
                 return exchange.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
             }
-            setPointer(CURLOPT_WRITEDATA, context)
+            try check(
+                hal_curl_easy_setopt_data_callback(library.api, easy, CurlABI.writeFunction, onBody), "WRITEFUNCTION")
+            try setPointer(CurlABI.writeData, context, "WRITEDATA")
         }
 
-        private func setLong(_ option: CURLoption, _ value: Int) {
-            halyard_curl_easy_setopt_long(easy, option, value)
+        /// A refused option fails the request: Halyard never sends a request weaker than the one it
+        /// configured (no protocol restriction, no TLS verification, no timeout).
+        private func check(_ code: Int32, _ name: String) throws(TransportError) {
+            guard code == CurlABI.ok else {
+                throw .network("libcurl \(library.version) refused CURLOPT_\(name): \(library.describe(code))")
+            }
         }
 
-        private func setPointer(_ option: CURLoption, _ value: UnsafeRawPointer?) {
-            halyard_curl_easy_setopt_pointer(easy, option, value)
+        private func setLong(_ option: Int32, _ value: Int, _ name: String) throws(TransportError) {
+            try check(hal_curl_easy_setopt_long(library.api, easy, option, value), name)
         }
 
-        private func setPointer(_ option: CURLoption, _ value: String) {
-            _ = value.withCString { halyard_curl_easy_setopt_pointer(easy, option, $0) }
+        private func setPointer(_ option: Int32, _ value: UnsafeRawPointer?, _ name: String) throws(TransportError) {
+            try check(hal_curl_easy_setopt_ptr(library.api, easy, option, value), name)
+        }
+
+        private func setString(_ option: Int32, _ value: String, _ name: String) throws(TransportError) {
+            let code = value.withCString { hal_curl_easy_setopt_ptr(library.api, easy, option, $0) }
+            try check(code, name)
         }
 
         // MARK: - Callbacks (driver thread)
@@ -178,15 +221,15 @@
         }
 
         /// Completes the exchange with libcurl's result (driver thread).
-        func complete(_ code: CURLcode) {
+        func complete(_ code: Int32) {
             if let failure {
                 fail(failure)
                 return
             }
             switch code {
-            case CURLE_OK:
+            case CurlABI.ok:
                 var status = 0
-                halyard_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+                _ = hal_curl_easy_getinfo_long(library.api, easy, CurlABI.infoResponseCode, &status)
                 var decoded = body
                 if let inflater {
                     do throws(GzipError) {
@@ -197,12 +240,11 @@
                     }
                 }
                 finish(.success(TransportResponse(status: status, headers: responseHeaders, body: decoded)))
-            case CURLE_OPERATION_TIMEDOUT:
+            case CurlABI.operationTimedOut:
                 fail(.timedOut)
             default:
                 let detail = String(cString: errorBuffer)
-                let summary = String(cString: curl_easy_strerror(code))
-                fail(.network("curl \(code.rawValue): \(detail.isEmpty ? summary : detail)"))
+                fail(.network("curl \(code): \(detail.isEmpty ? library.describe(code) : detail)"))
             }
             body = Data()
             inflater = nil
@@ -215,6 +257,13 @@
 
         /// Installs the continuation; resumes it at once when the exchange already finished.
         func attach(_ continuation: CheckedContinuation<Outcome, Never>) { completion.attach(continuation) }
+
+        /// The driver removed the transfer at its deadline.
+        func expire() {
+            fail(.timedOut)
+            body = Data()
+            inflater = nil
+        }
 
         /// Fails the exchange (once).
         func fail(_ error: TransportError) { finish(.failure(error)) }

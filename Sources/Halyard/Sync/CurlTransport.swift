@@ -1,5 +1,4 @@
-#if canImport(CCurl)
-    import CCurl
+#if canImport(CHalyardCurl)
     import Foundation
 
     /// The default ``FlagTransport`` on Linux: libcurl, with one `curl_multi` driven by one thread
@@ -19,9 +18,22 @@
     ///
     /// The transport itself holds no connection or thread: creating many is cheap, and the
     /// shared driver thread exits when no request has been in flight for a second.
+    ///
+    /// libcurl is loaded at run time (`libcurl.so.4`, Debian/Ubuntu package `libcurl4`); when it
+    /// cannot be loaded or is too old, ``isAvailable`` is `false` and every request fails with
+    /// ``TransportError/network(_:)`` saying why. The default transport checks this and falls back
+    /// to ``URLSessionTransport`` instead.
     public final class CurlTransport: FlagTransport, Sendable {
         /// A PEM file of certificate authorities to trust instead of the system's, or `nil`.
         public let trustedCAFile: String?
+        private let multi: Result<CurlMulti, CurlUnavailable>
+
+        /// Whether libcurl could be loaded in this process (a supported version, `curl_multi_init`
+        /// worked); when `false`, ``send(_:)`` fails every request.
+        public static var isAvailable: Bool {
+            if case .success = CurlMulti.shared { return true }
+            return false
+        }
 
         /// Creates a transport.
         /// - Parameter trustedCAFile: a PEM file of certificate authorities to trust *instead of*
@@ -29,14 +41,23 @@
         ///   `nil` (the default) trusts the system store. Verification is never turned off.
         public init(trustedCAFile: String? = nil) {
             self.trustedCAFile = trustedCAFile
+            multi = CurlMulti.shared
+        }
+
+        /// A transport on its own multi handle (tests).
+        init(multi: CurlMulti, trustedCAFile: String? = nil) {
+            self.trustedCAFile = trustedCAFile
+            self.multi = .success(multi)
         }
 
         /// Sends one request; see the type's documentation for the error mapping.
         public func send(_ request: TransportRequest) async throws -> TransportResponse {
-            guard let exchange = CurlExchange(request, trustedCAFile: trustedCAFile) else {
-                throw TransportError.network("curl_easy_init failed")
+            let multi: CurlMulti
+            switch self.multi {
+            case .success(let shared): multi = shared
+            case .failure(let why): throw TransportError.network("libcurl is not available: \(why.reason)")
             }
-            let multi = CurlMulti.shared
+            let exchange = try CurlExchange(request, trustedCAFile: trustedCAFile, library: multi.library)
             let outcome = await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
                     exchange.attach(continuation)

@@ -93,7 +93,8 @@ extension OFREPEventStream {
                 guard let normalized = Self.origin(of: text) else { return nil }
                 origin = normalized
             case nil, .null?, .string?:
-                guard let controlPlane, let normalized = Self.origin(of: controlPlane.absoluteString) else {
+                guard let controlPlane, let normalized = Self.origin(of: controlPlane.absoluteString, ofURL: true)
+                else {
                     return nil
                 }
                 origin = normalized
@@ -122,12 +123,17 @@ extension OFREPEventStream {
         }
     }
 
-    /// `scheme://host[:port]` of an origin string or URL: no user info, and no path beyond `/`,
-    /// query or fragment when `text` is an origin. `nil` when it is not one.
-    static func origin(of text: String) -> String? {
+    /// `scheme://host[:port]` of an advertised origin (no user info, no path beyond `/`, no
+    /// query or fragment) or, with `ofURL`, of any URL; `nil` when there is none.
+    static func origin(of text: String, ofURL: Bool = false) -> String? {
         guard var components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
             let host = components.host, !host.isEmpty, components.user == nil, components.password == nil
         else { return nil }
+        if !ofURL {
+            guard components.path.isEmpty || components.path == "/", components.query == nil,
+                components.fragment == nil
+            else { return nil }
+        }
         components.scheme = scheme
         components.path = ""
         components.query = nil

@@ -1,4 +1,4 @@
-#if canImport(CCurl)
+#if os(Linux)
     import Foundation
     import Testing
 

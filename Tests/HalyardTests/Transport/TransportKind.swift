@@ -12,7 +12,7 @@ enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
 
     /// The transports this platform has (curl only where libcurl is linked).
     static var available: [TransportKind] {
-        #if canImport(CCurl)
+        #if os(Linux)
             allCases
         #else
             [.urlSession]
@@ -26,7 +26,7 @@ enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
     func make(trustedCAFile: String? = nil) -> any FlagTransport {
         switch self {
         case .curl:
-            #if canImport(CCurl)
+            #if os(Linux)
                 return CurlTransport(trustedCAFile: trustedCAFile)
             #else
                 return URLSessionTransport()
