@@ -30,6 +30,8 @@ public final class FlagService: Sendable {
     let keys = FlagKeyInterner()
     /// The warm path: contexts seen recently, fitted (docs/service.md, "The warm path").
     let memo: FittingMemo
+    /// The event stream (issue 23; ServiceStreaming.swift, FlagService+Streaming.swift), nil without one.
+    let streaming: ServiceStreaming?
     private let clock: any HalyardClock
     /// [closed, cold waits, timeouts, invalid contexts, background refreshes].
     private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
@@ -61,6 +63,8 @@ public final class FlagService: Sendable {
         )
         cache = ContextCache(
             maxContexts: options.maxContexts, maxBytes: options.maxCacheBytes, admission: options.frequencyAdmission)
+        streaming = ServiceStreaming.make(options: options, identity: identity, transport: transport)
+        attachStreaming()
     }
 
     /// A service dropped without `close()` closes itself.
@@ -126,6 +130,7 @@ public final class FlagService: Sendable {
     /// hold; later calls serve held values and fetch nothing. Idempotent; never blocks.
     public func close() {
         guard hal_fetch_add(words, 1) == 0 else { return }
+        streaming?.close()
         fetcher.close()
         recorder.close()
     }
@@ -185,6 +190,7 @@ public final class FlagService: Sendable {
         stats.status = fetcher.status
         stats.reads = environment.counters.stats
         stats.exposures = recorder.counters
+        addStreamingStats(&stats)
         return stats
     }
 
@@ -221,7 +227,7 @@ public final class FlagService: Sendable {
         case join(ContextFlight)
     }
 
-    private struct Start {
+    struct Start {
         var flight: ContextFlight
         var previous: Snapshot?
         var background: Bool
@@ -239,6 +245,8 @@ public final class FlagService: Sendable {
         let shutCode: FlagErrorCode = gate.fatal ? .providerFatal : .providerNotReady
         var start: Start?
         var refused = false
+        // [issue 23] Held values confirmed before the last stream wave are stale.
+        let staleBefore = streaming?.noteUse(fitted, now: now) ?? nil
         let decision = cache.shard(for: fingerprint).withLock { s -> Decision in
             var previous: Snapshot?
             s.recordAccess(fingerprint)
@@ -247,7 +255,8 @@ public final class FlagService: Sendable {
                 let node = s.nodes[Int(i)]
                 if let snapshot = node.snapshot, now - node.confirmedAt <= options.maxStaleness {
                     s.hits += 1
-                    if now - node.confirmedAt > options.refreshAfter, now >= node.retryAt,
+                    if now - node.confirmedAt > options.refreshAfter || node.confirmedAt < (staleBefore ?? .zero),
+                        now >= node.retryAt,
                         s.flights[fingerprint] == nil,
                         gate.admits(.refresh)
                     {
@@ -284,8 +293,9 @@ public final class FlagService: Sendable {
 
     /// Starts the fetch of a flight as a tracked task. The task holds the fetcher, not the
     /// service: a service dropped without `close()` is freed (its `deinit` closes it, which
-    /// cancels this task and refuses the queued ones).
-    private func run(_ start: Start, _ fitted: FittedContext) {
+    /// cancels this task and refuses the queued ones). Also the stream's refresh waves' entry
+    /// (FlagService+Streaming.swift).
+    func run(_ start: Start, _ fitted: FittedContext) {
         if start.background { _ = hal_fetch_add(words + 4, 1) }
         let flight = start.flight
         let previous = start.previous
@@ -314,6 +324,7 @@ public final class FlagService: Sendable {
         var fresh: Snapshot?
         var freshBytes = 0
         if case .updated(let response, let etag) = result {
+            streaming?.advertised(response.eventStreams)  // [issue 23]
             var flags = response.flags
             let keysShared = keys.intern(&flags)
             let snapshot = Snapshot.make(

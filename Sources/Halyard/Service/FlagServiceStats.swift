@@ -21,6 +21,12 @@ public struct FlagServiceStats: Sendable, Hashable {
     public var peakBytesHeld = 0
     /// Calls for invalid contexts (served defaults with `INVALID_CONTEXT`, nothing sent).
     public var invalidContexts = 0
+    /// Event-stream counters (docs/service.md, "Event streams"); all zero without a stream.
+    public var stream = EventStreamStats()
+    /// Refresh waves the stream started (one per `refetchEvaluation` or reconnect, coalesced).
+    public var streamWaves = 0
+    /// Held contexts the waves refreshed.
+    public var streamRefreshes = 0
     /// Fetches in flight or queued now (single-flight: at most one per context).
     public var fetchesInFlight = 0
     /// Requests sent to the control plane.

@@ -230,7 +230,8 @@ final class ServiceFetcher: Sendable {
             let response = try await transport.send(request)
             status = response.status
             (outcome, decoded) = RefreshMachine.Outcome.classify(
-                response, maxResponseBytes: builder.maxResponseBytes, wallNow: clock.wallNow)
+                response, maxResponseBytes: builder.maxResponseBytes, wallNow: clock.wallNow,
+                controlPlane: builder.identity.baseURL)
         } catch let error as TransportError where error != .cancelled && !Task.isCancelled {
             switch error {
             case .timedOut: outcome = .transient(.timedOut, retryAfter: nil)

@@ -19,6 +19,7 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
         var url: URL
         var headers: [String: String]
         var at: Duration
+        var body = ""
     }
 
     private struct Connection {
@@ -33,6 +34,8 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
         var requests: [Recorded] = []
         var connections: [Connection] = []
         var held = false
+        var inFlight = 0
+        var maxInFlight = 0
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -98,6 +101,7 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
     var requests: [Recorded] { state.withLock { $0.requests } }
     var fetches: [Recorded] { requests.filter { $0.method == "POST" } }
     var streamOpens: [Recorded] { requests.filter { $0.method == "GET" } }
+    var maxInFlight: Int { state.withLock { $0.maxInFlight } }
     var openConnections: Int { state.withLock { $0.connections.filter { !$0.closed }.count } }
 
     // MARK: - Transport
@@ -105,8 +109,15 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         state.withLock { s in
             s.requests.append(
-                .init(method: request.method, url: request.url, headers: request.headers, at: clock.monotonicNow))
+                .init(
+                    method: request.method, url: request.url, headers: request.headers, at: clock.monotonicNow,
+                    body: String(decoding: request.body, as: UTF8.self)))
+            s.inFlight += 1
+            s.maxInFlight = max(s.maxInFlight, s.inFlight)
         }
+        defer { state.withLock { $0.inFlight -= 1 } }
+        // Let concurrent requests overlap (a real server takes time too).
+        await Task.yield()
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let resumeNow = state.withLock { s -> Bool in
                 if s.held { s.waiting.append(c) }

@@ -1,0 +1,45 @@
+import Foundation
+
+extension FlagService {
+    /// Connects the stream's driver to this service (its fetch is a refresh wave; the service
+    /// does not poll, so polling changes are ignored).
+    func attachStreaming() {
+        guard let streaming else { return }
+        streaming.driver.attach(
+            .init(
+                fetch: { [weak self] _ in
+                    guard let self, let streaming = self.streaming else { return }
+                    await streaming.wave { [weak self] fitted in await self?.refreshHeld(fitted) }
+                },
+                pollInterval: { _ in }))
+    }
+
+    /// Refreshes a held context now (in the background flight machinery, with `If-None-Match`)
+    /// and returns when it is over. Nothing for a context that is not held, is backing off, or
+    /// has a fetch in flight already (that one will do).
+    func refreshHeld(_ fitted: FittedContext) async {
+        guard !isClosed else { return }
+        let fingerprint = fitted.fingerprint
+        let now = options.clock.monotonicNow
+        let start = cache.shard(for: fingerprint).withLock { s -> Start? in
+            guard let i = s.find(fingerprint), let snapshot = s.nodes[Int(i)].snapshot,
+                now >= s.nodes[Int(i)].retryAt, s.flights[fingerprint] == nil
+            else { return nil }
+            let flight = ContextFlight()
+            s.flights[fingerprint] = flight
+            return Start(flight: flight, previous: snapshot, background: true)
+        }
+        guard let start else { return }
+        run(start, fitted)
+        _ = await start.flight.wait(timeout: options.requestTimeout + .seconds(1), clock: options.clock)
+    }
+
+    /// Adds the stream's counters to `stats`.
+    func addStreamingStats(_ stats: inout FlagServiceStats) {
+        guard let streaming else { return }
+        stats.stream = streaming.driver.stats
+        let counters = streaming.counters
+        stats.streamWaves = counters.waves
+        stats.streamRefreshes = counters.refreshes
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import HalyardTesting
+import Testing
+
+@testable import Halyard
+
+@Suite("Event streams: service mode (scripted stream)")
+struct StreamServiceTests {
+    static func index(of body: String) -> Int? {
+        guard let match = body.firstMatch(of: /"u([0-9]+)"/) else { return nil }
+        return Int(match.1)
+    }
+
+    @Test("a service holding 1,000 contexts refreshes them within the concurrency bound, most recent first, ≤ 200/s")
+    func thousandContexts() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        transport.setAdvertise(false)
+        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "srv-key")
+        options.transport = transport
+        options.clock = clock
+        options.maxConcurrentFetches = 8
+        options.maxContexts = 2_000
+        options.exposures.enabled = false
+        options.refreshAfter = .seconds(3600)
+        options.maxStaleness = .seconds(7200)
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        let contexts = try (0..<1_000).map { try EvaluationContext(targetingKey: "u\($0)").fitted() }
+        for context in contexts {
+            _ = await service.flags(for: context)
+            clock.advance(by: .milliseconds(1))
+        }
+        #expect(service.stats.contextsHeld == 1_000)
+        // The next bulk response advertises the stream: it opens and its connect wave refreshes
+        // every context used since (all of them), most recently used first.
+        transport.setAdvertise(true)
+        transport.change()
+        let extra = try EvaluationContext(targetingKey: "u1000").fitted()
+        _ = await service.flags(for: extra)
+        let before = transport.fetches.count
+        try await Wait.until("the stream to connect") { service.stats.stream.connected }
+        try await Wait.until("the wave to refresh 1,001 contexts", seconds: 30) {
+            if transport.fetches.count < before + 1_001 { clock.advance(by: .milliseconds(50)) }
+            return transport.fetches.count >= before + 1_001 && service.stats.fetchesInFlight == 0
+        }
+        let wave = Array(transport.fetches[before...])
+        #expect(wave.count == 1_001)
+        #expect(transport.maxInFlight <= 8)
+        #expect(transport.maxInFlight >= 2, "the wave runs fetches concurrently")
+        let order = wave.compactMap { Self.index(of: $0.body) }
+        #expect(order.count == 1_001)
+        #expect(order.first.map { $0 >= 1_000 - 8 } == true, "the most recent first")
+        // Within the concurrency window, the order follows recency.
+        for (position, index) in order.enumerated() {
+            #expect(index >= 1_000 - position - 8, "position \(position) got u\(index)")
+        }
+        #expect(wave.allSatisfy { $0.headers["If-None-Match"] != nil })
+        // At most 200 requests/s: a burst of one second's worth, then the bucket's rate.
+        let start = try #require(wave.first).at
+        let last = try #require(wave.last).at
+        #expect(last - start >= .seconds(3), "1,001 requests at 200/s take at least 4 s of clock time after the burst")
+        for request in wave {
+            let elapsed =
+                Double((request.at - start).components.seconds)
+                + Double((request.at - start).components.attoseconds) / 1e18
+            let sent = wave.filter { $0.at <= request.at }.count
+            // Slack: a worker takes its token, then the test's clock may move (50 ms steps)
+            // before the request is recorded.
+            #expect(Double(sent) <= 200 + 200 * (elapsed + 0.1) + 8)
+        }
+        // The values changed on the server are served without any refreshAfter expiring.
+        #expect(service.flagsIfCached(for: contexts[0]).int("version", default: 0) == 2)
+        #expect(service.stats.streamWaves == 1)
+        #expect(service.status == .ready)
+    }
+
+    @Test("held contexts not used since the last wave are marked stale and refreshed on next use")
+    func unusedMarkedStale() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "srv-key")
+        options.transport = transport
+        options.clock = clock
+        options.exposures.enabled = false
+        options.refreshAfter = .seconds(3600)
+        options.maxStaleness = .seconds(7200)
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        let a = try EvaluationContext(targetingKey: "u1").fitted()
+        let b = try EvaluationContext(targetingKey: "u2").fitted()
+        _ = await service.flags(for: a)
+        _ = await service.flags(for: b)
+        try await Wait.until("the stream to connect and its wave to end") {
+            service.stats.stream.connected && service.stats.streamWaves == 1 && service.stats.fetchesInFlight == 0
+        }
+        try await Wait.until("the connect wave's refreshes") { service.stats.fetchesInFlight == 0 }
+        let base = transport.fetches.count
+        // Only b is used; then the server changes and announces it.
+        clock.advance(by: .milliseconds(1))
+        _ = service.flagsIfCached(for: b)
+        transport.change()
+        transport.pushRefetch()
+        try await Wait.until("the event's wave") {
+            service.stats.streamWaves == 2 && transport.fetches.count == base + 1
+        }
+        try await Wait.until("b refreshed") { service.flagsIfCached(for: b).int("version", default: 0) == 2 }
+        // a was not refreshed by the wave: its next use serves the held values and refreshes it.
+        #expect(service.flagsIfCached(for: a).int("version", default: 0) == 1)
+        try await Wait.until("a refreshed in the background") {
+            service.flagsIfCached(for: a).int("version", default: 0) == 2
+        }
+    }
+}
