@@ -162,6 +162,7 @@ extension FlagClient {
         case .network(let detail)?: detail.isEmpty ? "network error" : detail
         case .cancelled?: "the request was cancelled"
         case .responseTooLarge(let limit)?: "the response exceeded \(limit) bytes"
+        case .redirectRefused(let origin, let reason)?: "a redirect to \(origin) was refused (\(reason.rawValue))"
         case nil: "network error"
         }
     }

@@ -266,17 +266,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         exchange.finish(.success((response, data)))
     }
 
-    // Event streams (issue 23): a stream task never follows a redirect itself; the 3xx is its
-    // head and StreamRedirects applies §5's rule. Other tasks keep URLSession's behaviour.
+    // Event streams (issue 23): like every task, a stream task follows no redirect itself (see
+    // `willPerformHTTPRedirection` above); the 3xx is its head and StreamRedirects applies §5's rule.
     private func stream(_ task: URLSessionTask) -> URLSessionStream? {
         streams.withLock { $0[task.taskIdentifier] }
-    }
-
-    func urlSession(
-        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(stream(task) == nil ? request : nil)
     }
 
     static func describe(_ error: any Error) -> String {
