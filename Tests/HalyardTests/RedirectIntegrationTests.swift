@@ -36,9 +36,9 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func ofrepRedirects(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
-        let other = try ControlPlaneServer(flags: ["default": [["key": "a", "value": 666]]])
+        let other = try await ControlPlaneServer.launched(flags: ["default": [["key": "a", "value": 666]]])
         defer { other.stop() }
         let log = CurlLoaderTests.LogLines()
         let client = try FlagClient(options: Self.options(server, kind, log))
@@ -75,9 +75,9 @@ import Testing
 
     @Test(arguments: TransportKind.available, Upload.allCases)
     func uploadToAnotherOriginSendsNothingThere(kind: TransportKind, upload: Upload) async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
-        let other = try ControlPlaneServer(flags: Self.flags)
+        let other = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { other.stop() }
         let log = CurlLoaderTests.LogLines()
         var options = Self.options(server, kind, log)
@@ -108,7 +108,7 @@ import Testing
 
     @Test(arguments: TransportKind.available, Upload.allCases)
     func uploadSameOrigin307IsFollowed(kind: TransportKind, upload: Upload) async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let log = CurlLoaderTests.LogLines()
         var options = Self.options(server, kind, log)

@@ -45,7 +45,7 @@ import Testing
         let guarded = GuardedTransport.wrapping(stuck, logHandler: nil)
         let request = TransportRequest(
             url: try #require(URL(string: "http://127.0.0.1:1/")), timeout: .milliseconds(200))
-        let outcome = try await Wait.result("send through the guard") { () async -> TransportError? in
+        let outcome = try await Wait.result("send through the guard", seconds: 30) { () async -> TransportError? in
             do {
                 _ = try await guarded.send(request)
                 return nil
@@ -63,9 +63,9 @@ import Testing
         let guarded = GuardedTransport.wrapping(stuck, logHandler: nil)
         let request = TransportRequest(url: try #require(URL(string: "http://127.0.0.1:1/")), timeout: .seconds(600))
         let task = Task { try await guarded.send(request) }
-        try await Wait.until("the transport was called") { stuck.calls.value == 1 }
+        try await Wait.until("the transport was called", seconds: 30) { stuck.calls.value == 1 }
         task.cancel()
-        let outcome = try await Wait.result("the cancelled send") { () async -> TransportError? in
+        let outcome = try await Wait.result("the cancelled send", seconds: 30) { () async -> TransportError? in
             do {
                 _ = try await task.value
                 return nil
@@ -88,7 +88,7 @@ import Testing
         options.requestTimeout = .milliseconds(300)
         let client = try FlagClient(options: options)
         defer { client.close() }
-        try await Wait.until("the start-up fetch timed out") { client.stats.sync.timeouts >= 1 }
+        try await Wait.until("the start-up fetch timed out", seconds: 30) { client.stats.sync.timeouts >= 1 }
         #expect(client.status != .ready)
     }
 
@@ -107,7 +107,7 @@ import Testing
         defer { recorder.close() }
         recorder.recordExposure(
             key: "a", variant: "on", reason: .targetingMatch, contextFingerprint: "f", value: nil, errorCode: nil)
-        let result = try await Wait.result("flush()") { await recorder.flush() }
+        let result = try await Wait.result("flush()", seconds: 30) { await recorder.flush() }
         #expect(result.sentEvents == 0)
         #expect(stuck.calls.value == 1)
     }
@@ -121,9 +121,9 @@ import Testing
         options.exposures.enabled = false
         let service = try FlagService(options: options)
         defer { service.close() }
-        _ = try await Wait.result("flags(for:)") {
+        _ = try await Wait.result("flags(for:)", seconds: 30) {
             await service.flags(for: EvaluationContext(targetingKey: "u1"))
         }
-        try await Wait.until("the fetch timed out") { service.stats.fetchTimeouts >= 1 }
+        try await Wait.until("the fetch timed out", seconds: 30) { service.stats.fetchTimeouts >= 1 }
     }
 }

@@ -31,7 +31,7 @@
             #expect(lines.first?.0 == .warning)
             #expect(lines.first?.1.contains("libhalyard-no-such-curl.so.4") == true, "\(lines.map(\.1))")
 
-            let server = try ControlPlaneServer(flags: ["default": [["key": "a", "value": 1]]])
+            let server = try await ControlPlaneServer.launched(flags: ["default": [["key": "a", "value": 1]]])
             defer { server.stop() }
             #expect(try await transport.send(SyncTransportTests.request(server, timeout: .seconds(10))).status == 200)
         }
@@ -61,7 +61,7 @@
             let library = try CurlLibrary.load(names: CurlLibrary.defaultNames).get()
             let multi = try CurlMulti(library: library)
             let transport = CurlTransport(multi: multi)
-            let server = try ControlPlaneServer(flags: ["default": [["key": "a", "value": 1]]])
+            let server = try await ControlPlaneServer.launched(flags: ["default": [["key": "a", "value": 1]]])
             defer { server.stop() }
             let request = SyncTransportTests.request(server, timeout: .seconds(10))
             for _ in 0..<20 {

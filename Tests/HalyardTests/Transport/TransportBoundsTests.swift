@@ -11,7 +11,7 @@ import Testing
 
     #if os(Linux)
         @Test func everyRequestFailsAtItsDeadlineBehindTheConnectionLimit() async throws {
-            let server = try ControlPlaneServer(flags: Self.flags)
+            let server = try await ControlPlaneServer.launched(flags: Self.flags)
             defer { server.stop() }
             let count = CurlMulti.maxHostConnections + 8
             try await server.script([["action": "delay", "seconds": 60, "count": count]])
@@ -51,7 +51,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func responseHeadersAreBounded(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let transport = kind.make()
         // ~80 KiB of header fields: over the 64 KiB default.

@@ -11,9 +11,9 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func anotherOriginReceivesNothing(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
-        let other = try ControlPlaneServer(flags: Self.flags)
+        let other = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { other.stop() }
         let transport = kind.make()
         var request = SyncTransportTests.request(server, timeout: .seconds(10))
@@ -37,7 +37,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func aSameOrigin307IsFollowedWithItsMethodAndBody(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let transport = kind.make()
         let request = SyncTransportTests.request(server, timeout: .seconds(10))
@@ -54,7 +54,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func theFourthRedirectIsRefused(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let transport = kind.make()
         let request = SyncTransportTests.request(server, timeout: .seconds(10))
