@@ -301,8 +301,10 @@ public final class FlagService: Sendable {
         let previous = start.previous
         let fetcher = self.fetcher
         let priority: FetchPriority = previous == nil ? .cold : .refresh
+        fetcher.began()
         let started = fetcher.track { [weak self] in
             let result = await fetcher.fetch(fitted, etag: previous?.etag, priority: priority, flight: flight)
+            fetcher.ended()
             guard let self else {
                 flight.complete(.unavailable(.providerNotReady))
                 return
@@ -310,6 +312,7 @@ public final class FlagService: Sendable {
             flight.complete(self.apply(result, fitted.fingerprint, previous: previous, flight: flight))
         }
         if !started {
+            fetcher.ended()
             flight.complete(apply(.skipped(until: nil), fitted.fingerprint, previous: previous, flight: flight))
         }
     }

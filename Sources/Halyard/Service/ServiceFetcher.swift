@@ -95,8 +95,9 @@ final class ServiceFetcher: Sendable {
     private let logHandler: HalyardLogHandler?
     private let identity: ClientIdentity
     private let state: Locked<State>
-    /// [flags (1 closed, 2 fatal), paused until (ns, monotonic), outstanding (in flight +
-    /// queued), paused refusals before a flight, sheds before a flight]: the gate a request
+    /// [flags (1 closed, 2 fatal), paused until (ns, monotonic), outstanding (fetches created
+    /// and not finished: in flight, queued, or their task not started yet), paused refusals
+    /// before a flight, sheds before a flight]: the gate a request
     /// checks before it creates anything, without the lock.
     private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
 
@@ -147,6 +148,12 @@ final class ServiceFetcher: Sendable {
             closed: flags & 1 != 0, fatal: flags & 2 != 0, pausedUntil: now < paused ? paused : nil,
             coldRoom: outstanding < maxConcurrent + maxQueued)
     }
+
+    /// Counts a fetch created (before its task starts, so a loop of misses sees it at once).
+    func began() { _ = hal_fetch_add(words + 2, 1) }
+
+    /// Counts a fetch finished (whatever its result).
+    func ended() { _ = hal_fetch_add(words + 2, UInt(bitPattern: -1)) }
 
     /// Counts a fetch a request did not create because of `gate`.
     func countRefused(_ gate: Gate) {
@@ -200,7 +207,6 @@ final class ServiceFetcher: Sendable {
     private func publish(_ s: State) {
         hal_store_release(words, (s.closed ? 1 : 0) | (s.status == .fatal ? 2 : 0))
         hal_store_relaxed(words + 1, Self.nanoseconds(s.pausedUntil))
-        hal_store_relaxed(words + 2, UInt(s.inFlight + s.queue.count))
     }
 
     /// Fetches the values of `context`, with `If-None-Match: etag` when given. A cold fetch
