@@ -21,6 +21,9 @@ final class ServiceStreaming: Sendable {
         var used: [String: Used] = [:]
         /// Held values confirmed before this are stale (refreshed on next use).
         var staleBefore: Duration?
+        /// Contexts the running wave will refresh: not marked stale meanwhile (a read of one
+        /// would otherwise start a second, background refresh of it).
+        var queued: Set<String> = []
         /// Whether a stream was advertised once (then it is followed for the service's life).
         var opened = false
         var waves = 0
@@ -73,7 +76,7 @@ final class ServiceStreaming: Sendable {
             if r.used[fitted.fingerprint] != nil || r.used.count < limit {
                 r.used[fitted.fingerprint] = Used(fitted: fitted, usedAt: now)
             }
-            return r.staleBefore
+            return r.queued.contains(fitted.fingerprint) ? nil : r.staleBefore
         }
     }
 
@@ -99,6 +102,8 @@ final class ServiceStreaming: Sendable {
             r.waves += 1
             let list = Array(r.used.values)
             r.used = [:]
+            r.queued = Set(r.used.keys)
+            for entry in list { r.queued.insert(entry.fitted.fingerprint) }
             r.waveRefreshes += list.count
             return list
         }
@@ -115,8 +120,12 @@ final class ServiceStreaming: Sendable {
                             return n
                         }
                         guard i < order.count else { return }
-                        guard await self.takeToken() else { return }
+                        guard await self.takeToken() else {
+                            self.roster.withLock { $0.queued.removeAll() }
+                            return
+                        }
                         await refresh(order[i])
+                        _ = self.roster.withLock { $0.queued.remove(order[i].fingerprint) }
                     }
                 }
             }
