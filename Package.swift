@@ -36,6 +36,7 @@ let package = Package(
         .executable(name: "halyard-bench-transport", targets: ["TransportBenchmarks"]),
         .executable(name: "halyard-bench-cache", targets: ["CacheBenchmarks"]),
         .executable(name: "halyard-bench-service", targets: ["ServiceBenchmarks"]),
+        .executable(name: "halyard-bench-stream", targets: ["StreamBenchmarks"]),  // issue 23
     ],
     targets: [
         .target(name: "CHalyardAtomics"),
@@ -95,6 +96,10 @@ let package = Package(
             path: "Benchmarks/ServiceBenchmarks",
             swiftSettings: upcoming
         ),
+        // [issue 23] Propagation latency of changes: streaming vs polling.
+        .executableTarget(
+            name: "StreamBenchmarks", dependencies: ["Halyard"], path: "Benchmarks/StreamBenchmarks",
+            swiftSettings: upcoming),
         .testTarget(
             name: "HalyardTests",
             // HalyardCLI: `swift test` builds the `halyard` binary the CLI tests run as a subprocess.

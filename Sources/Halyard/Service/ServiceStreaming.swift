@@ -11,11 +11,19 @@ final class ServiceStreaming: Sendable {
     /// The wave's request rate ceiling.
     static let requestsPerSecond = 200.0
 
+    private struct Used {
+        var fitted: FittedContext
+        var usedAt: Duration
+    }
+
     private struct Roster {
         /// Contexts used since the last wave, with when they were last used.
-        var used: [String: (fitted: FittedContext, usedAt: Duration)] = [:]
+        var used: [String: Used] = [:]
         /// Held values confirmed before this are stale (refreshed on next use).
         var staleBefore: Duration?
+        /// Contexts the running wave will refresh: not marked stale meanwhile (a read of one
+        /// would otherwise start a second, background refresh of it).
+        var queued: Set<String> = []
         /// Whether a stream was advertised once (then it is followed for the service's life).
         var opened = false
         var waves = 0
@@ -66,9 +74,9 @@ final class ServiceStreaming: Sendable {
     func noteUse(_ fitted: FittedContext, now: Duration) -> Duration? {
         roster.withLock { r in
             if r.used[fitted.fingerprint] != nil || r.used.count < limit {
-                r.used[fitted.fingerprint] = (fitted, now)
+                r.used[fitted.fingerprint] = Used(fitted: fitted, usedAt: now)
             }
-            return r.staleBefore
+            return r.queued.contains(fitted.fingerprint) ? nil : r.staleBefore
         }
     }
 
@@ -89,14 +97,18 @@ final class ServiceStreaming: Sendable {
     /// last wave, most recent first, through `refresh` (which returns when that fetch is over).
     func wave(refresh: @escaping @Sendable (FittedContext) async -> Void) async {
         let now = clock.monotonicNow
-        let order = roster.withLock { r -> [FittedContext] in
+        let taken = roster.withLock { r -> [Used] in
             r.staleBefore = now
             r.waves += 1
-            let list = r.used.values.sorted { $0.usedAt > $1.usedAt }.map(\.fitted)
-            r.used.removeAll(keepingCapacity: true)
+            let list = Array(r.used.values)
+            r.used = [:]
+            r.queued = Set(r.used.keys)
+            for entry in list { r.queued.insert(entry.fitted.fingerprint) }
             r.waveRefreshes += list.count
             return list
         }
+        // Sorted outside the lock: most recently used first.
+        let order = taken.sorted { $0.usedAt > $1.usedAt }.map(\.fitted)
         guard !order.isEmpty else { return }
         let next = Locked(0)
         await withTaskGroup(of: Void.self) { group in
@@ -108,8 +120,12 @@ final class ServiceStreaming: Sendable {
                             return n
                         }
                         guard i < order.count else { return }
-                        guard await self.takeToken() else { return }
+                        guard await self.takeToken() else {
+                            self.roster.withLock { $0.queued.removeAll() }
+                            return
+                        }
                         await refresh(order[i])
+                        _ = self.roster.withLock { $0.queued.remove(order[i].fingerprint) }
                     }
                 }
             }

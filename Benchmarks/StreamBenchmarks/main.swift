@@ -1,0 +1,245 @@
+// Propagation latency of a change on the control plane to the first read that sees it (SPEC §14):
+// streaming vs polling at 30 s, one client and a service holding many contexts.
+//
+//   swift run -c release halyard-bench-stream [--quick] [--json FILE]
+//
+// The control plane here is IN-PROCESS (an in-memory StreamingTransport: no sockets), so the
+// figures are the client's own pipeline (stream parse → machine → coalesced fetch → decode →
+// snapshot publish → read), not loopback networking. Polling at 30 s is SIMULATED: a change
+// lands uniformly within the jittered poll period, so its latency is the wait for the next poll
+// plus the measured fetch time (no 30 s sleeps).
+import Foundation
+import Halyard
+
+struct Options {
+    var quick = false
+    var json: String?
+    init(_ arguments: [String]) {
+        var iterator = arguments.dropFirst().makeIterator()
+        while let argument = iterator.next() {
+            switch argument {
+            case "--quick": quick = true
+            case "--json": json = iterator.next()
+            default:
+                FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
+                exit(2)
+            }
+        }
+    }
+}
+
+/// An in-memory control plane that streams: a versioned flag set and open SSE connections.
+final class InProcessControlPlane: StreamingTransport, @unchecked Sendable {
+    private let lock = NSLock()
+    private var version = 1
+    private var streams: [AsyncThrowingStream<Data, any Error>.Continuation] = []
+    private var fetchCount = 0
+
+    var fetches: Int { lock.withLock { fetchCount } }
+    var currentVersion: Int { lock.withLock { version } }
+
+    func change() {
+        let targets = lock.withLock { () -> [AsyncThrowingStream<Data, any Error>.Continuation] in
+            version += 1
+            return streams
+        }
+        let event = Data("data: {\"type\":\"refetchEvaluation\",\"etag\":\"\\\"v\(currentVersion)\\\"\"}\n\n".utf8)
+        for c in targets { c.yield(event) }
+    }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let v = lock.withLock { () -> Int in
+            fetchCount += 1
+            return version
+        }
+        let etag = "\"v\(v)\""
+        if request.headers["If-None-Match"] == etag { return TransportResponse(status: 304, headers: ["ETag": etag]) }
+        let body =
+            #"{"flags":[{"key":"version","value":\#(v),"reason":"STATIC"}],"#
+            + #""eventStreams":[{"type":"sse","endpoint":{"requestUri":"/ofrep/v1/sse"}}]}"#
+        return TransportResponse(status: 200, headers: ["ETag": etag], body: Data(body.utf8))
+    }
+
+    func openStream(_ request: TransportRequest, inactivityTimeout: Duration) async throws -> TransportStream {
+        let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+        lock.withLock { streams.append(continuation) }
+        return TransportStream(
+            status: 200, headers: ["Content-Type": "text/event-stream"], chunks: stream,
+            onCancel: { continuation.finish() })
+    }
+}
+
+func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+}
+func ms(_ s: Double) -> String { String(format: "%.2f ms", s * 1000) }
+
+/// Waits (real time, bounded) until `condition` holds; returns whether it did.
+@MainActor func spin(upTo limit: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while !condition() {
+        if ContinuousClock.now > deadline { return false }
+        try? await Task.sleep(for: .microseconds(50))
+    }
+    return true
+}
+
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+say("starting")
+let options = Options(CommandLine.arguments)
+let quick = options.quick
+var results: [String: Any] = [:]
+var verdicts: [(String, Bool, String)] = []
+say("# halyard-bench-stream\(quick ? " (quick)" : "") — in-process control plane, machine load not controlled")
+
+// MARK: - One client
+
+let clientChanges = quick ? 40 : 300
+do {
+    let plane = InProcessControlPlane()
+    var o = FlagClientOptions(baseURL: URL(string: "http://127.0.0.1:1")!, key: "cli-bench")
+    o.transport = plane
+    o.pollInterval = .seconds(30)
+    o.exposures.enabled = false
+    o.maxCachedContexts = 0
+    o.installIDStorage = .memory
+    let client = try FlagClient(options: o)
+    guard await spin({ client.stats.stream.connected && client.int("version", default: 0) == plane.currentVersion })
+    else { fatalError("the stream did not connect") }
+    try? await Task.sleep(for: .milliseconds(50))
+    var latencies: [Double] = []
+    var fetchTimes: [Double] = []
+    let fetchesBefore = plane.fetches
+    for _ in 0..<clientChanges {
+        let start = ContinuousClock.now
+        plane.change()
+        let target = plane.currentVersion
+        guard await spin({ client.int("version", default: 0) == target }) else { fatalError("change not seen") }
+        latencies.append(seconds(ContinuousClock.now - start))
+        // Let the coalesced fetch settle so that changes do not overlap.
+        _ = await spin { client.stats.sync.requestsSent == plane.fetches }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    let perChange = Double(plane.fetches - fetchesBefore) / Double(clientChanges)
+    // A plain fetch, for the simulated polling figure.
+    for _ in 0..<50 {
+        let start = ContinuousClock.now
+        await client.refresh()
+        fetchTimes.append(seconds(ContinuousClock.now - start))
+    }
+    client.close()
+    let p50 = percentile(latencies, 0.5)
+    let p99 = percentile(latencies, 0.99)
+    // Polling at 30 s ± 10 %, simulated: wait for the next poll + a measured fetch.
+    var rng = SystemRandomNumberGenerator()
+    var polled: [Double] = []
+    let fetch = percentile(fetchTimes, 0.5)
+    for _ in 0..<100_000 {
+        let period = 30 * Double.random(in: 0.9...1.1, using: &rng)
+        polled.append(Double.random(in: 0..<period, using: &rng) + fetch)
+    }
+    say("\n## one client (\(clientChanges) changes)")
+    say("streaming: p50 \(ms(p50)), p99 \(ms(p99)), requests per change \(String(format: "%.2f", perChange))")
+    say(
+        "polling 30 s (simulated): p50 \(ms(percentile(polled, 0.5))), p99 \(ms(percentile(polled, 0.99))), "
+            + "requests: 1 per poll whatever the changes")
+    results["client"] = [
+        "changes": clientChanges, "streamP50": p50, "streamP99": p99, "requestsPerChange": perChange,
+        "pollingSimulatedP50": percentile(polled, 0.5), "pollingSimulatedP99": percentile(polled, 0.99),
+    ]
+    verdicts.append(("one client streaming p99 <= 250 ms", p99 <= 0.25, ms(p99)))
+}
+
+// MARK: - Service
+
+let held = quick ? 1_000 : 10_000
+let serviceChanges = quick ? 10 : 200
+do {
+    let plane = InProcessControlPlane()
+    var o = FlagServiceOptions(baseURL: URL(string: "http://127.0.0.1:1")!, key: "srv-bench")
+    o.transport = plane
+    o.exposures.enabled = false
+    o.maxContexts = held
+    o.refreshAfter = .seconds(3600)
+    o.maxStaleness = .seconds(7200)
+    o.coldFetchTimeout = .seconds(5)
+    let service = try FlagService(options: o)
+    let contexts = try (0..<held).map { try EvaluationContext(targetingKey: "user-\($0)").fitted() }
+    say("warming \(held) contexts")
+    for context in contexts { _ = await service.flags(for: context) }
+    if !(await spin({ service.stats.stream.connected && service.stats.fetchesInFlight == 0 })) {
+        say("the service stream did not connect")
+    }
+    // The connect wave refreshes every held context once; let it end.
+    _ = await spin(upTo: .seconds(60)) { service.stats.fetchesInFlight == 0 && service.stats.streamWaves >= 1 }
+    say("connected; waves \(service.stats.streamWaves)")
+    try? await Task.sleep(for: .seconds(1))
+    let hot = Array(contexts.suffix(100))
+    var hotFirst: [Double] = []
+    var hotAll: [Double] = []
+    let before = plane.fetches
+    for _ in 0..<serviceChanges {
+        for context in hot { _ = service.flagsIfCached(for: context) }
+        let start = ContinuousClock.now
+        plane.change()
+        let target = plane.currentVersion
+        var first: Double?
+        let seen = await spin {
+            let count = hot.filter { service.flagsIfCached(for: $0).int("version", default: 0) == target }.count
+            if count > 0, first == nil { first = seconds(ContinuousClock.now - start) }
+            return count == hot.count
+        }
+        guard seen else {
+            say("hot contexts did not see the change within 10 s")
+            break
+        }
+        hotAll.append(seconds(ContinuousClock.now - start))
+        hotFirst.append(first ?? 0)
+        _ = await spin { service.stats.fetchesInFlight == 0 }
+        // Let the token bucket refill (100 tokens at 200/s) so changes do not overlap.
+        try? await Task.sleep(for: .milliseconds(520))
+    }
+    let perChange = Double(plane.fetches - before) / Double(serviceChanges)
+    // All held: one change after every held context was used.
+    for context in contexts { _ = service.flagsIfCached(for: context) }
+    _ = await spin { service.stats.fetchesInFlight == 0 }
+    let allBefore = plane.fetches
+    let start = ContinuousClock.now
+    plane.change()
+    _ = await spin(upTo: .seconds(quick ? 20 : 120)) {
+        plane.fetches >= allBefore + held && service.stats.fetchesInFlight == 0
+    }
+    let allTime = seconds(ContinuousClock.now - start)
+    service.close()
+    say("\n## service holding \(held) contexts (\(serviceChanges) changes, hottest 100 used between changes)")
+    say(
+        "hottest 100 all see it: p50 \(ms(percentile(hotAll, 0.5))), p99 \(ms(percentile(hotAll, 0.99))); "
+            + "first of them: p50 \(ms(percentile(hotFirst, 0.5))); requests per change \(String(format: "%.1f", perChange))"
+    )
+    say(
+        "all \(held) held (all used since the last wave): \(String(format: "%.1f s", allTime)) "
+            + "(bounded by 200 requests/s by design)")
+    say("polling: a service does not poll; without a stream a change is seen after refreshAfter (30 s) on next use")
+    results["service"] = [
+        "held": held, "changes": serviceChanges, "hot100P50": percentile(hotAll, 0.5),
+        "hot100P99": percentile(hotAll, 0.99), "requestsPerChange": perChange, "allHeldSeconds": allTime,
+    ]
+    verdicts.append(("service hottest 100 p99 <= 1 s", percentile(hotAll, 0.99) <= 1, ms(percentile(hotAll, 0.99))))
+}
+
+say("\n## verdicts")
+for (name, pass, detail) in verdicts { say("\(pass ? "PASS" : "FAIL")  \(name): \(detail)") }
+results["verdicts"] = verdicts.map { ["name": $0.0, "pass": $0.1, "detail": $0.2] }
+if let path = options.json {
+    let document: [String: Any] = [
+        "benchmark": "halyard-bench-stream", "quick": quick, "date": ISO8601DateFormatter().string(from: Date()),
+        "results": results,
+    ]
+    let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
+    try data.write(to: URL(fileURLWithPath: path))
+    say("wrote \(path)")
+}
+exit(0)
