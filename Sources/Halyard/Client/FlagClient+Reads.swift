@@ -97,7 +97,7 @@ extension FlagClient {
         SnapshotStore.endProtection(record)
         // The protection has ended: the recorder (a lock, the injected clock) may run now.
         guard lookup.outcome == .success else {
-            readCounters.count(lookup.outcome)
+            ReadRules.finishDefault(lookup, defaultValue, sink: exposureSink, counters: readCounters)
             return defaultValue
         }
         if let exposure = lookup.exposure { ReadRules.recordRetainedExposure(exposure, lookup.index, exposureSink) }
@@ -131,7 +131,9 @@ extension FlagClient {
 
     /// The exposure slow path for handles (see ``ReadRules/recordRetainedExposure(_:_:_:)``).
     @discardableResult
-    func recordRetainedExposure(_ retained: UnsafeMutableRawPointer, _ index: Int) -> UInt32 {
-        ReadRules.recordRetainedExposure(retained, index, exposureSink)
+    func recordRetainedExposure(_ retained: UnsafeMutableRawPointer, _ index: Int, servedDefault: JSONValue? = nil)
+        -> UInt32
+    {
+        ReadRules.recordRetainedExposure(retained, index, exposureSink, servedDefault: servedDefault)
     }
 }

@@ -42,7 +42,15 @@ enum ReadRules {
         }
         let kind = entries[index].kind
         guard kind.isReadable(as: requested) else {
-            return ScalarLookup(outcome: kind.outcome(as: requested), bits: 0, index: index, exposure: nil)
+            let outcome = kind.outcome(as: requested)
+            // Code default (SPEC §2/§7): a successful read, so it records an exposure too.
+            var exposure: UnsafeMutableRawPointer?
+            if outcome == .codeDefault, let clock = exposureClock,
+                hal_load_relaxed(slots + index) <= hal_load_relaxed(clock)
+            {
+                exposure = retainForExposure(snapshot)
+            }
+            return ScalarLookup(outcome: outcome, bits: 0, index: index, exposure: exposure)
         }
         let bits = entries[index].bits(as: requested)
         var exposure: UnsafeMutableRawPointer?
@@ -101,6 +109,10 @@ enum ReadRules {
                 key: key, value: defaultValue, variant: details[index].variant, reason: details[index].reason,
                 metadata: details[index].metadata)
         case .codeDefault:
+            // A successful read (SPEC §2): it records an exposure like any other (SPEC §7).
+            if let clock = exposureClock, hal_load_relaxed(slots + index) <= hal_load_relaxed(clock) {
+                pending.exposure = retainForExposure(snapshot)
+            }
             return Evaluation(
                 key: key, value: defaultValue, variant: details[index].variant, reason: details[index].reason,
                 metadata: details[index].metadata)
@@ -134,9 +146,40 @@ enum ReadRules {
                 if let value = pending.json.flatMap(Value._fromJSON) { result.value = value }
             }
         case .codeDefault:
-            break
+            if let exposure = pending.exposure {
+                recordRetainedExposure(exposure, pending.index, sink, servedDefault: exposedValue(of: result.value))
+            }
         default:
             counters.count(pending.outcome)
+        }
+    }
+
+    /// The end of a scalar read that serves the default: counts a failure, or, for a code
+    /// default (a successful read), records its due exposure with the default as the value.
+    @inline(__always)
+    static func finishDefault<Value: FlagValue>(
+        _ lookup: ScalarLookup, _ defaultValue: Value, sink: (any ExposureSink)?, counters: ReadCounters
+    ) {
+        if lookup.outcome == .codeDefault {
+            if let exposure = lookup.exposure {
+                recordRetainedExposure(exposure, lookup.index, sink, servedDefault: exposedValue(of: defaultValue))
+            }
+        } else {
+            counters.count(lookup.outcome)
+        }
+    }
+
+    /// A served default as the exposure's value (OTLP's `feature_flag.result.value`): Halyard's
+    /// own value types only; nil for a `FlagValue` conformance outside Halyard.
+    @inline(never)
+    static func exposedValue<Value: FlagValue>(of value: Value) -> JSONValue? {
+        switch value {
+        case let v as Bool: .bool(v)
+        case let v as Int: .int(Int64(v))
+        case let v as Double: .double(v)
+        case let v as String: .string(v)
+        case let v as JSONValue: v
+        default: nil
         }
     }
 
@@ -157,13 +200,13 @@ enum ReadRules {
     /// The variant, reason and fingerprint an explicit `recordExposure(key)` records, or nil
     /// when the flag is not served or was served with an error. Lookup and copy-out only.
     static func exposureCandidate(_ snapshot: Snapshot, _ key: String)
-        -> (variant: String?, reason: EvaluationReason, fingerprint: String, value: JSONValue?)?
+        -> (variant: String?, reason: EvaluationReason, fingerprint: String, value: JSONValue?, metadata: FlagMetadata)?
     {
         guard let index = snapshot.index(of: key), snapshot.entries[index].kind != .error else { return nil }
         let detail = snapshot.details[index]
         // The value only when there is no variant, as for reads (the OTLP exporter).
         let value = detail.variant == nil ? snapshot.flags[index].value : nil
-        return (detail.variant, detail.reason, snapshot.contextFingerprint, value)
+        return (detail.variant, detail.reason, snapshot.contextFingerprint, value, detail.metadata)
     }
 
     /// Whether `key` is served in `snapshot` with an object value (lookup only).
@@ -187,7 +230,8 @@ enum ReadRules {
     @inline(never)
     @discardableResult
     static func recordRetainedExposure(
-        _ retained: UnsafeMutableRawPointer, _ index: Int, _ sink: (any ExposureSink)?
+        _ retained: UnsafeMutableRawPointer, _ index: Int, _ sink: (any ExposureSink)?,
+        servedDefault: JSONValue? = nil
     ) -> UInt32 {
         let unmanaged = Unmanaged<Snapshot>.fromOpaque(retained)
         defer { unmanaged.release() }
@@ -195,11 +239,13 @@ enum ReadRules {
             guard let sink else { return 0 }
             let flag = snapshot.flags[index]
             // The value only when there is no variant (the OTLP exporter's
-            // `feature_flag.result.value`); a variant names it.
+            // `feature_flag.result.value`); a variant names it. A flag without a value served
+            // the caller's default: that is the value.
             let deadline = sink.recordExposure(
                 key: flag.key, variant: flag.variant, reason: flag.reason,
-                contextFingerprint: snapshot.contextFingerprint, value: flag.variant == nil ? flag.value : nil,
-                errorCode: flag.errorCode)
+                contextFingerprint: snapshot.contextFingerprint,
+                value: flag.variant == nil ? (flag.value ?? servedDefault) : nil,
+                errorCode: flag.errorCode, metadata: flag.metadata)
             hal_store_relaxed(snapshot.exposureSlots + index, UInt(deadline))
             return deadline
         }

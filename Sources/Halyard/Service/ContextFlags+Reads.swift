@@ -69,10 +69,11 @@ extension ContextFlags {
     /// with this context's fingerprint.
     public func recordExposure(_ key: String) {
         guard let sink = environment.sink, let snapshot,
-            let (variant, reason, fingerprint, value) = ReadRules.exposureCandidate(snapshot, key)
+            let (variant, reason, fingerprint, value, metadata) = ReadRules.exposureCandidate(snapshot, key)
         else { return }
         _ = sink.recordExposure(
-            key: key, variant: variant, reason: reason, contextFingerprint: fingerprint, value: value, errorCode: nil)
+            key: key, variant: variant, reason: reason, contextFingerprint: fingerprint, value: value, errorCode: nil,
+            metadata: metadata)
     }
 
     // MARK: - The read path
@@ -85,7 +86,7 @@ extension ContextFlags {
         }
         let lookup = ReadRules.scalar(Unmanaged<Snapshot>.fromOpaque(raw), key, Value._flagValueKind, exposureClock)
         guard lookup.outcome == .success else {
-            environment.counters.count(lookup.outcome)
+            ReadRules.finishDefault(lookup, defaultValue, sink: environment.sink, counters: environment.counters)
             return defaultValue
         }
         if let exposure = lookup.exposure {
