@@ -348,4 +348,10 @@ import Testing
         #expect(body.components(separatedBy: "feature_flag.set.id").count == 2)
         #expect(!body.contains("other"))
     }
+
+    /// docs/exposures.md states the size of a queued event (the memory bound of the buffer).
+    @Test func aQueuedEventIsTheDocumentedSize() {
+        #expect(MemoryLayout<ExposureEvent>.size == 136)
+        #expect(MemoryLayout<ExposureEvent>.stride == 136)
+    }
 }
