@@ -54,6 +54,8 @@ import Testing
             ("https://otel.example/otlp", "https://otel.example/otlp/v1/logs"),
             ("https://otel.example/otlp/", "https://otel.example/otlp/v1/logs"),
             ("https://otel.example:4318/v1/logs", "https://otel.example:4318/v1/logs"),
+            ("https://otel.example:4318/v1/logs/", "https://otel.example:4318/v1/logs/"),
+            ("https://otel.example/tenant/v1/logs", "https://otel.example/tenant/v1/logs"),
             ("https://otel.example/otlp?tenant=a%20b", "https://otel.example/otlp/v1/logs?tenant=a%20b"),
             ("https://otel.example/?k=1&j=2", "https://otel.example/v1/logs?k=1&j=2"),
             ("https://otel.example/v1/logs?tenant=t1", "https://otel.example/v1/logs?tenant=t1"),

@@ -27,14 +27,22 @@ public enum ExposureExporter: Sendable, Hashable {
 
     /// The URL export requests are posted to (nil for ``halyard``): the signal URL of
     /// ``otlpConfigured(_:)`` as it is; for ``otlp(endpoint:headers:)``, `endpoint` itself when
-    /// its path ends in `/v1/logs`, else `endpoint` with `/v1/logs` appended to its path.
+    /// its path ends in `/v1/logs` (or `/v1/logs/`), else `endpoint` with `/v1/logs` appended to
+    /// its path.
     public var otlpLogsURL: URL? {
         switch self {
         case .halyard: nil
         case .otlp(let endpoint, _):
-            endpoint.path.hasSuffix("/v1/logs") ? endpoint : Self.logsURL(base: endpoint)
+            Self.isSignalURL(endpoint) ? endpoint : Self.logsURL(base: endpoint)
         case .otlpConfigured(let configuration): configuration.logsURL
         }
+    }
+
+    /// Whether `url`'s path ends in `/v1/logs` (trailing slashes aside): a signal URL.
+    static func isSignalURL(_ url: URL) -> Bool {
+        var path = url.path
+        while path.hasSuffix("/") { path.removeLast() }
+        return path.hasSuffix("/v1/logs")
     }
 
     /// The OTLP/HTTP logs URL for a base endpoint (the rule for `OTEL_EXPORTER_OTLP_ENDPOINT`):

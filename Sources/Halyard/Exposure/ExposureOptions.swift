@@ -154,8 +154,9 @@ public struct ExposureCounters: Sendable, Hashable {
     public var sampledOut: Int = 0
     /// Of ``recorded``: kept events discarded without a confirmed delivery — the oldest pushed
     /// out of a full buffer, rejected by the receiver (a non-retryable status, or records an
-    /// OTLP partial success refused; these are also counted in ``rejected``), or still pending
-    /// after the final flush at close.
+    /// OTLP partial success refused; these are also counted in ``rejected``), answered with a
+    /// body over 4 MiB (a failure whose outcome is unknown), or still pending after the final
+    /// flush at close.
     /// An event dropped after a failed (ambiguous) attempt may still have reached the server.
     public var dropped: Int = 0
     /// Of ``recorded``: events in batches the control plane accepted (2xx), less the records an
