@@ -32,13 +32,15 @@ public struct StaticFlags: FlagReading {
     /// The reads that did not succeed so far, by outcome.
     public var readStats: ReadStats { counters.stats }
 
-    /// Not API (see ``FlagReading``).
-    public func _readScalar(_ key: String, as kind: _FlagValueKind) -> UInt64? {
+    /// Not API (see ``FlagReading``). Records no exposures, so the default's bits are unused.
+    public func _readScalar(_ key: String, as kind: _FlagValueKind, default defaultBits: UInt64) -> UInt64? {
         snapshot.read(key, as: kind, counters: counters)
     }
 
-    /// Not API (see ``FlagReading``).
-    public func _readDetail(_ key: String, as kind: _FlagValueKind) -> _FlagRead {
+    /// Not API (see ``FlagReading``). Records no exposures, so the default is unused.
+    public func _readDetail(_ key: String, as kind: _FlagValueKind, default servedDefault: () -> JSONValue?)
+        -> _FlagRead
+    {
         snapshot.readDetail(key, as: kind, counters: counters)
     }
 }

@@ -31,10 +31,13 @@ import zlib
 MAX_RECORDS = 1000
 MAX_DECOMPRESSED = 64 * 1024 * 1024
 RESOURCE_KEYS = ["service.name", "telemetry.sdk.name", "telemetry.sdk.language", "telemetry.sdk.version"]
+SCHEMA_URL = re.compile(r"^https://opentelemetry\.io/schemas/1\.[0-9]+\.[0-9]+$")
+PIPELINE_ATTRIBUTES = {"halyard.exposure.sample_rate", "halyard.exposure.dedup_window"}
 RECORD_FIELDS = {"timeUnixNano", "observedTimeUnixNano", "eventName", "attributes"}
 REQUIRED_ATTRIBUTES = {"feature_flag.key", "feature_flag.result.reason", "feature_flag.provider.name",
                        "feature_flag.context.id"}
-OPTIONAL_ATTRIBUTES = {"feature_flag.result.variant", "feature_flag.result.value", "error.type"}
+OPTIONAL_ATTRIBUTES = {"feature_flag.result.variant", "feature_flag.result.value", "error.type",
+                       "feature_flag.version", "feature_flag.set.id"}
 INT64 = re.compile(r"^-?[0-9]{1,19}$")
 UINT64 = re.compile(r"^[0-9]{1,20}$")
 
@@ -116,21 +119,30 @@ def validate(document):
     if not isinstance(resource_logs, list) or len(resource_logs) != 1:
         raise ValueError("resourceLogs must hold one ResourceLogs")
     rl = resource_logs[0]
-    if not isinstance(rl, dict) or set(rl) != {"resource", "scopeLogs"}:
-        raise ValueError("ResourceLogs must be exactly {resource, scopeLogs}")
+    if not isinstance(rl, dict) or set(rl) != {"resource", "scopeLogs", "schemaUrl"}:
+        raise ValueError("ResourceLogs must be exactly {resource, scopeLogs, schemaUrl}")
+    if not isinstance(rl["schemaUrl"], str) or not SCHEMA_URL.match(rl["schemaUrl"]):
+        raise ValueError("ResourceLogs.schemaUrl must name a semantic-conventions version")
     if not isinstance(rl["resource"], dict) or set(rl["resource"]) != {"attributes"}:
         raise ValueError("resource must be exactly {attributes}")
     resource = attributes(rl["resource"]["attributes"], "resource")
-    if list(resource) != RESOURCE_KEYS or not all(isinstance(v, str) and v for v in resource.values()):
-        raise ValueError("resource attributes must be %s as non-empty strings, got %s" % (RESOURCE_KEYS, resource))
+    names = list(resource)
+    # service.name first, then further attributes in code-point order, then telemetry.sdk.*.
+    middle = names[1:-3]
+    shape = names[:1] + names[-3:] == RESOURCE_KEYS and middle == sorted(middle) and not any(
+        k in RESOURCE_KEYS for k in middle)
+    if not shape or not all(isinstance(v, str) for v in resource.values()) or not resource["service.name"]:
+        raise ValueError("resource attributes must be %s (others between) as strings, got %s" % (RESOURCE_KEYS, resource))
     if resource["telemetry.sdk.name"] != "halyard" or resource["telemetry.sdk.language"] != "swift":
         raise ValueError("telemetry.sdk.name/language must be halyard/swift")
     scope_logs = rl["scopeLogs"]
     if not isinstance(scope_logs, list) or len(scope_logs) != 1:
         raise ValueError("scopeLogs must hold one ScopeLogs")
     sl = scope_logs[0]
-    if not isinstance(sl, dict) or set(sl) != {"scope", "logRecords"}:
-        raise ValueError("ScopeLogs must be exactly {scope, logRecords}")
+    if not isinstance(sl, dict) or set(sl) != {"scope", "logRecords", "schemaUrl"}:
+        raise ValueError("ScopeLogs must be exactly {scope, logRecords, schemaUrl}")
+    if sl["schemaUrl"] != rl["schemaUrl"]:
+        raise ValueError("ScopeLogs.schemaUrl must be the resource's")
     if not isinstance(sl["scope"], dict) or set(sl["scope"]) != {"name", "version"} or sl["scope"]["name"] != "halyard":
         raise ValueError("scope must be exactly {name: halyard, version}")
     records = sl["logRecords"]
@@ -149,12 +161,21 @@ def validate(document):
         if record["eventName"] != "feature_flag.evaluation":
             raise ValueError("%s.eventName must be feature_flag.evaluation" % path)
         attrs = attributes(record["attributes"], path)
-        missing = REQUIRED_ATTRIBUTES - set(attrs)
-        extra = set(attrs) - REQUIRED_ATTRIBUTES - OPTIONAL_ATTRIBUTES
+        missing = (REQUIRED_ATTRIBUTES | PIPELINE_ATTRIBUTES) - set(attrs)
+        extra = set(attrs) - REQUIRED_ATTRIBUTES - OPTIONAL_ATTRIBUTES - PIPELINE_ATTRIBUTES
         if missing or extra:
             raise ValueError("%s: missing %s, unexpected %s" % (path, sorted(missing), sorted(extra)))
         for name in REQUIRED_ATTRIBUTES:
             if not isinstance(attrs[name], str):
+                raise ValueError("%s: %s must be a string" % (path, name))
+        rate = attrs["halyard.exposure.sample_rate"]
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise ValueError("%s: halyard.exposure.sample_rate must be a double in [0, 1]" % path)
+        window = attrs["halyard.exposure.dedup_window"]
+        if isinstance(window, bool) or not isinstance(window, int) or window < 0:
+            raise ValueError("%s: halyard.exposure.dedup_window must be a non-negative int" % path)
+        for name in ("feature_flag.version", "feature_flag.set.id"):
+            if name in attrs and not isinstance(attrs[name], str):
                 raise ValueError("%s: %s must be a string" % (path, name))
         if "feature_flag.result.variant" in attrs and "feature_flag.result.value" in attrs:
             raise ValueError("%s: variant and value both set" % path)

@@ -284,3 +284,55 @@ enum ReadFamily: String, CaseIterable, Sendable, CustomTestStringConvertible {
         }
     }
 }
+
+/// Issue 24: code-default reads record exposures (SPEC §2, §7).
+extension ClientExposureTests {
+    // MARK: - Code defaults (issue 24)
+
+    /// A plane serving each key with no value ("use the code default"), reason DEFAULT.
+    static func codeDefaultPlane(_ keys: [String]) -> InMemoryControlPlane {
+        let plane = InMemoryControlPlane()
+        for key in keys { plane.setFlag(ServedFlag(key: key, value: nil, reason: .defaultValue)) }
+        return plane
+    }
+
+    /// Issue 24: a read whose flag had no value served the code default — a successful read
+    /// (SPEC §2) — and recorded no exposure (SPEC §7 says it must), with the §7 exporter too.
+    @Test func codeDefaultReadsRecordExposures() async throws {
+        let plane = Self.codeDefaultPlane(["cb", "cn", "cd", "cs", "cj", "cx"])
+        let client = try await Self.client(plane)
+        defer { client.close() }
+        let handle = client.handle("cx", default: 3)
+        for _ in 0..<100 {
+            #expect(handle.value == 3)
+            #expect(client.bool("cb", default: true))
+            #expect(client.int("cn", default: 7) == 7)
+            #expect(client.doubleDetail("cd", default: 0.5).reason == .defaultValue)
+            #expect(client.string("cs", default: "x") == "x")
+            #expect(client.json("cj", default: .int(1)) == .int(1))
+        }
+        _ = client.bool("missing", default: false)  // FLAG_NOT_FOUND: still nothing
+        let result = try await Wait.result("flushExposures()") { await client.flushExposures() }
+        #expect(result.sentEvents == 6)
+        #expect(Self.keys(plane) == ["cb", "cd", "cj", "cn", "cs", "cx"])
+        for event in plane.receivedExposures {
+            if case .object(let members) = event { #expect(members["reason"] == .string("DEFAULT")) }
+        }
+        #expect(client.stats.reads.flagNotFound == 1)
+    }
+
+    /// The same rule for service mode's `ContextFlags` (the shared read rules).
+    @Test func codeDefaultReadsRecordExposuresInServiceMode() async throws {
+        let plane = Self.codeDefaultPlane(["cb", "cs"])
+        var options = plane.makeServiceOptions()
+        options.exposures.flushInterval = .zero
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        let flags = await service.flags(for: EvaluationContext(targetingKey: "user-1"))
+        #expect(flags.bool("cb", default: true))
+        #expect(flags.stringDetail("cs", default: "x").value == "x")
+        let result = try await Wait.result("flushExposures()") { await service.flushExposures() }
+        #expect(result.sentEvents == 2)
+        #expect(Self.keys(plane) == ["cb", "cs"])
+    }
+}

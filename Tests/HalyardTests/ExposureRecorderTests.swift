@@ -303,17 +303,20 @@ final class ScriptedExposureTransport: FlagTransport, Sendable {
         #expect(seen.count == threads * perThread)  // none lost
     }
 
-    /// Issue 14: an answer refused for its size (the transport gives no status) is a delivery,
-    /// not a retry: the batch is not resent forever.
-    @Test func anOversizedAnswerCountsAsDelivered() async {
+    /// Issue 14: an answer refused for its size (the transport gives no status) is not a retry:
+    /// the batch is not resent forever. Issue 24 (SPEC §13): nor is it a delivery — nothing says
+    /// the batch arrived — it is a failure that drops the batch.
+    @Test func anOversizedAnswerIsAFailureThatDropsTheBatch() async {
         let transport = ScriptedExposureTransport()
-        transport.enqueue(.failure(.responseTooLarge(limit: 64 << 10)))
+        transport.enqueue(.failure(.responseTooLarge(limit: 4 << 20)))
         let r = Self.recorder(transport)
         r.recordExposure(key: "k", variant: "on", reason: .split, contextFingerprint: Self.fp)
         let result = await r.flush()
-        #expect(result.sentEvents == 1 && result.failedBatches == 0 && result.pendingEvents == 0)
-        #expect(r.counters.sent == 1 && r.counters.failed == 0)
+        #expect(result.sentEvents == 0 && result.failedBatches == 1 && result.droppedEvents == 1)
+        #expect(result.pendingEvents == 0)
+        #expect(r.counters.sent == 0 && r.counters.failed == 1 && r.counters.dropped == 1)
         #expect(transport.requests.count == 1)
+        #expect(transport.requests.first?.maxResponseBytes == 4 << 20)
     }
 
     /// Issue 14: the ticker runs only while there is work. Once the batch is sent and the

@@ -205,5 +205,11 @@ import Testing
             key: "nope", value: true, reason: .error, errorCode: .flagNotFound,
             errorMessage: "flag 'nope' is not in the served flags")
         #expect(notFound == notFoundBuilt && notFound.hashValue == notFoundBuilt.hashValue)
+        // What `print` shows: the public properties, as before the layout changed.
+        let printed = "\(client.boolDetail("nope", default: true))"
+        #expect(
+            printed.contains("key: \"nope\"")
+                && printed.contains("errorCode") && printed.contains("FLAG_NOT_FOUND"))
+        #expect(!printed.contains("_detail") && !printed.contains("_form"))
     }
 }

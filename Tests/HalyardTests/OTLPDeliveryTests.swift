@@ -27,7 +27,12 @@ import Testing
                 return s.script.isEmpty ? nil : s.script.removeFirst()
             }
             switch answer {
-            case .response(let r)?: return r
+            case .response(let r)?:
+                // As the real transports do: a body over the request's limit is refused.
+                if r.body.count > request.maxResponseBytes {
+                    throw TransportError.responseTooLarge(limit: request.maxResponseBytes)
+                }
+                return r
             case .failure(let e)?: throw e
             case nil: return TransportResponse(status: 200, body: Data("{}".utf8))
             }
@@ -244,5 +249,109 @@ import Testing
         #expect(body.contains(#"{"key":"feature_flag.result.value","value":{"doubleValue":2.5}}"#))
         #expect(body.components(separatedBy: "feature_flag.result.value").count == 2)
 
+    }
+
+    // MARK: - Responses (SPEC §13: read up to 4 MiB)
+
+    static func html(_ bytes: Int) -> Data { Data(repeating: UInt8(ascii: "x"), count: bytes) }
+
+    /// Issue 24: a 503 whose body was an HTML page over 64 KiB counted as delivered (the
+    /// transport refused the body, and a refused body was taken for a delivery).
+    @Test func a503WithALargeBodyIsRetriedNotDelivered() async throws {
+        let transport = ScriptedTransport([.response(TransportResponse(status: 503, body: Self.html(100 << 10)))])
+        let r = Self.recorder(transport, clock: ManualClock())
+        Self.record(r, 4)
+        let result = await r.flush()
+        #expect(result.sentEvents == 0 && result.failedBatches == 1)
+        let c = r.counters
+        #expect(c.sent == 0 && c.pending == 4 && c.failed == 1)
+        #expect(transport.requests.first?.maxResponseBytes == 4 << 20)
+    }
+
+    /// An answer over 4 MiB is a non-retryable failure: failed, its events dropped, never sent.
+    @Test func anAnswerOverFourMiBFailsAndDropsTheBatch() async throws {
+        let transport = ScriptedTransport([.response(TransportResponse(status: 200, body: Self.html((4 << 20) + 1)))])
+        let logs = Locked([String]())
+        let r = Self.recorder(transport, clock: ManualClock(), log: { line in logs.withLock { $0.append(line) } })
+        Self.record(r, 3)
+        let result = await r.flush()
+        #expect(result.sentEvents == 0 && result.droppedEvents == 3 && result.failedBatches == 1)
+        #expect(result.retryAfter == nil)
+        let c = r.counters
+        #expect(c.sent == 0 && c.dropped == 3 && c.failed == 1 && c.rejected == 0 && c.pending == 0)
+        #expect(Self.identityHolds(c))
+        #expect(transport.requests.count == 1)
+        #expect(logs.withLock { $0 }.contains { $0.contains("over 4 MiB") })
+    }
+
+    /// Issue 24: a partial success with a long message (over the old 64 KiB limit) lost its
+    /// rejected count.
+    @Test func aLongPartialSuccessMessageKeepsItsRejectedCount() async throws {
+        let message = String(repeating: "m", count: 100 << 10)
+        let partial = TransportResponse(
+            status: 200,
+            body: Data(#"{"partialSuccess":{"rejectedLogRecords":"3","errorMessage":"\#(message)"}}"#.utf8))
+        let transport = ScriptedTransport([.response(partial)])
+        let logs = Locked([String]())
+        let r = Self.recorder(transport, clock: ManualClock(), log: { line in logs.withLock { $0.append(line) } })
+        Self.record(r, 5)
+        _ = await r.flush()
+        let c = r.counters
+        #expect(c.sent == 2 && c.rejected == 3 && c.dropped == 3)
+        #expect(Self.identityHolds(c))
+        // The message is logged cut short, never whole.
+        #expect(logs.withLock { $0 }.allSatisfy { $0.count < 1_000 })
+    }
+
+    /// A rejected batch's `google.rpc.Status` message is logged once per status code.
+    @Test func aRejectionsStatusMessageIsLoggedOncePerStatus() async throws {
+        func status(_ code: Int, _ message: String) -> ScriptedTransport.Answer {
+            .response(TransportResponse(status: code, body: Data(#"{"code":3,"message":"\#(message)"}"#.utf8)))
+        }
+        let transport = ScriptedTransport([
+            status(400, "invalid attribute"), status(400, "invalid attribute"), status(401, "no tenant"),
+            status(400, "another message"),
+        ])
+        let logs = Locked([String]())
+        let r = Self.recorder(transport, clock: ManualClock(), log: { line in logs.withLock { $0.append(line) } })
+        for i in 0..<4 {
+            Self.record(r, 1, from: i)
+            _ = await r.flush()
+        }
+        let lines = logs.withLock { $0 }
+        #expect(lines.count == 4)
+        #expect(lines.filter { $0.contains("invalid attribute") }.count == 1)
+        #expect(lines.filter { $0.contains("no tenant") }.count == 1)
+        #expect(!lines.contains { $0.contains("another message") })
+        #expect(lines.allSatisfy { $0.contains("rejected with HTTP 40") })
+        #expect(r.counters.rejected == 4)
+    }
+
+    /// `feature_flag.version` and `feature_flag.set.id` come from the served flag's metadata.
+    @Test func metadataVersionAndFlagSetBecomeAttributes() async throws {
+        let transport = ScriptedTransport()
+        let r = Self.recorder(transport, clock: ManualClock())
+        r.recordExposure(
+            key: "a", variant: "on", reason: .split, contextFingerprint: "f", value: nil, errorCode: nil,
+            metadata: ["version": .number(7), "flagSetId": .string("checkout/prod"), "other": .bool(true)])
+        r.recordExposure(
+            key: "b", variant: "on", reason: .split, contextFingerprint: "f", value: nil, errorCode: nil,
+            metadata: ["version": .string("v1.2")])
+        _ = await r.flush()
+        let request = try #require(transport.requests.first)
+        let body = String(decoding: try Gzip.inflate(request.body, limit: 1 << 20), as: UTF8.self)
+        #expect(
+            body.contains(
+                #"{"key":"feature_flag.version","value":{"stringValue":"7"}},{"key":"feature_flag.set.id","value":{"stringValue":"checkout/prod"}}"#
+            ))
+        #expect(body.contains(#"{"key":"feature_flag.version","value":{"stringValue":"v1.2"}}"#))
+        #expect(body.components(separatedBy: "feature_flag.set.id").count == 2)
+        #expect(!body.contains("other"))
+    }
+
+    /// docs/exposures.md states the size of a queued event (the memory bound of the buffer).
+    @Test func aQueuedEventIsTheDocumentedSize() {
+        #expect(MemoryLayout<ExposureEvent>.size == 136)
+        #expect(MemoryLayout<ExposureEvent>.stride == 136)
     }
 }

@@ -5,12 +5,15 @@ import Testing
 
 /// The OTLP/HTTP JSON body (docs/exposures.md, "OTLP exporter"), byte for byte.
 @Suite struct OTLPEncoderTests {
-    static let resource = OTLPLogsEncoder.Resource(serviceName: "checkout-svc", sdkVersion: "0.1.0")
+    static let resource = OTLPLogsEncoder.Resource(
+        serviceName: "checkout-svc", sdkVersion: "0.1.0",
+        attributes: ["service.version": "4.2.0", "deployment.environment.name": "prod", "telemetry.sdk.name": "x"],
+        sampleRate: 0.25, dedupWindowSeconds: 60)
 
     static let events = [
         ExposureEvent(
             key: "checkout.new", variant: "treatment", reason: "TARGETING_MATCH", contextFingerprint: "fp1",
-            creationDate: 1_800_000_012),
+            creationDate: 1_800_000_012, flagVersion: "12", flagSetID: "checkout"),
         ExposureEvent(
             key: "limit", variant: nil, reason: "STATIC", contextFingerprint: "fp1", creationDate: 1_800_000_013,
             value: .int(42)),
@@ -28,7 +31,9 @@ import Testing
 
     static func record(_ time: String, _ attributes: [String]) -> String {
         #"{"timeUnixNano":"\#(time)000000000","observedTimeUnixNano":"\#(time)000000000","#
-            + #""eventName":"feature_flag.evaluation","attributes":["# + attributes.joined(separator: ",") + "]}"
+            + #""eventName":"feature_flag.evaluation","attributes":["# + attributes.joined(separator: ",")
+            + #",{"key":"halyard.exposure.sample_rate","value":{"doubleValue":0.25}},"#
+            + #"{"key":"halyard.exposure.dedup_window","value":{"intValue":"60"}}]}"#
     }
 
     static func common(_ key: String, _ fp: String) -> (key: String, provider: String, context: String) {
@@ -50,6 +55,7 @@ import Testing
                 [
                     a.key, Self.attribute("feature_flag.result.variant", "treatment"),
                     Self.attribute("feature_flag.result.reason", "targeting_match"), a.provider, a.context,
+                    Self.attribute("feature_flag.version", "12"), Self.attribute("feature_flag.set.id", "checkout"),
                 ]),
             Self.record(
                 "1800000013",
@@ -77,11 +83,15 @@ import Testing
         let expected =
             #"{"resourceLogs":[{"resource":{"attributes":["#
             + [
-                Self.attribute("service.name", "checkout-svc"), Self.attribute("telemetry.sdk.name", "halyard"),
+                Self.attribute("service.name", "checkout-svc"),
+                Self.attribute("deployment.environment.name", "prod"), Self.attribute("service.version", "4.2.0"),
+                Self.attribute("telemetry.sdk.name", "halyard"),
                 Self.attribute("telemetry.sdk.language", "swift"), Self.attribute("telemetry.sdk.version", "0.1.0"),
             ].joined(separator: ",")
             + #"]},"scopeLogs":[{"scope":{"name":"halyard","version":"0.1.0"},"logRecords":["#
-            + records.joined(separator: ",") + "]}]}]}"
+            + records.joined(separator: ",")
+            + #"],"schemaUrl":"https://opentelemetry.io/schemas/1.34.0"}],"#
+            + #""schemaUrl":"https://opentelemetry.io/schemas/1.34.0"}]}"#
         #expect(body == expected)
         // And it is JSON.
         _ = try JSONSerialization.jsonObject(with: Data(body.utf8))

@@ -21,6 +21,9 @@ import Testing
         o.requestTimeout = .seconds(2)
         o.capacity = 20_000
         o.exporter = .otlp(endpoint: server.otlpEndpoint, headers: ["Authorization": "Basic dGVzdA=="])
+        // Every resource attribute the exporter can write, so the oracle parses them too.
+        o.environment = ["OTEL_RESOURCE_ATTRIBUTES": "service.version=2.1,host.name=h%C3%A9"]
+        o.resourceAttributes = ["service.instance.id": "pod-1", "deployment.environment.name": "ci"]
         return ExposureRecorder(
             options: o, clock: clock, transport: transport, endpoint: server.baseURL, meta: meta,
             headers: ["Authorization": "Bearer control-plane-key"], startsTicker: false)
@@ -45,9 +48,11 @@ import Testing
         for i in start..<(start + n) {
             let variant: String? = i % 3 == 0 ? nil : "v\(i % 5)"
             let reason: EvaluationReason = i % 11 == 0 ? .error : (i % 2 == 0 ? .targetingMatch : .cached)
+            var metadata: FlagMetadata = [:]
+            if i % 4 == 0 { metadata = ["version": .number(Double(i)), "flagSetId": .string("set-\(i % 3)")] }
             r.recordExposure(
                 key: "flag.\(i % 400)", variant: variant, reason: reason, contextFingerprint: "ctx-\(i / 400)",
-                value: value(i), errorCode: nil)
+                value: value(i), errorCode: nil, metadata: metadata)
             if i % 10 == 9 {
                 r.recordExposure(
                     key: "flag.\(i % 400)", variant: variant, reason: reason, contextFingerprint: "ctx-\(i / 400)",
@@ -171,8 +176,12 @@ import Testing
     @Test func clientReadsExportSemanticConventionAttributes() async throws {
         let flags: [String: Any] = [
             "default": [
-                ["key": "a", "value": true, "variant": "on", "reason": "TARGETING_MATCH"],
+                [
+                    "key": "a", "value": true, "variant": "on", "reason": "TARGETING_MATCH",
+                    "metadata": ["version": "v7", "flagSetId": "checkout/prod"],
+                ],
                 ["key": "n", "value": 42, "reason": "STATIC"],
+                ["key": "cd", "reason": "DEFAULT"],  // no value: the code default is served
                 ["key": "obj", "value": ["x": 1.5], "reason": "SPLIT"],
                 ["key": "e", "value": "fallback", "reason": "ERROR"],
                 ["key": "bad", "errorCode": "PARSE_ERROR"],
@@ -189,6 +198,11 @@ import Testing
         options.serviceName = "checkout"
         options.exposures.flushInterval = .zero
         options.exposures.exporter = .otlp(endpoint: server.otlpEndpoint, headers: ["Authorization": "Basic b3RlbA=="])
+        // The environment `.otlp` reads at creation (injected; the process's otherwise).
+        options.exposures.environment = [
+            "OTEL_SERVICE_NAME": "ignored-options-win",
+            "OTEL_RESOURCE_ATTRIBUTES": "service.version=1.4.0,deployment.environment.name=staging",
+        ]
         let client = try FlagClient(options: options)
         defer { client.close() }
         #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
@@ -197,8 +211,9 @@ import Testing
         _ = client.json("obj", default: .null)
         _ = client.string("e", default: "")
         _ = client.string("bad", default: "")  // a served error: no exposure
+        #expect(client.int("cd", default: 7) == 7)
         let result = try await Wait.result("flushExposures()") { await client.flushExposures() }
-        #expect(result.sentEvents == 4)
+        #expect(result.sentEvents == 5)
 
         let report = try await server.otlpReport(bodies: true)
         #expect((report["rejected"] as? [Any])?.isEmpty == true, "\(report["rejected"] ?? "")")
@@ -206,7 +221,14 @@ import Testing
         var byKey: [String: [String: Any]] = [:]
         for record in records { byKey[record["feature_flag.key"] as? String ?? ""] = record }
         let fingerprint = try EvaluationContext(targetingKey: "user-1").fitted().fingerprint
-        #expect(Set(byKey.keys) == ["a", "n", "obj", "e"])
+        #expect(Set(byKey.keys) == ["a", "n", "obj", "e", "cd"])
+        #expect(byKey["a"]?["feature_flag.version"] as? String == "v7")
+        #expect(byKey["a"]?["feature_flag.set.id"] as? String == "checkout/prod")
+        #expect(byKey["n"]?["feature_flag.version"] == nil)
+        // A code default is a successful read: its exposure carries the default as the value.
+        #expect(byKey["cd"]?["feature_flag.result.value"] as? Int == 7)
+        #expect(byKey["cd"]?["feature_flag.result.reason"] as? String == "default")
+        #expect(records.allSatisfy { $0["halyard.exposure.sample_rate"] as? Double == 1 })
         #expect(byKey["a"]?["feature_flag.result.variant"] as? String == "on")
         #expect(byKey["a"]?["feature_flag.result.reason"] as? String == "targeting_match")
         #expect(byKey["a"]?["feature_flag.result.value"] == nil)
@@ -221,9 +243,69 @@ import Testing
         #expect(records.allSatisfy { $0["feature_flag.provider.name"] as? String == "Halyard" })
         let body = try #require((report["bodies"] as? [String])?.first)
         #expect(body.contains(#"{"key":"service.name","value":{"stringValue":"checkout"}}"#))
+        #expect(body.contains(#"{"key":"service.version","value":{"stringValue":"1.4.0"}}"#))
+        #expect(body.contains(#"{"key":"deployment.environment.name","value":{"stringValue":"staging"}}"#))
+        #expect(body.contains(#""schemaUrl":"https://opentelemetry.io/schemas/"#))
         #expect(!body.contains("user-1"))  // the targeting key never leaves as the context id
         let headers = try #require((report["headers"] as? [[String: String]])?.first)
         #expect(headers["authorization"] == "Basic b3RlbA==")
         #expect(headers.keys.allSatisfy { !$0.hasPrefix("x-halyard") })
+    }
+
+    /// A code default's exposure carries the caller's default as `feature_flag.result.value` on
+    /// every read path of the one read surface (`FlagReading`): the scalar requirement (the
+    /// default's bits), the detail requirement (the default's JSON, made on the slow path),
+    /// handles, and service mode's `ContextFlags`.
+    @Test func codeDefaultExposuresCarryTheDefaultOnEveryReadPath() async throws {
+        let keys = ["cb", "cn", "cf", "cs", "cj", "cbd", "ch", "sb", "ss"]
+        let server = try ControlPlaneServer(flags: ["default": keys.map { ["key": $0, "reason": "DEFAULT"] }])
+        defer { server.stop() }
+        var options = FlagClientOptions(baseURL: server.baseURL, key: "cli-key")
+        options.pollInterval = .zero
+        options.installIDStorage = .fixed("install-1")
+        options.maxCachedContexts = 0
+        options.initialContext = EvaluationContext(targetingKey: "user-1")
+        options.exposures.flushInterval = .zero
+        options.exposures.exporter = .otlp(endpoint: server.otlpEndpoint, headers: [:])
+        let client = try FlagClient(options: options)
+        defer { client.close() }
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
+        let handle = client.handle("ch", default: -3)
+        #expect(handle.value == -3)
+        #expect(client.bool("cb", default: true))
+        #expect(client.int("cn", default: -7) == -7)
+        #expect(client.double("cf", default: 0.25) == 0.25)
+        #expect(client.stringDetail("cs", default: "fallback").value == "fallback")
+        #expect(client.json("cj", default: .array([.int(1), .string("x")])) == .array([.int(1), .string("x")]))
+        #expect(client.boolDetail("cbd", default: true).value)
+        let sent = try await Wait.result("flushExposures()") { await client.flushExposures() }
+        #expect(sent.sentEvents == 7)
+
+        var serviceOptions = FlagServiceOptions(baseURL: server.baseURL, key: "srv-key")
+        serviceOptions.exposures.flushInterval = .zero
+        serviceOptions.exposures.exporter = .otlp(endpoint: server.otlpEndpoint, headers: [:])
+        let service = try FlagService(options: serviceOptions)
+        defer { service.close() }
+        let flags = await service.flags(for: EvaluationContext(targetingKey: "user-2"))
+        #expect(flags.bool("sb", default: true))
+        #expect(flags.string("ss", default: "svc") == "svc")
+        let served = try await Wait.result("flushExposures()") { await service.flushExposures() }
+        #expect(served.sentEvents == 2)
+
+        let report = try await server.otlpReport(bodies: false)
+        let records = try #require(report["records"] as? [[String: Any]])
+        var byKey: [String: [String: Any]] = [:]
+        for record in records { byKey[record["feature_flag.key"] as? String ?? ""] = record }
+        #expect(Set(byKey.keys) == Set(["cb", "cn", "cf", "cs", "cj", "cbd", "ch", "sb", "ss"]))
+        #expect(byKey["cb"]?["feature_flag.result.value"] as? Bool == true)
+        #expect(byKey["cn"]?["feature_flag.result.value"] as? Int == -7)
+        #expect(byKey["cf"]?["feature_flag.result.value"] as? Double == 0.25)
+        #expect(byKey["cs"]?["feature_flag.result.value"] as? String == "fallback")
+        #expect(byKey["cj"]?["feature_flag.result.value"] != nil)
+        #expect(byKey["cbd"]?["feature_flag.result.value"] as? Bool == true)
+        #expect(byKey["ch"]?["feature_flag.result.value"] as? Int == -3)
+        #expect(byKey["sb"]?["feature_flag.result.value"] as? Bool == true)
+        #expect(byKey["ss"]?["feature_flag.result.value"] as? String == "svc")
+        #expect(records.allSatisfy { $0["feature_flag.result.reason"] as? String == "default" })
     }
 }

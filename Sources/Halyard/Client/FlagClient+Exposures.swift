@@ -15,9 +15,10 @@ extension FlagClient {
     public func recordExposure(_ key: String) {
         guard let sink = exposureSink else { return }
         let candidate = store.withCurrent { snapshot in snapshot.flatMap { ReadRules.exposureCandidate($0, key) } }
-        guard let (variant, reason, fingerprint, value) = candidate else { return }
+        guard let (variant, reason, fingerprint, value, metadata) = candidate else { return }
         _ = sink.recordExposure(
-            key: key, variant: variant, reason: reason, contextFingerprint: fingerprint, value: value, errorCode: nil)
+            key: key, variant: variant, reason: reason, contextFingerprint: fingerprint, value: value, errorCode: nil,
+            metadata: metadata)
     }
 
     /// Uploads pending exposures now and reports what happened. Honours a backoff or

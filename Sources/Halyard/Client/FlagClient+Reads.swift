@@ -12,20 +12,22 @@ extension FlagClient: FlagReading {
     // made in the caller's `FlagReading` method).
 
     /// Not API: Bool/Int/Double (entry kind and bits only, no `JSONValue`, no retain).
-    public func _readScalar(_ key: String, as kind: _FlagValueKind) -> UInt64? {
+    public func _readScalar(_ key: String, as kind: _FlagValueKind, default defaultBits: UInt64) -> UInt64? {
         let lookup = withProtectedSnapshot { ReadRules.scalar($0, key, kind, exposureClock) }
-        return ReadRules.finish(lookup, sink: exposureSink, counters: readCounters)
+        return ReadRules.finish(lookup, default: defaultBits, as: kind, sink: exposureSink, counters: readCounters)
     }
 
     /// Not API: any type, with the full result but the value.
-    public func _readDetail(_ key: String, as kind: _FlagValueKind) -> _FlagRead {
+    public func _readDetail(_ key: String, as kind: _FlagValueKind, default servedDefault: () -> JSONValue?)
+        -> _FlagRead
+    {
         var pending = ReadRules.PendingDetail()
         let read = withProtectedSnapshot { snapshot in
             ReadRules.detail(
                 snapshot, key, kind, exposureClock,
                 unavailable: readCounters.isFatal ? .providerFatal : .providerNotReady, &pending)
         }
-        ReadRules.finish(pending, sink: exposureSink, counters: readCounters)
+        ReadRules.finish(pending, servedDefault: servedDefault, sink: exposureSink, counters: readCounters)
         return read
     }
 
@@ -42,9 +44,11 @@ extension FlagClient: FlagReading {
         return result
     }
 
-    /// The exposure slow path for handles (see ``ReadRules/recordRetainedExposure(_:_:_:)``).
+    /// The exposure slow path for handles (see ``ReadRules/recordRetainedExposure(_:_:_:servedDefault:)``).
     @discardableResult
-    func recordRetainedExposure(_ retained: UnsafeMutableRawPointer, _ index: Int) -> UInt32 {
-        ReadRules.recordRetainedExposure(retained, index, exposureSink)
+    func recordRetainedExposure(_ retained: UnsafeMutableRawPointer, _ index: Int, servedDefault: JSONValue? = nil)
+        -> UInt32
+    {
+        ReadRules.recordRetainedExposure(retained, index, exposureSink, servedDefault: servedDefault)
     }
 }

@@ -58,7 +58,18 @@ public struct FlagHandle<Value: FlagValue>: @unchecked Sendable {
             // and some holding patterns then measured 4.4 instead of 2.3 ns.
             (bits, info) = _halyardResolveHandle(cache, requested)
         }
-        guard info & 0xFF == 1 /* ReadOutcome.success */ else { return defaultValue }
+        guard info & 0xFF == 1 /* ReadOutcome.success */ else {
+            // A code default (ReadOutcome.codeDefault) is a successful read: it records too.
+            if info & 0xFF == 2, let clock = exposureClock {
+                let mark = hal_handle_exposed_until(cache)
+                if mark & 0xFFFF_FFFF != UInt64(truncatingIfNeeded: generation) & 0xFFFF_FFFF
+                    || mark >> 32 <= UInt64(hal_load_relaxed(clock))
+                {
+                    _halyardRecordHandleDefaultExposure(cache, generation, defaultValue)
+                }
+            }
+            return defaultValue
+        }
         if let clock = exposureClock {
             let mark = hal_handle_exposed_until(cache)
             if mark & 0xFFFF_FFFF != UInt64(truncatingIfNeeded: generation) & 0xFFFF_FFFF
@@ -166,7 +177,7 @@ final class HandleSlot: @unchecked Sendable {
             resolvedBits = entry.bits(as: requested)
             let info = UInt(outcome.rawValue) | UInt(index) << 8
             hal_handle_cache_write(cache, generation, resolvedBits, info)
-            if outcome == .success && exposures {
+            if (outcome == .success || outcome == .codeDefault) && exposures {
                 // Start from the snapshot's slot (inherited across swaps while the variant is
                 // unchanged), tagged with this generation; the read then checks it as usual.
                 let deadline = UInt64(hal_load_relaxed(snapshot.exposureSlots + index))
@@ -186,7 +197,7 @@ final class HandleSlot: @unchecked Sendable {
     /// Records the exposure for the snapshot at `generation` (when it is still the current one)
     /// and refreshes the handle's mark. The recorder (a lock, the injected clock) is called
     /// after the protection ends, with the snapshot retained for the slot store.
-    func recordExposure(generation: UInt) {
+    func recordExposure(generation: UInt, servedDefault: JSONValue? = nil) {
         guard let client = domain.client else { return }
         let key = self.key
         let cache = self.cache
@@ -206,7 +217,7 @@ final class HandleSlot: @unchecked Sendable {
             return index
         }
         guard let pending, index >= 0 else { return }
-        let deadline = client.recordRetainedExposure(pending, index)
+        let deadline = client.recordRetainedExposure(pending, index, servedDefault: servedDefault)
         hal_handle_set_exposed_until(cache, Self.mark(UInt64(deadline), generation))
     }
 
@@ -238,6 +249,18 @@ func _halyardResolveHandle(
 @usableFromInline @inline(never)
 func _halyardRecordHandleExposure(_ cache: UnsafeMutablePointer<hal_handle_cache>, _ generation: UInt) {
     HandleSlot.from(cache)._withUnsafeGuaranteedRef { $0.recordExposure(generation: generation) }
+}
+
+/// Not API: the exposure slow path of a scalar handle serving a code default (the served flag
+/// had no value), with the default as the exposure's value.
+@usableFromInline @inline(never)
+func _halyardRecordHandleDefaultExposure<Value: FlagValue>(
+    _ cache: UnsafeMutablePointer<hal_handle_cache>, _ generation: UInt, _ defaultValue: Value
+) {
+    let servedDefault = ReadRules.exposedValue(of: defaultValue)
+    HandleSlot.from(cache)._withUnsafeGuaranteedRef {
+        $0.recordExposure(generation: generation, servedDefault: servedDefault)
+    }
 }
 
 /// Not API.

@@ -13,16 +13,56 @@ public enum ExposureExporter: Sendable, Hashable {
     case halyard
     /// OpenTelemetry: OTLP/HTTP with JSON encoding, `POST {endpoint}/v1/logs`, gzip; one log
     /// record `feature_flag.evaluation` per exposure. `endpoint` is the collector's base URL
-    /// (`https://…`; plain `http` only to loopback, checked when the client is created);
+    /// (`https://…`; plain `http` only to loopback, checked when the client is created), to whose
+    /// path `/v1/logs` is appended (its query string is kept) — unless its path already ends in
+    /// `/v1/logs` (the signal URL of `OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`), which is used as it is.
     /// `headers` are added to every export request (for example an `Authorization` the
     /// collector wants) and their values are never logged. The control plane's key and identity
-    /// headers are never sent there.
+    /// headers are never sent there. `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` of the
+    /// process environment at client creation fill the resource (options win).
     case otlp(endpoint: URL, headers: [String: String])
+    /// OpenTelemetry configured in full, as ``otlpFromEnvironment(_:)`` returns it: the logs URL
+    /// posted to as it is, the headers, and the resource attributes read with them.
+    case otlpConfigured(OTLPExporterConfiguration)
+
+    /// The URL export requests are posted to (nil for ``halyard``): the signal URL of
+    /// ``otlpConfigured(_:)`` as it is; for ``otlp(endpoint:headers:)``, `endpoint` itself when
+    /// its path ends in `/v1/logs` (or `/v1/logs/`), else `endpoint` with `/v1/logs` appended to
+    /// its path.
+    public var otlpLogsURL: URL? {
+        switch self {
+        case .halyard: nil
+        case .otlp(let endpoint, _):
+            Self.isSignalURL(endpoint) ? endpoint : Self.logsURL(base: endpoint)
+        case .otlpConfigured(let configuration): configuration.logsURL
+        }
+    }
+
+    /// Whether `url`'s path ends in `/v1/logs` (trailing slashes aside): a signal URL.
+    static func isSignalURL(_ url: URL) -> Bool {
+        var path = url.path
+        while path.hasSuffix("/") { path.removeLast() }
+        return path.hasSuffix("/v1/logs")
+    }
+
+    /// The OTLP/HTTP logs URL for a base endpoint (the rule for `OTEL_EXPORTER_OTLP_ENDPOINT`):
+    /// `v1/logs` appended to its path after one `/` (`https://h` and `https://h/` give
+    /// `https://h/v1/logs`, `https://h/otlp` gives `https://h/otlp/v1/logs`); the query string
+    /// and everything else are kept.
+    public static func logsURL(base: URL) -> URL {
+        guard var components = URLComponents(url: base, resolvingAgainstBaseURL: false) else {
+            return base.appendingEndpoint("/v1/logs")
+        }
+        var path = components.percentEncodedPath
+        while path.hasSuffix("/") { path.removeLast() }
+        components.percentEncodedPath = path + "/v1/logs"
+        return components.url ?? base.appendingEndpoint("/v1/logs")
+    }
 
     /// Checks the OTLP endpoint as the control plane's base URL is checked: absolute, `http` or
     /// `https`, and plain `http` only to a loopback host.
     package func validate() throws(ExposureExporterError) {
-        guard case .otlp(let endpoint, _) = self else { return }
+        guard let endpoint = otlpLogsURL else { return }
         guard let scheme = endpoint.scheme?.lowercased(), let host = endpoint.host, !host.isEmpty else {
             throw .endpointNotAbsolute
         }

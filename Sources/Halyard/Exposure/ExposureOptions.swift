@@ -42,7 +42,8 @@ public struct ExposureOptions: Sendable, Hashable {
     public var flushInterval: Duration = .seconds(30)
 
     /// The upload path, appended to the control plane's base URL. *Default* `"/v1/exposures"`.
-    /// Used by the ``ExposureExporter/halyard`` exporter only (OTLP posts to `{endpoint}/v1/logs`).
+    /// Used by the ``ExposureExporter/halyard`` exporter only (OTLP posts to
+    /// ``ExposureExporter/otlpLogsURL``).
     public var path: String = "/v1/exposures"
 
     /// Where exposures go: Halyard's collector endpoint (SPEC §7) or an OpenTelemetry receiver
@@ -50,6 +51,18 @@ public struct ExposureOptions: Sendable, Hashable {
     /// sampling, buffer and batching apply to both; the wire, the headers and the retry rules
     /// follow the exporter (docs/exposures.md).
     public var exporter: ExposureExporter = .halyard
+
+    /// OpenTelemetry resource attributes of the OTLP exporter (`service.version`,
+    /// `service.instance.id`, `deployment.environment.name`, …). They win over the exporter's own
+    /// (``OTLPExporterConfiguration/resourceAttributes``) and over `OTEL_RESOURCE_ATTRIBUTES` /
+    /// `OTEL_SERVICE_NAME`; the client's `serviceName` option wins over a `service.name` here;
+    /// `telemetry.sdk.*` are always Halyard's. *Default* empty. Unused by ``ExposureExporter/halyard``.
+    public var resourceAttributes: [String: String] = [:]
+
+    /// The environment `.otlp(endpoint:headers:)` reads `OTEL_SERVICE_NAME` and
+    /// `OTEL_RESOURCE_ATTRIBUTES` from when the recorder is created; nil = the process's
+    /// (tests inject one).
+    package var environment: [String: String]? = nil
 
     /// The first retry delay after a failed upload; doubles per consecutive failure (full jitter).
     /// *Default* 1 s.
@@ -141,8 +154,9 @@ public struct ExposureCounters: Sendable, Hashable {
     public var sampledOut: Int = 0
     /// Of ``recorded``: kept events discarded without a confirmed delivery — the oldest pushed
     /// out of a full buffer, rejected by the receiver (a non-retryable status, or records an
-    /// OTLP partial success refused; these are also counted in ``rejected``), or still pending
-    /// after the final flush at close.
+    /// OTLP partial success refused; these are also counted in ``rejected``), answered with a
+    /// body over 4 MiB (a failure whose outcome is unknown), or still pending after the final
+    /// flush at close.
     /// An event dropped after a failed (ambiguous) attempt may still have reached the server.
     public var dropped: Int = 0
     /// Of ``recorded``: events in batches the control plane accepted (2xx), less the records an

@@ -42,7 +42,7 @@ package final class ExposureCoarseClock: @unchecked Sendable {
 }
 
 /// The exposure pipeline (docs/exposures.md): the read path's slow path calls
-/// ``recordExposure(key:variant:reason:contextFingerprint:value:errorCode:)`` when its local
+/// ``recordExposure(key:variant:reason:contextFingerprint:value:errorCode:metadata:)`` when its local
 /// "exposed until" slot has expired; the recorder de-duplicates, samples, buffers and uploads in gzip batches.
 ///
 /// All decisions live in the value type ``ExposureState``; this class holds it under a lock,
@@ -56,7 +56,7 @@ package final class ExposureCoarseClock: @unchecked Sendable {
 /// recorded exposure starts it again. ``close()`` stops it and flushes once more, detached.
 package final class ExposureRecorder: Sendable {
     /// `false` when automatic recording is disabled by the options; reads skip everything.
-    /// (``recordExposure(key:variant:reason:contextFingerprint:value:errorCode:)`` still records
+    /// (``recordExposure(key:variant:reason:contextFingerprint:value:errorCode:metadata:)`` still records
     /// explicit calls.)
     package let isEnabled: Bool
     /// The coarse clock read by ``coarseNow()``; the read path may hold it and load its word.
@@ -76,12 +76,25 @@ package final class ExposureRecorder: Sendable {
     private let compressor = SharedCompressor()
     /// The last OTLP partial-success message logged (each distinct message is logged once in a row).
     private let lastPartialMessage = Locked<String?>(nil)
+    /// The HTTP statuses whose `google.rpc.Status` message has been logged (each once; at most
+    /// ``maxLoggedStatuses`` are remembered, after which messages are no longer logged).
+    private let loggedStatusMessages = Locked<Set<Int>>([])
+    /// The OTLP resource attributes below the options' `serviceName`: the exporter's (or the
+    /// process environment's) under ``ExposureOptions/resourceAttributes``. Empty for `.halyard`.
+    private let otlpResourceAttributes: [String: String]
+
+    /// The largest response body read from an upload (4 MiB, SPEC §13); a larger answer is a
+    /// failure that drops its batch.
+    package static let maxResponseBytes = 4 << 20
+    /// How many distinct statuses' messages are logged at most.
+    static let maxLoggedStatuses = 64
 
     /// Where and how batches are uploaded, from ``ExposureOptions/exporter``.
     private enum UploadTarget {
         /// SPEC §7: `{baseURL}{path}`, the identity headers, an `Idempotency-Key`.
         case halyard(URL)
-        /// OTLP/HTTP JSON: `{endpoint}/v1/logs` with the exporter's headers only.
+        /// OTLP/HTTP JSON: the logs URL (``ExposureExporter/otlpLogsURL``) with the exporter's
+        /// headers only.
         case otlp(URL, headers: [String: String])
         /// An exporter that must not be used (validated at client creation; a recorder built
         /// without that check drops every batch as rejected rather than send).
@@ -162,10 +175,23 @@ package final class ExposureRecorder: Sendable {
         switch o.exporter {
         case .halyard:
             target = .halyard(endpoint.appendingEndpoint(o.path))
-        case .otlp(let otlpEndpoint, let headers):
+            otlpResourceAttributes = [:]
+        case .otlp, .otlpConfigured:
+            var base: [String: String]
+            let headers: [String: String]
+            if case .otlpConfigured(let configuration) = o.exporter {
+                base = configuration.resourceAttributes
+                headers = configuration.headers
+            } else {
+                // `.otlp(endpoint:headers:)` given directly: the process environment at creation.
+                base = OTLPEnvironment.resourceAttributes(o.environment ?? ProcessInfo.processInfo.environment)
+                if case .otlp(_, let given) = o.exporter { headers = given } else { headers = [:] }
+            }
+            base.merge(o.resourceAttributes) { _, option in option }
+            otlpResourceAttributes = base
             do throws(ExposureExporterError) {
                 try o.exporter.validate()
-                target = .otlp(otlpEndpoint.appendingEndpoint("/v1/logs"), headers: headers)
+                target = .otlp(o.exporter.otlpLogsURL ?? endpoint, headers: headers)
             } catch {
                 target = .invalid(error)
             }
@@ -220,23 +246,40 @@ package final class ExposureRecorder: Sendable {
     @discardableResult
     package func recordExposure(
         key: String, variant: String?, reason: EvaluationReason, contextFingerprint: String, value: JSONValue?,
-        errorCode: FlagErrorCode?
+        errorCode: FlagErrorCode?, metadata: FlagMetadata = [:]
     ) -> UInt32 {
         let now = elapsed
         let seconds = coarseClock.advance(to: Self.seconds(now))
         let dedupKey = ExposureHash.dedupKey(fingerprint: contextFingerprint, key: key, variant: variant)
         let creation = wallOrigin + Int64(seconds)
+        let keeps = keepsValue
+        // Outside the lock: the metadata's texts (OTLP only).
+        let version = keeps ? metadata["version"].map(Self.text) : nil
+        let setID = keeps ? metadata["flagSetId"].map(Self.text) : nil
         let result = state.withLock {
             $0.record(
                 key: key, variant: variant, reason: reason.rawValue, contextFingerprint: contextFingerprint,
                 dedupKey: dedupKey, now: now, nowSeconds: seconds, creationDate: creation,
-                value: keepsValue && variant == nil ? value : nil, errorCode: errorCode)
+                value: keeps && variant == nil ? value : nil, errorCode: errorCode, flagVersion: version,
+                flagSetID: setID)
         }
         if result.startDrain {
             Task { await self.drain(.automatic) }
         }
         startTickerIfNeeded()
         return result.windowEnd
+    }
+
+    /// A metadata value as an attribute's text: a string as it is, a number in its shortest form
+    /// (`3`, not `3.0`), a Boolean as `true`/`false`.
+    static func text(_ value: FlagMetadataValue) -> String {
+        switch value {
+        case .string(let s): return s
+        case .bool(let b): return b ? "true" : "false"
+        case .number(let d):
+            if d.isFinite, d.magnitude < 9_007_199_254_740_992, d == d.rounded(.towardZero) { return String(Int64(d)) }
+            return String(d)
+        }
     }
 
     /// Whether events keep the served value (the OTLP exporter writes it when there is no variant).
@@ -372,7 +415,7 @@ package final class ExposureRecorder: Sendable {
             case .deferred:
                 break loop
             case .send(let batch):
-                let outcome = await upload(batch)
+                let (outcome, statusMessage) = await upload(batch)
                 let unit = Double(unitInterval: rng.next())
                 let finishedAt = elapsed
                 let finish = state.withLock { $0.finish(batch, outcome: outcome, now: finishedAt, unit: unit) }
@@ -382,7 +425,14 @@ package final class ExposureRecorder: Sendable {
                 result.droppedEvents += finish.dropped
                 if let status = finish.rejectedStatus, let log {
                     let what = status == 0 ? "not sent (invalid exporter)" : "rejected with HTTP \(status)"
-                    log("Halyard: exposure batch of \(batch.events.count) \(what); dropped")
+                    var line = "Halyard: exposure batch of \(batch.events.count) \(what); dropped"
+                    if let statusMessage, firstMessage(for: status) { line += ": \(statusMessage)" }
+                    log(line)
+                }
+                if finish.tooLarge, let log {
+                    log(
+                        "Halyard: exposure batch of \(batch.events.count) dropped: the answer was over "
+                            + "\(Self.maxResponseBytes >> 20) MiB")
                 }
                 if case .partiallyDelivered(let rejected, let message) = outcome {
                     logPartialSuccess(
@@ -405,13 +455,24 @@ package final class ExposureRecorder: Sendable {
         return result
     }
 
-    private func upload(_ batch: ExposureBatch) async -> ExposureUploadOutcome {
+    /// Whether `status`'s receiver message has not been logged yet (and marks it logged).
+    private func firstMessage(for status: Int) -> Bool {
+        loggedStatusMessages.withLock { seen in
+            guard !seen.contains(status), seen.count < Self.maxLoggedStatuses else { return false }
+            seen.insert(status)
+            return true
+        }
+    }
+
+    /// Sends `batch` and classifies the answer; for an OTLP rejection also the receiver's
+    /// `google.rpc.Status` message.
+    private func upload(_ batch: ExposureBatch) async -> (ExposureUploadOutcome, String?) {
         let url: URL
         let json: [UInt8]
         var fields: [String: String]
         switch target {
         case .invalid:
-            return .rejected(status: 0)
+            return (.rejected(status: 0), nil)
         case .halyard(let halyardURL):
             url = halyardURL
             json = ExposureEncoder.encode(meta: meta(), events: batch.events)
@@ -419,7 +480,9 @@ package final class ExposureRecorder: Sendable {
             fields["Idempotency-Key"] = batch.idempotencyKey
         case .otlp(let otlpURL, let extra):
             url = otlpURL
-            let resource = OTLPLogsEncoder.Resource(meta: meta(), processName: ProcessInfo.processInfo.processName)
+            let resource = OTLPLogsEncoder.Resource(
+                meta: meta(), processName: ProcessInfo.processInfo.processName, attributes: otlpResourceAttributes,
+                sampleRate: options.sampleRate, dedupWindowSeconds: Int(options.dedupWindowSeconds))
             json = OTLPLogsEncoder.encode(resource: resource, events: batch.events)
             // The exporter's headers only: the control plane's key never goes to a collector.
             // Ours replace any of the same name, whatever its case.
@@ -444,23 +507,26 @@ package final class ExposureRecorder: Sendable {
         }
         let request = TransportRequest(
             method: "POST", url: url, headers: fields, body: body,
-            timeout: options.requestTimeout, maxResponseBytes: 64 << 10)
+            timeout: options.requestTimeout, maxResponseBytes: Self.maxResponseBytes)
         do {
             let response = try await transport.send(request)
-            return ExposureUploadOutcome.classify(
+            let outcome = ExposureUploadOutcome.classify(
                 exporter: options.exporter,
                 status: response.status,
                 retryAfterHeader: response.header("Retry-After"),
                 body: response.body,
                 wallNow: clock.wallNow)
+            var message: String?
+            if case .rejected = outcome, keepsValue { message = ExposureUploadOutcome.statusMessage(response.body) }
+            return (outcome, message)
         } catch TransportError.responseTooLarge {
             // The transport refuses an answer whose body is over the limit without giving its
-            // status. The body is never used; an exposure endpoint that answers at length does
-            // so on success, and retrying a delivered batch forever would block the pipeline.
-            // Decided in docs/exposures.md ("Failure policy").
-            return .delivered
+            // status, so nothing says the batch arrived: a non-retryable failure (SPEC §13),
+            // not a delivery, and not a retry (resending to a receiver that always answers at
+            // that length would block the pipeline). docs/exposures.md, "Failure policy".
+            return (.responseTooLarge, nil)
         } catch {
-            return .retry(retryAfter: nil)
+            return (.retry(retryAfter: nil), nil)
         }
     }
 

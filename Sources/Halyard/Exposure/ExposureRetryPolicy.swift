@@ -12,6 +12,9 @@ package enum ExposureUploadOutcome: Sendable, Hashable {
     case retry(retryAfter: Duration?)
     /// A non-retryable status: the batch is dropped.
     case rejected(status: Int)
+    /// An answer longer than ``ExposureRecorder/maxResponseBytes`` (its status unread): a
+    /// non-retryable failure, the batch is dropped (not counted as sent, not as rejected).
+    case responseTooLarge
 
     /// Classifies an HTTP response to an upload sent by `exporter`.
     package static func classify(
@@ -20,7 +23,7 @@ package enum ExposureUploadOutcome: Sendable, Hashable {
         switch exporter {
         case .halyard:
             return classify(status: status, retryAfterHeader: retryAfterHeader, wallNow: wallNow)
-        case .otlp:
+        case .otlp, .otlpConfigured:
             return classifyOTLP(status: status, retryAfterHeader: retryAfterHeader, body: body, wallNow: wallNow)
         }
     }
@@ -61,6 +64,15 @@ package enum ExposureUploadOutcome: Sendable, Hashable {
         if case .string(let m)? = partial["errorMessage"], !m.isEmpty { message = m }
         if rejected <= 0 && message == nil { return nil }
         return .partiallyDelivered(rejected: max(0, rejected), errorMessage: message)
+    }
+
+    /// The `message` of a `google.rpc.Status` in the protobuf JSON mapping (an OTLP receiver's
+    /// body on a failure), cut to 512 characters; nil when the body is not such an object.
+    package static func statusMessage(_ body: Data) -> String? {
+        guard !body.isEmpty, let doc = try? JSONValue(parsing: body, limits: .ofrepResponse),
+            case .object(let top) = doc, case .string(let message)? = top["message"], !message.isEmpty
+        else { return nil }
+        return String(message.prefix(512))
     }
 
     /// Classifies an HTTP response (the SPEC §7 exporter).

@@ -4,7 +4,7 @@ package import CHalyardAtomics
 ///
 /// Reads keep a per-flag "exposed until" slot (coarse seconds). While the slot is in the
 /// future a read records nothing and touches no shared state; when it has passed, the read
-/// calls ``recordExposure(key:variant:reason:contextFingerprint:value:errorCode:)`` once and
+/// calls ``recordExposure(key:variant:reason:contextFingerprint:value:errorCode:metadata:)`` once and
 /// stores the deadline it returns.
 package protocol ExposureSink: AnyObject, Sendable {
     /// Whether successful reads record exposures automatically.
@@ -17,10 +17,11 @@ package protocol ExposureSink: AnyObject, Sendable {
     /// Records (or de-duplicates, or samples out) one exposure. Returns the coarse second until
     /// which the same (key, variant, context) needs no further call. `value` is the value served
     /// (pass it when `variant` is nil: the OTLP exporter writes it as `feature_flag.result.value`);
-    /// `errorCode` the served flag's error code, if any.
+    /// `errorCode` the served flag's error code, if any; `metadata` the served flag's metadata
+    /// (the OTLP exporter writes its `version` and `flagSetId`).
     func recordExposure(
         key: String, variant: String?, reason: EvaluationReason, contextFingerprint: String, value: JSONValue?,
-        errorCode: FlagErrorCode?
+        errorCode: FlagErrorCode?, metadata: FlagMetadata
     ) -> UInt32
 }
 
@@ -32,7 +33,7 @@ extension ExposureSink {
     {
         recordExposure(
             key: key, variant: variant, reason: reason, contextFingerprint: contextFingerprint, value: nil,
-            errorCode: nil)
+            errorCode: nil, metadata: [:])
     }
 
     /// By default the sink owns its clock word.

@@ -20,12 +20,20 @@ package struct ExposureEvent: Sendable, Hashable {
     package var value: JSONValue?
     /// The error code the served flag carried, if any (`error.type` on reason `ERROR`).
     package var errorCode: FlagErrorCode?
+    /// The served flag's metadata `version` as text (OTLP's `feature_flag.version`), kept only
+    /// by the OTLP exporter.
+    package var flagVersion: String?
+    /// The served flag's metadata `flagSetId` as text (OTLP's `feature_flag.set.id`), kept only
+    /// by the OTLP exporter.
+    package var flagSetID: String?
 
     /// Creates an event.
     package init(
         key: String, variant: String?, reason: String, contextFingerprint: String, creationDate: Int64, count: Int = 1,
-        value: JSONValue? = nil, errorCode: FlagErrorCode? = nil
+        value: JSONValue? = nil, errorCode: FlagErrorCode? = nil, flagVersion: String? = nil, flagSetID: String? = nil
     ) {
+        self.flagVersion = flagVersion
+        self.flagSetID = flagSetID
         self.key = key
         self.variant = variant
         self.reason = reason
@@ -298,6 +306,8 @@ package struct ExposureState: Sendable {
         /// Records a receiver refused in an accepted request (OTLP partial success), also in
         /// ``dropped``.
         package var partiallyRejected = 0
+        /// Whether the batch was dropped because the answer was over the size limit.
+        package var tooLarge = false
     }
 
     /// The normalized options.
@@ -359,7 +369,7 @@ package struct ExposureState: Sendable {
     package mutating func record(
         key: String, variant: String?, reason: String, contextFingerprint: String,
         dedupKey: UInt64, now: Duration, nowSeconds: UInt32, creationDate: Int64,
-        value: JSONValue? = nil, errorCode: FlagErrorCode? = nil
+        value: JSONValue? = nil, errorCode: FlagErrorCode? = nil, flagVersion: String? = nil, flagSetID: String? = nil
     ) -> RecordResult {
         if isClosed { return RecordResult(windowEnd: .max, decision: .ignored, startDrain: false) }
         totals.recorded += 1
@@ -385,7 +395,7 @@ package struct ExposureState: Sendable {
             ExposureEvent(
                 key: key, variant: variant, reason: reason,
                 contextFingerprint: contextFingerprint, creationDate: creationDate,
-                value: value, errorCode: errorCode))
+                value: value, errorCode: errorCode, flagVersion: flagVersion, flagSetID: flagSetID))
         var start = false
         if buffer.count >= options.batchSize, !automaticDrainRequested, now >= notBefore {
             automaticDrainRequested = true
@@ -497,6 +507,12 @@ package struct ExposureState: Sendable {
             f.dropped = n
             f.failed = true
             f.rejectedStatus = status
+        case .responseTooLarge:
+            totals.failed += 1
+            totals.dropped += n
+            f.dropped = n
+            f.failed = true
+            f.tooLarge = true
         case .retry(let retryAfter):
             totals.failed += 1
             f.failed = true

@@ -3,43 +3,77 @@
 /// exposure (docs/exposures.md, "OTLP exporter"):
 ///
 /// ```json
-/// {"resourceLogs":[{"resource":{"attributes":[<service.name>, <telemetry.sdk.*>]},
+/// {"resourceLogs":[{"resource":{"attributes":[<service.name>, <service.version, …>, <telemetry.sdk.*>]},
 ///   "scopeLogs":[{"scope":{"name":"halyard","version":"…"},
 ///     "logRecords":[{"timeUnixNano":"…","observedTimeUnixNano":"…",
-///                    "eventName":"feature_flag.evaluation","attributes":[…]}]}]}]}
+///                    "eventName":"feature_flag.evaluation","attributes":[…]}],
+///     "schemaUrl":"https://opentelemetry.io/schemas/…"}],
+///   "schemaUrl":"https://opentelemetry.io/schemas/…"}]}
 /// ```
 ///
 /// Field names are the mapping's lowerCamelCase; 64-bit integers (`timeUnixNano`,
 /// `observedTimeUnixNano`, `intValue`) are JSON strings; no whitespace. Strings are escaped as in
 /// ``ExposureEncoder``.
 package enum OTLPLogsEncoder {
-    /// The OTLP resource: who exports.
+    /// The OTLP resource (who exports) and what every record says about the pipeline.
     package struct Resource: Sendable, Hashable {
         /// `service.name`.
         package var serviceName: String
         /// `telemetry.sdk.version` and the scope's version.
         package var sdkVersion: String
+        /// Further resource attributes (`service.version`, `service.instance.id`,
+        /// `deployment.environment.name`, anything from `OTEL_RESOURCE_ATTRIBUTES`), written after
+        /// `service.name` in code-point order of their keys; `service.name` and `telemetry.sdk.*`
+        /// here are ignored (those are set above). At most ``maxAttributes`` are written.
+        package var attributes: [String: String]
+        /// The exposure sample rate in effect (`halyard.exposure.sample_rate` on every record).
+        package var sampleRate: Double
+        /// The de-duplication window in seconds, 0 when off (`halyard.exposure.dedup_window`).
+        package var dedupWindowSeconds: Int
 
         /// Creates a resource.
-        package init(serviceName: String, sdkVersion: String) {
+        package init(
+            serviceName: String, sdkVersion: String, attributes: [String: String] = [:], sampleRate: Double = 1,
+            dedupWindowSeconds: Int = 300
+        ) {
             self.serviceName = serviceName
             self.sdkVersion = sdkVersion
+            self.attributes = attributes
+            self.sampleRate = sampleRate
+            self.dedupWindowSeconds = dedupWindowSeconds
         }
 
-        /// `service.name` for `meta`: its service name, else its app id, else
+        /// The resource for `meta`: `service.name` is its service name (the options'), else
+        /// `attributes["service.name"]` (the options' ``ExposureOptions/resourceAttributes``,
+        /// `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`), else its app id, else
         /// `unknown_service:<process name>` (the OpenTelemetry resource default).
-        package init(meta: ExposureMeta, processName: String) {
+        package init(
+            meta: ExposureMeta, processName: String, attributes: [String: String] = [:], sampleRate: Double = 1,
+            dedupWindowSeconds: Int = 300
+        ) {
             let name: String
             if let s = meta.serviceName, !s.isEmpty {
+                name = s
+            } else if let s = attributes["service.name"], !s.isEmpty {
                 name = s
             } else if !meta.appId.isEmpty {
                 name = meta.appId
             } else {
                 name = processName.isEmpty ? "unknown_service" : "unknown_service:" + processName
             }
-            self.init(serviceName: name, sdkVersion: meta.version)
+            self.init(
+                serviceName: name, sdkVersion: meta.version, attributes: attributes, sampleRate: sampleRate,
+                dedupWindowSeconds: dedupWindowSeconds)
         }
     }
+
+    /// The most ``Resource/attributes`` written.
+    package static let maxAttributes = 128
+
+    /// The semantic-conventions schema the attribute names follow (every name written —
+    /// `feature_flag.*` of the evaluation event, `service.*`, `deployment.environment.name`,
+    /// `telemetry.sdk.*`, `error.type` — is defined under these names in that version).
+    package static let schemaURL = "https://opentelemetry.io/schemas/1.34.0"
 
     /// The instrumentation scope's name, `telemetry.sdk.name` (`halyard`).
     package static let scopeName = "halyard"
@@ -55,6 +89,17 @@ package enum OTLPLogsEncoder {
         append(&out, #"{"resourceLogs":[{"resource":{"attributes":["#)
         stringAttribute(&out, "service.name", resource.serviceName)
         out.append(0x2C)
+        var written = 0
+        for name in resource.attributes.keys.sorted()
+        where name != "service.name" && !name.hasPrefix("telemetry.sdk.") && !name.isEmpty {
+            guard written < maxAttributes, let value = resource.attributes[name] else { break }
+            append(&out, #"{"key":"#)
+            ExposureEncoder.appendString(&out, name)
+            append(&out, #","value":{"stringValue":"#)
+            ExposureEncoder.appendString(&out, value)
+            append(&out, "}},")
+            written += 1
+        }
         stringAttribute(&out, "telemetry.sdk.name", scopeName)
         out.append(0x2C)
         stringAttribute(&out, "telemetry.sdk.language", "swift")
@@ -65,13 +110,23 @@ package enum OTLPLogsEncoder {
         append(&out, #","version":"#)
         ExposureEncoder.appendString(&out, resource.sdkVersion)
         append(&out, #"},"logRecords":["#)
+        var pipeline: [UInt8] = []
+        append(&pipeline, #",{"key":"halyard.exposure.sample_rate","value":{"doubleValue":"#)
+        appendDouble(&pipeline, resource.sampleRate)
+        append(&pipeline, #"}},{"key":"halyard.exposure.dedup_window","value":{"intValue":""#)
+        ExposureEncoder.appendInteger(&pipeline, Int64(resource.dedupWindowSeconds))
+        append(&pipeline, #""}}"#)
         var first = true
         for e in events {
             if !first { out.append(0x2C) }
             first = false
-            record(&out, e)
+            record(&out, e, pipeline)
         }
-        append(&out, "]}]}]}")
+        append(&out, #"],"schemaUrl":"#)
+        ExposureEncoder.appendString(&out, schemaURL)
+        append(&out, #"}],"schemaUrl":"#)
+        ExposureEncoder.appendString(&out, schemaURL)
+        append(&out, "}]}")
         return out
     }
 
@@ -82,7 +137,7 @@ package enum OTLPLogsEncoder {
         return (e.errorCode ?? .general).rawValue.lowercased()
     }
 
-    private static func record(_ out: inout [UInt8], _ e: ExposureEvent) {
+    private static func record(_ out: inout [UInt8], _ e: ExposureEvent, _ pipeline: [UInt8]) {
         // Seconds × 10^9 fits in Int64 until the year 2262; later (or negative) dates are clamped.
         let nanos = max(0, e.creationDate).multipliedReportingOverflow(by: 1_000_000_000)
         let time: Int64 = nanos.overflow ? .max : nanos.partialValue
@@ -108,10 +163,19 @@ package enum OTLPLogsEncoder {
         stringAttribute(&out, "feature_flag.provider.name", providerName)
         out.append(0x2C)
         stringAttribute(&out, "feature_flag.context.id", e.contextFingerprint)
+        if let version = e.flagVersion {
+            out.append(0x2C)
+            stringAttribute(&out, "feature_flag.version", version)
+        }
+        if let setID = e.flagSetID {
+            out.append(0x2C)
+            stringAttribute(&out, "feature_flag.set.id", setID)
+        }
         if let error = errorType(e) {
             out.append(0x2C)
             stringAttribute(&out, "error.type", error)
         }
+        out.append(contentsOf: pipeline)
         append(&out, "]}")
     }
 

@@ -22,16 +22,29 @@
 /// hold), not by implementing them.
 public protocol FlagReading: Sendable {
     /// Not API: reads `key` as `kind` (Bool, Int or Double) and returns the value's bits, or nil
-    /// when the caller's default is served. Counts a failure and records a due exposure.
-    func _readScalar(_ key: String, as kind: _FlagValueKind) -> UInt64?
+    /// when the caller's default is served. Counts a failure and records a due exposure; a
+    /// code default (the flag served without a value) is a successful read and records one too,
+    /// with the default (`defaultBits`, the caller's default as `kind`'s bits) as its value
+    /// (SPEC §2/§7). The bits cost a register; they are made a value only on the exposure slow
+    /// path.
+    func _readScalar(_ key: String, as kind: _FlagValueKind, default defaultBits: UInt64) -> UInt64?
 
     /// Not API: reads `key` as `kind` with the full result, all but the value itself (which the
     /// caller makes from the returned bits or JSON, outside any protection: for a `FlagValue`
-    /// conformance that is user code). Counts a failure and records a due exposure.
-    func _readDetail(_ key: String, as kind: _FlagValueKind) -> _FlagRead
+    /// conformance that is user code). Counts a failure and records a due exposure; a code
+    /// default records one with `servedDefault()` (the caller's default as JSON) as its value,
+    /// called only on that exposure slow path, after the protection ends.
+    func _readDetail(_ key: String, as kind: _FlagValueKind, default servedDefault: () -> JSONValue?) -> _FlagRead
 }
 
-/// Not API: a detail read before its value is made (see ``FlagReading/_readDetail(_:as:)``).
+/// Not API: a served default as an exposure's value (OTLP's `feature_flag.result.value`) for a
+/// detail read's code-default exposure; nil for a `FlagValue` conformance outside Halyard.
+@usableFromInline
+func _exposedDefault<Value: FlagValue>(_ value: Value) -> JSONValue? {
+    ReadRules.exposedValue(of: value)
+}
+
+/// Not API: a detail read before its value is made (see ``FlagReading/_readDetail(_:as:default:)``).
 public struct _FlagRead: Sendable {
     @usableFromInline let key: String
     /// Whether the served value is to be made from ``bits`` or ``json`` (else the default).
@@ -76,20 +89,20 @@ extension FlagReading {
     /// ```
     @inlinable
     public func bool(_ key: String, default defaultValue: Bool) -> Bool {
-        _readScalar(key, as: .bool).map(Bool._fromBits) ?? defaultValue
+        _readScalar(key, as: .bool, default: defaultValue ? 1 : 0).map(Bool._fromBits) ?? defaultValue
     }
 
     /// Reads an Int flag. Only JSON numbers written without fraction or exponent that fit in
     /// 64 bits are integers; a fractional number gives `default` (`TYPE_MISMATCH`).
     @inlinable
     public func int(_ key: String, default defaultValue: Int) -> Int {
-        _readScalar(key, as: .int).map(Int._fromBits) ?? defaultValue
+        _readScalar(key, as: .int, default: UInt64(bitPattern: Int64(defaultValue))).map(Int._fromBits) ?? defaultValue
     }
 
     /// Reads a Double flag. Any JSON number is accepted; integers widen.
     @inlinable
     public func double(_ key: String, default defaultValue: Double) -> Double {
-        _readScalar(key, as: .double).map(Double._fromBits) ?? defaultValue
+        _readScalar(key, as: .double, default: defaultValue.bitPattern).map(Double._fromBits) ?? defaultValue
     }
 
     /// Reads a String flag.
@@ -143,6 +156,6 @@ extension FlagReading {
     /// Reads a flag as any ``FlagValue`` type with the full result.
     @inlinable
     public func evaluation<Value: FlagValue>(_ key: String, default defaultValue: Value) -> Evaluation<Value> {
-        _readDetail(key, as: Value._flagValueKind)._evaluation(defaultValue)
+        _readDetail(key, as: Value._flagValueKind) { _exposedDefault(defaultValue) }._evaluation(defaultValue)
     }
 }

@@ -10,7 +10,7 @@ import CHalyardAtomics
 ///    Halyard's own lookup and copy-out: the key probe, the type rule, the entry's bits, the
 ///    flag's detail object (one retain), and the exposure slot check (retaining the snapshot
 ///    once per window when an exposure is due);
-/// 2. a *finish* (``finish(_:sink:counters:)``) after the protection ends: count a failure and
+/// 2. a *finish* (``finish(_:default:as:sink:counters:)``, ``finish(_:servedDefault:sink:counters:)``) after the protection ends: count a failure and
 ///    record the exposure through the sink (a lock and the injected clock: user code). The value
 ///    is made after that, in the `FlagReading` method (`_fromBits`/`_fromJSON`: user code for
 ///    conformances outside Halyard).
@@ -27,7 +27,7 @@ enum ReadRules {
         var bits: UInt64
         /// The flag's index in the snapshot (meaningful when found).
         var index: Int
-        /// A retained snapshot when an exposure is due (see ``recordRetainedExposure(_:_:_:)``).
+        /// A retained snapshot when an exposure is due (see ``recordRetainedExposure(_:_:_:servedDefault:)``).
         var exposure: UnsafeMutableRawPointer?
     }
 
@@ -45,7 +45,15 @@ enum ReadRules {
         }
         let kind = entries[index].kind
         guard kind.isReadable(as: requested) else {
-            return ScalarLookup(outcome: kind.outcome(as: requested), bits: 0, index: index, exposure: nil)
+            let outcome = kind.outcome(as: requested)
+            // Code default (SPEC §2/§7): a successful read, so it records an exposure too.
+            var exposure: UnsafeMutableRawPointer?
+            if outcome == .codeDefault, let clock = exposureClock,
+                hal_load_relaxed(slots + index) <= hal_load_relaxed(clock)
+            {
+                exposure = retainForExposure(snapshot)
+            }
+            return ScalarLookup(outcome: outcome, bits: 0, index: index, exposure: exposure)
         }
         let bits = entries[index].bits(as: requested)
         var exposure: UnsafeMutableRawPointer?
@@ -56,11 +64,20 @@ enum ReadRules {
     }
 
     /// The second step of a scalar read, after the protection ended: counts a failure (nil: the
-    /// default is served), or records a due exposure and returns the bits.
+    /// default is served), or records a due exposure and returns the bits. A code default is a
+    /// successful read (SPEC §2/§7): nil, and its due exposure is recorded with the caller's
+    /// default (`defaultBits`, as `kind`) as the value, out of line.
     @inline(__always)
-    static func finish(_ lookup: ScalarLookup, sink: (any ExposureSink)?, counters: ReadCounters) -> UInt64? {
+    static func finish(
+        _ lookup: ScalarLookup, default defaultBits: UInt64, as kind: _FlagValueKind, sink: (any ExposureSink)?,
+        counters: ReadCounters
+    ) -> UInt64? {
         guard lookup.outcome == .success else {
-            counters.count(lookup.outcome)
+            if lookup.outcome != .codeDefault {
+                counters.count(lookup.outcome)
+            } else if let exposure = lookup.exposure {
+                recordRetainedDefaultExposure(exposure, lookup.index, sink, bits: defaultBits, as: kind)
+            }
             return nil
         }
         if let exposure = lookup.exposure { recordRetainedExposure(exposure, lookup.index, sink) }
@@ -80,7 +97,7 @@ enum ReadRules {
     /// Any-type lookup with the full result but the value: the served flag's detail (one
     /// retain: the ``EvaluationDetail`` the snapshot built for it), the form that says which of
     /// its fields the evaluation shows, and the value's bits or JSON on success. `pending`
-    /// receives what ``finish(_:sink:counters:)`` needs. A nil snapshot serves `unavailable()`
+    /// receives what ``finish(_:servedDefault:sink:counters:)`` needs. A nil snapshot serves `unavailable()`
     /// (read only then).
     @inline(__always)
     static func detail(
@@ -117,6 +134,11 @@ enum ReadRules {
                 return _FlagRead(key: key, served: true, json: json, detail: details[index], form: .served)
             }
         case .codeDefault:
+            // A successful read (SPEC §2): it records an exposure like any other (SPEC §7), with
+            // the caller's default as the value (see ``finish(_:servedDefault:sink:counters:)``).
+            if let clock = exposureClock, hal_load_relaxed(slots + index) <= hal_load_relaxed(clock) {
+                pending.exposure = retainForExposure(snapshot)
+            }
             return _FlagRead(key: key, detail: details[index], form: .served)
         case .servedError:
             return _FlagRead(key: key, detail: details[index], form: .servedError)
@@ -127,16 +149,47 @@ enum ReadRules {
     }
 
     /// The second step of a detail read, after the protection ended: counts a failure and
-    /// records a due exposure (the caller then makes the value: user code may run there).
+    /// records a due exposure (the caller then makes the value: user code may run there). A
+    /// code default records too, with `servedDefault()` (the caller's default as JSON) as the
+    /// value; it is called only then, on the exposure slow path.
     @inline(__always)
-    static func finish(_ pending: PendingDetail, sink: (any ExposureSink)?, counters: ReadCounters) {
+    static func finish(
+        _ pending: PendingDetail, servedDefault: () -> JSONValue?, sink: (any ExposureSink)?, counters: ReadCounters
+    ) {
         switch pending.outcome {
         case .success:
             if let exposure = pending.exposure { recordRetainedExposure(exposure, pending.index, sink) }
         case .codeDefault:
-            break
+            if let exposure = pending.exposure {
+                recordRetainedDefaultExposure(exposure, pending.index, sink, servedDefault: servedDefault)
+            }
         default:
             counters.count(pending.outcome)
+        }
+    }
+
+    /// A served default as the exposure's value (OTLP's `feature_flag.result.value`): Halyard's
+    /// own value types only; nil for a `FlagValue` conformance outside Halyard.
+    @inline(never)
+    static func exposedValue<Value: FlagValue>(of value: Value) -> JSONValue? {
+        switch value {
+        case let v as Bool: .bool(v)
+        case let v as Int: .int(Int64(v))
+        case let v as Double: .double(v)
+        case let v as String: .string(v)
+        case let v as JSONValue: v
+        default: nil
+        }
+    }
+
+    /// A scalar default's bits (see ``FlagReading/_readScalar(_:as:default:)``) as the
+    /// exposure's value.
+    static func exposedValue(bits: UInt64, as kind: _FlagValueKind) -> JSONValue? {
+        switch kind {
+        case .bool: .bool(Bool._fromBits(bits))
+        case .int: .int(Int64(Int._fromBits(bits)))
+        case .double: .double(Double._fromBits(bits))
+        case .string, .json: nil
         }
     }
 
@@ -153,13 +206,13 @@ enum ReadRules {
     /// The variant, reason and fingerprint an explicit `recordExposure(key)` records, or nil
     /// when the flag is not served or was served with an error. Lookup and copy-out only.
     static func exposureCandidate(_ snapshot: Snapshot, _ key: String)
-        -> (variant: String?, reason: EvaluationReason, fingerprint: String, value: JSONValue?)?
+        -> (variant: String?, reason: EvaluationReason, fingerprint: String, value: JSONValue?, metadata: FlagMetadata)?
     {
         guard let index = snapshot.index(of: key), snapshot.entries[index].kind != .error else { return nil }
         let detail = snapshot.details[index]
         // The value only when there is no variant, as for reads (the OTLP exporter).
         let value = detail.variant == nil ? snapshot.flags[index].value : nil
-        return (detail.variant, detail.reason, snapshot.contextFingerprint, value)
+        return (detail.variant, detail.reason, snapshot.contextFingerprint, value, detail.metadata)
     }
 
     /// Whether `key` is served in `snapshot` with an object value (lookup only).
@@ -183,7 +236,8 @@ enum ReadRules {
     @inline(never)
     @discardableResult
     static func recordRetainedExposure(
-        _ retained: UnsafeMutableRawPointer, _ index: Int, _ sink: (any ExposureSink)?
+        _ retained: UnsafeMutableRawPointer, _ index: Int, _ sink: (any ExposureSink)?,
+        servedDefault: JSONValue? = nil
     ) -> UInt32 {
         let unmanaged = Unmanaged<Snapshot>.fromOpaque(retained)
         defer { unmanaged.release() }
@@ -191,13 +245,35 @@ enum ReadRules {
             guard let sink else { return 0 }
             let flag = snapshot.flags[index]
             // The value only when there is no variant (the OTLP exporter's
-            // `feature_flag.result.value`); a variant names it.
+            // `feature_flag.result.value`); a variant names it. A flag without a value served
+            // the caller's default: that is the value.
             let deadline = sink.recordExposure(
                 key: flag.key, variant: flag.variant, reason: flag.reason,
-                contextFingerprint: snapshot.contextFingerprint, value: flag.variant == nil ? flag.value : nil,
-                errorCode: flag.errorCode)
+                contextFingerprint: snapshot.contextFingerprint,
+                value: flag.variant == nil ? (flag.value ?? servedDefault) : nil,
+                errorCode: flag.errorCode, metadata: flag.metadata)
             hal_store_relaxed(snapshot.exposureSlots + index, UInt(deadline))
             return deadline
         }
+    }
+
+    /// ``recordRetainedExposure(_:_:_:servedDefault:)`` for a scalar read that served the code
+    /// default: the default's bits made a value here, on the slow path.
+    @inline(never)
+    static func recordRetainedDefaultExposure(
+        _ retained: UnsafeMutableRawPointer, _ index: Int, _ sink: (any ExposureSink)?, bits: UInt64,
+        as kind: _FlagValueKind
+    ) {
+        recordRetainedExposure(retained, index, sink, servedDefault: exposedValue(bits: bits, as: kind))
+    }
+
+    /// ``recordRetainedExposure(_:_:_:servedDefault:)`` for a detail read that served the code
+    /// default: `servedDefault` (the caller's default as JSON) is called here, on the slow path.
+    @inline(never)
+    static func recordRetainedDefaultExposure(
+        _ retained: UnsafeMutableRawPointer, _ index: Int, _ sink: (any ExposureSink)?,
+        servedDefault: () -> JSONValue?
+    ) {
+        recordRetainedExposure(retained, index, sink, servedDefault: servedDefault())
     }
 }

@@ -6,7 +6,8 @@ extension Snapshot {
     /// `FlagReading._readScalar` for a snapshot the caller holds.
     package func read(_ key: String, as kind: _FlagValueKind, counters: ReadCounters) -> UInt64? {
         ReadRules.finish(
-            ReadRules.scalar(Unmanaged.passUnretained(self), key, kind, nil), sink: nil, counters: counters)
+            ReadRules.scalar(Unmanaged.passUnretained(self), key, kind, nil), default: 0, as: kind, sink: nil,
+            counters: counters)
     }
 
     /// `FlagReading._readDetail` for a snapshot the caller holds.
@@ -14,7 +15,7 @@ extension Snapshot {
         var pending = ReadRules.PendingDetail()
         let read = ReadRules.detail(
             Unmanaged.passUnretained(self), key, kind, nil, unavailable: .providerNotReady, &pending)
-        ReadRules.finish(pending, sink: nil, counters: counters)
+        ReadRules.finish(pending, servedDefault: { nil }, sink: nil, counters: counters)
         return read
     }
 }

@@ -4,17 +4,19 @@
 
 extension ContextFlags: FlagReading {
     /// Not API: Bool/Int/Double (the rules of ``FlagClient/bool(_:default:)``).
-    public func _readScalar(_ key: String, as kind: _FlagValueKind) -> UInt64? {
+    public func _readScalar(_ key: String, as kind: _FlagValueKind, default defaultBits: UInt64) -> UInt64? {
         ReadRules.finish(
-            withSnapshot { ReadRules.scalar($0, key, kind, exposureClock) }, sink: environment.sink,
-            counters: environment.counters)
+            withSnapshot { ReadRules.scalar($0, key, kind, exposureClock) }, default: defaultBits, as: kind,
+            sink: environment.sink, counters: environment.counters)
     }
 
     /// Not API: any type, with the full result but the value.
-    public func _readDetail(_ key: String, as kind: _FlagValueKind) -> _FlagRead {
+    public func _readDetail(_ key: String, as kind: _FlagValueKind, default servedDefault: () -> JSONValue?)
+        -> _FlagRead
+    {
         var pending = ReadRules.PendingDetail()
         let read = withSnapshot { ReadRules.detail($0, key, kind, exposureClock, unavailable: unavailable, &pending) }
-        ReadRules.finish(pending, sink: environment.sink, counters: environment.counters)
+        ReadRules.finish(pending, servedDefault: servedDefault, sink: environment.sink, counters: environment.counters)
         return read
     }
 
@@ -30,10 +32,11 @@ extension ContextFlags: FlagReading {
     /// with this context's fingerprint.
     public func recordExposure(_ key: String) {
         guard let sink = environment.sink, let snapshot,
-            let (variant, reason, fingerprint, value) = ReadRules.exposureCandidate(snapshot, key)
+            let (variant, reason, fingerprint, value, metadata) = ReadRules.exposureCandidate(snapshot, key)
         else { return }
         _ = sink.recordExposure(
-            key: key, variant: variant, reason: reason, contextFingerprint: fingerprint, value: value, errorCode: nil)
+            key: key, variant: variant, reason: reason, contextFingerprint: fingerprint, value: value, errorCode: nil,
+            metadata: metadata)
     }
 
     /// The one place a read reaches the view's snapshot: at +0, through ``address`` (a `guard

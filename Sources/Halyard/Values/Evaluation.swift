@@ -134,3 +134,15 @@ extension Evaluation: Hashable where Value: Hashable {
         hasher.combine(metadata)
     }
 }
+
+extension Evaluation: CustomReflectable {
+    /// The seven public properties (what `print` and `dump` show), not the internal layout.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "key": key, "value": value, "variant": variant as Any, "reason": reason,
+                "errorCode": errorCode as Any, "errorMessage": errorMessage as Any, "metadata": metadata,
+            ], displayStyle: .struct)
+    }
+}
