@@ -276,6 +276,7 @@ package final class ExposureRecorder: Sendable {
         switch value {
         case .string(let s): return s
         case .bool(let b): return b ? "true" : "false"
+        case .int(let i): return String(i)
         case .number(let d):
             if d.isFinite, d.magnitude < 9_007_199_254_740_992, d == d.rounded(.towardZero) { return String(Int64(d)) }
             return String(d)
