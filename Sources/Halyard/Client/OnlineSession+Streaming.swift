@@ -6,7 +6,7 @@ extension OnlineSession {
     static func makeStreams(
         options: FlagClientOptions, identity: ClientIdentity, transport: any FlagTransport
     ) -> EventStreamDriver? {
-        guard options.changeDetection == .automatic, let streaming = transport as? any StreamingTransport else {
+        guard options.changeDetection == .automatic, let streaming = GuardedTransport.streaming(transport) else {
             return nil
         }
         var machine = EventStreamMachine.Configuration()

@@ -55,7 +55,7 @@ final class ServiceStreaming: Sendable {
     static func make(options: FlagServiceOptions, identity: ClientIdentity, transport: any FlagTransport)
         -> ServiceStreaming?
     {
-        guard options.changeDetection == .automatic, let streaming = transport as? any StreamingTransport else {
+        guard options.changeDetection == .automatic, let streaming = GuardedTransport.streaming(transport) else {
             return nil
         }
         var machine = EventStreamMachine.Configuration()

@@ -93,3 +93,12 @@ package struct GuardedTransport: FlagTransport {
         return try result.get()
     }
 }
+
+extension GuardedTransport {
+    /// The stream capability (SPEC §14) of `transport`, looking through the guard: a stream has
+    /// no total deadline (it would end every healthy stream), so it is opened on the transport
+    /// itself; the stream machine bounds the wait for its head and its read inactivity instead.
+    package static func streaming(_ transport: any FlagTransport) -> (any StreamingTransport)? {
+        ((transport as? GuardedTransport)?.base ?? transport) as? any StreamingTransport
+    }
+}
