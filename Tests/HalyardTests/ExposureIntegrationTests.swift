@@ -42,7 +42,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func hundredThousandExposuresThroughInjectedFailuresAddUp(kind: TransportKind) async throws {
-        let server = try ExposureServer.start()
+        let server = try await ExposureServer.start()
         defer { server.stop() }
         let clock = ManualClock()
         let rate = 0.9
@@ -122,7 +122,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func outageOverflowDropsOldestAndRejectionDrops(kind: TransportKind) async throws {
-        let server = try ExposureServer.start()
+        let server = try await ExposureServer.start()
         defer { server.stop() }
         let clock = ManualClock()
         let recorder = ExposureRecorder(

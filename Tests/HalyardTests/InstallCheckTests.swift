@@ -70,7 +70,7 @@ struct InstallCheckTests {
     }
 
     @Test func loopbackServerAcceptedRefusedAndUnreachable() async throws {
-        let server = try ControlPlaneServer(flags: [
+        let server = try await ControlPlaneServer.launched(flags: [
             "default": [["key": "a", "value": true, "reason": "STATIC"], ["key": "b", "errorCode": "GENERAL"]],
             "metadata": ["environment": "test", "version": 7],
         ])

@@ -63,7 +63,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func faultScheduleKeepsTheAccountingIdentityExactly(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer()
+        let server = try await ControlPlaneServer.launched()
         defer { server.stop() }
         let clock = ManualClock()
         let r = Self.recorder(server, kind.make(), clock)
@@ -137,7 +137,7 @@ import Testing
     @Test(.enabled(if: OTLPConformance.python != nil, "set HALYARD_OTLP_PYTHON to a Python with opentelemetry-proto"))
     func everyBodyParsesWithOpenTelemetryProto() async throws {
         let python = try #require(OTLPConformance.python)
-        let server = try ControlPlaneServer()
+        let server = try await ControlPlaneServer.launched()
         defer { server.stop() }
         let clock = ManualClock()
         let r = Self.recorder(server, TransportKind.urlSession.make(), clock)
@@ -187,7 +187,7 @@ import Testing
                 ["key": "bad", "errorCode": "PARSE_ERROR"],
             ]
         ]
-        let server = try ControlPlaneServer(flags: flags)
+        let server = try await ControlPlaneServer.launched(flags: flags)
         defer { server.stop() }
         var options = FlagClientOptions(baseURL: server.baseURL, key: "cli-key")
         options.transport = TransportKind.urlSession.make()
@@ -258,7 +258,7 @@ import Testing
     /// handles, and service mode's `ContextFlags`.
     @Test func codeDefaultExposuresCarryTheDefaultOnEveryReadPath() async throws {
         let keys = ["cb", "cn", "cf", "cs", "cj", "cbd", "ch", "sb", "ss"]
-        let server = try ControlPlaneServer(flags: ["default": keys.map { ["key": $0, "reason": "DEFAULT"] }])
+        let server = try await ControlPlaneServer.launched(flags: ["default": keys.map { ["key": $0, "reason": "DEFAULT"] }])
         defer { server.stop() }
         var options = FlagClientOptions(baseURL: server.baseURL, key: "cli-key")
         options.pollInterval = .zero

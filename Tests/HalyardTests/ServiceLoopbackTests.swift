@@ -7,7 +7,7 @@ import Testing
 /// FlagService against the loopback Python control plane, over the default transport.
 @Suite(.serialized) struct ServiceLoopbackTests {
     @Test func servesEachContextFromTheLoopbackControlPlane() async throws {
-        let server = try ControlPlaneServer(flags: [
+        let server = try await ControlPlaneServer.launched(flags: [
             "default": [["key": "checkout.new", "value": false, "reason": "DEFAULT"]],
             "contexts": [
                 "user-1": [["key": "checkout.new", "value": true, "reason": "TARGETING_MATCH", "variant": "on"]],
@@ -56,7 +56,7 @@ import Testing
 /// recorder factory as the client's, each context's fingerprint as `feature_flag.context.id`.
 @Suite(.serialized) struct ServiceOTLPTests {
     @Test func serviceExposuresGoToTheOTLPReceiverWithEachContextsFingerprint() async throws {
-        let server = try ControlPlaneServer(flags: [
+        let server = try await ControlPlaneServer.launched(flags: [
             "default": [["key": "limit", "value": 10, "reason": "STATIC"]],
             "contexts": [
                 "user-1": [["key": "checkout.new", "value": true, "reason": "TARGETING_MATCH", "variant": "on"]]

@@ -60,7 +60,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func thousandRequestFaultSchedule(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer(flags: Self.flagSet(version: 1))
+        let server = try await ControlPlaneServer.launched(flags: Self.flagSet(version: 1))
         defer { server.stop() }
         let clock = ManualClock()
         let transport = RecordingTransport(kind.make(), clock: clock)

@@ -19,7 +19,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func errorMapping(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer(flags: ["default": [["key": "a", "value": 1]]])
+        let server = try await ControlPlaneServer.launched(flags: ["default": [["key": "a", "value": 1]]])
         defer { server.stop() }
         let transport = kind.make()
 

@@ -81,7 +81,7 @@ struct CLIProcessTests {
     // MARK: - eval
 
     @Test func evalPrintsAlignedRowsAndJSON() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let keyFile = try Self.keyFile()
         defer { try? FileManager.default.removeItem(at: keyFile) }
@@ -138,7 +138,7 @@ struct CLIProcessTests {
     }
 
     @Test func evalRejectsAMalformedContextWithItsByteOffset() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let bad = Data(#"{"targetingKey": "user-1", "plan": "pro",}"#.utf8)
         var offset = -1
@@ -173,7 +173,7 @@ struct CLIProcessTests {
     }
 
     @Test func refusedKey401() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let url = server.baseURL.absoluteString
         let env = ["HALYARD_KEY": Self.key]
@@ -198,7 +198,7 @@ struct CLIProcessTests {
     // MARK: - verify
 
     @Test func verifyReportsTheInstallCheck() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let url = server.baseURL.absoluteString
         let env = ["HALYARD_KEY": Self.key]
@@ -311,7 +311,7 @@ struct CLIProcessTests {
     // MARK: - watch
 
     @Test func watchPrintsChangesAndExits130OnSIGINT() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let watch = try HalyardProcess(
             ["watch", "--url", server.baseURL.absoluteString, "--interval", "200ms", "--json"],
@@ -351,7 +351,7 @@ struct CLIProcessTests {
     }
 
     @Test func watchTextOutputAndARefusedKey() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let url = server.baseURL.absoluteString
 

@@ -55,7 +55,7 @@ struct CLIScriptingTests {
     /// A served 2^53 + 1 prints as such in `eval --json`, `watch --json` and metadata (flag and
     /// response metadata), not as the double nearest to it.
     @Test func jsonKeepsIntegersExact() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let url = server.baseURL.absoluteString
 
@@ -95,7 +95,7 @@ struct CLIScriptingTests {
     /// `verify` sends exactly one request (the server counts them), and says why there was no
     /// answer: refused, timeout, TLS; an answer with another status is named with it.
     @Test func verifySendsOneRequestAndNamesTheCause() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let url = server.baseURL.absoluteString
 
@@ -136,7 +136,7 @@ struct CLIScriptingTests {
     /// `--targeting-key` and repeated `--attr` (JSON values, bare words as strings) build the
     /// context, over `--context`; the request body shows what was sent.
     @Test func inlineContextAttributes() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let url = server.baseURL.absoluteString
         let base = Data(#"{"targetingKey": "someone", "plan": "free", "region": "eu"}"#.utf8)
@@ -174,7 +174,7 @@ struct CLIScriptingTests {
     /// `--flag KEY` prints one flag; `--raw` just its value: JSON text, a string without quotes;
     /// no value (code default, error item) or no such flag exits 1 with nothing on stdout.
     @Test func flagAndRaw() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let url = server.baseURL.absoluteString
         func raw(_ key: String) async throws -> (status: Int32, stdout: String, stderr: String) {
@@ -210,7 +210,7 @@ struct CLIScriptingTests {
     /// standard input; `halyard help eval` is eval's help; usage errors point at the command's
     /// help; `--json` failures print one JSON error object on stdout, for every command.
     @Test func environmentKeyFromStdinHelpAndJSONErrors() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let url = server.baseURL.absoluteString
 
@@ -266,7 +266,7 @@ struct CLIScriptingTests {
     /// User info in `--url` is not sent and never printed: not in errors, not in `--json`, not in
     /// `watch` output.
     @Test func userInfoInTheURLIsNeverEchoed() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let secret = "hunter2-secret"
         let url = "http://ops:\(secret)@127.0.0.1:\(server.port)"
@@ -303,7 +303,7 @@ struct CLIScriptingTests {
         #if os(Linux)
             let certificate = try TransportTLSTests.makeCertificate()
             defer { try? FileManager.default.removeItem(at: certificate.folder) }
-            let server = try ControlPlaneServer(flags: Self.flags, tls: (certificate.certificate, certificate.key))
+            let server = try await ControlPlaneServer.launched(flags: Self.flags, tls: (certificate.certificate, certificate.key))
             defer { server.stop() }
             let url = server.baseURL.absoluteString
 

@@ -32,7 +32,7 @@ struct CLISignalTests {
     }
 
     @Test func sigtermShutsDownAndExits143() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let watch = try await watching(server)
         watch.send(signal: SIGTERM)
@@ -41,7 +41,7 @@ struct CLISignalTests {
     }
 
     @Test func sigintExits130AndASecondOneDuringTheShutdownToo() async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let once = try await watching(server, json: true)
         once.interrupt()
@@ -64,7 +64,7 @@ struct CLISignalTests {
         #"{ while read -r line; do echo "$line"; case "$line" in *"flag    b "*) break ;; esac; done; }"#,
     ])
     func watchEndsWhenItsReaderGoesAway(reader: String) async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let binary = try HalyardProcess.binary().path
         let shell = try HalyardProcess(

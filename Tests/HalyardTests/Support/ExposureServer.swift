@@ -7,7 +7,7 @@ typealias ExposureServer = ControlPlaneServer
 
 extension ControlPlaneServer {
     /// Starts a server (no flags) whose exposure endpoint is `/v1/exposures`.
-    static func start() throws -> ControlPlaneServer { try ControlPlaneServer() }
+    static func start() async throws -> ControlPlaneServer { try await launched() }
 
     /// The server script, found from this file's location (exposure_endpoint.py sits beside it).
     static var scriptURL: URL { URL(fileURLWithPath: scriptPath) }

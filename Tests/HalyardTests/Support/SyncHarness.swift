@@ -11,6 +11,10 @@ struct SyncHarness {
     let clock: ManualClock
     let transport: RecordingTransport
     let client: FlagClient
+    /// This harness's install id, unique per harness: ``requests()`` keeps only the requests
+    /// that carry it, so a request from another test's client (one whose server had the same
+    /// loopback port before this one) is never counted as this client's.
+    let installID: String
 
     var engine: RefreshEngine {
         get throws { try #require(client.sync, "an online client has a sync session").engine }
@@ -23,6 +27,11 @@ struct SyncHarness {
             transport.exchanges.count >= 1 && transport.inFlight == 0 && client.status != .notReady
                 && (client.status != .ready || client.store.generation > 0)
         }
+    }
+
+    /// The requests the server logged from this harness's client, in arrival order.
+    func requests() async throws -> [ControlPlaneServer.LoggedRequest] {
+        try await server.requests().filter { $0.header("X-Halyard-Install-Id") == installID }
     }
 
     func close() {
@@ -74,15 +83,16 @@ struct SyncHarness {
         transport kind: TransportKind = .urlSession,
         configure: (inout FlagClientOptions) -> Void = { _ in }
     ) async throws -> SyncHarness {
-        let server = try ControlPlaneServer(flags: flags)
+        let server = try await ControlPlaneServer.launched(flags: flags)
         if !startFaults.isEmpty { try await server.script(startFaults) }
         let clock = ManualClock()
         let transport = RecordingTransport(kind.make(), clock: clock)
-        var options = Self.options(server: server, clock: clock, transport: transport)
+        let installID = "install-\(UUID().uuidString.prefix(8))"
+        var options = Self.options(server: server, clock: clock, transport: transport, installID: installID)
         options.appID = "app-1"
         options.initialContext = context
         configure(&options)
         let client = try FlagClient(options: options)
-        return SyncHarness(server: server, clock: clock, transport: transport, client: client)
+        return SyncHarness(server: server, clock: clock, transport: transport, client: client, installID: installID)
     }
 }

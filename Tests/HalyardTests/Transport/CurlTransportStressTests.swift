@@ -9,7 +9,7 @@
     /// AddressSanitizer).
     @Suite(.serialized) struct CurlTransportStressTests {
         @Test func concurrentRequestsCancellationsAndDeadlines() async throws {
-            let server = try ControlPlaneServer(flags: ["default": [["key": "a", "value": 1]]])
+            let server = try await ControlPlaneServer.launched(flags: ["default": [["key": "a", "value": 1]]])
             defer { server.stop() }
             let ok = SyncTransportTests.request(server, timeout: .seconds(10))
             let outcomes = Locked<[String: Int]>([:])

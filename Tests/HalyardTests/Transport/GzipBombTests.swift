@@ -13,7 +13,7 @@ import Testing
     /// transport's own inflate as a second gzip layer. CurlTransport decodes the declared layer.
     @Test(arguments: TransportKind.available)
     func bombIsRefusedAsTooLargeWithBoundedPeakMemory(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer()
+        let server = try await ControlPlaneServer.launched()
         defer { server.stop() }
         let layers = kind == .urlSession ? 2 : 1
         try await server.script([["action": "gzipbomb", "inflatedBytes": 1 << 30, "layers": layers]])

@@ -31,7 +31,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func chunksArriveAsTheServerSendsThem(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer()
+        let server = try await ControlPlaneServer.launched()
         defer { server.stop() }
         let transport = try transport(kind)
         let chunked = server.streamURL("mode=chunks&chunk=data%3A%20a%0A&chunk=%0A&chunk=data%3A%20b%0A%0A&close=1")
@@ -67,7 +67,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func inactivityTimeoutClosesASilentStream(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer()
+        let server = try await ControlPlaneServer.launched()
         defer { server.stop() }
         let transport = try transport(kind)
         let stream = try await Wait.result("open") {
@@ -88,7 +88,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func keepAliveCommentsKeepAStreamOpenPastTheInactivityTimeout(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer()
+        let server = try await ControlPlaneServer.launched()
         defer { server.stop() }
         let transport = try transport(kind)
         // Comments every 100 ms, inactivity 700 ms: ten comments arrive and it is still open.
@@ -104,7 +104,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func cancelClosesTheConnection(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer()
+        let server = try await ControlPlaneServer.launched()
         defer { server.stop() }
         let transport = try transport(kind)
         let stream = try await Wait.result("open") {
@@ -141,7 +141,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func aRedirectToAnotherOriginIsRefusedAndASameOriginOneFollowed(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer()
+        let server = try await ControlPlaneServer.launched()
         defer { server.stop() }
         let transport = try transport(kind)
         // server.py redirects to the same path on http://localhost:<port>: another host, another origin.
@@ -179,7 +179,7 @@ import Testing
 
     @Test(arguments: TransportKind.available)
     func aNon2xxStatusIsReturnedAsTheHead(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer()
+        let server = try await ControlPlaneServer.launched()
         defer { server.stop() }
         let transport = try transport(kind)
         for (query, status) in [("mode=404", 404), ("mode=flipt", 406), ("mode=status&status=503", 503)] {

@@ -38,7 +38,7 @@ struct TransportProcessTests {
 
     @Test(arguments: TransportKind.available)
     func twentyThousandRequestsKeepResidentMemoryFlat(kind: TransportKind) async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let transport = kind.make()
         let request = SyncTransportTests.request(server, timeout: .seconds(10))
@@ -84,7 +84,7 @@ struct TransportProcessTests {
     /// known issue.
     @Test(arguments: [nil] + TransportKind.available.filter { $0 == .urlSession })
     func threeHundredClientsCreatedAndClosedLeaveNoThreadsAndNoMemory(kind: TransportKind?) async throws {
-        let server = try ControlPlaneServer(flags: Self.flags)
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         // Warm-up: the cooperative pool, Foundation, libcurl's caches and the shared driver exist.
         for _ in 0..<30 {

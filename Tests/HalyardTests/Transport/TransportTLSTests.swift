@@ -50,7 +50,7 @@ import Testing
             try? FileManager.default.removeItem(at: certificate.folder)
             try? FileManager.default.removeItem(at: other.folder)
         }
-        let server = try ControlPlaneServer(
+        let server = try await ControlPlaneServer.launched(
             flags: ["default": [["key": "a", "value": 1]]], tls: (certificate.certificate, certificate.key))
         defer { server.stop() }
         let request = SyncTransportTests.request(server, timeout: .seconds(5))
