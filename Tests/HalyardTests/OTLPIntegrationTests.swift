@@ -258,7 +258,9 @@ import Testing
     /// handles, and service mode's `ContextFlags`.
     @Test func codeDefaultExposuresCarryTheDefaultOnEveryReadPath() async throws {
         let keys = ["cb", "cn", "cf", "cs", "cj", "cbd", "ch", "sb", "ss"]
-        let server = try await ControlPlaneServer.launched(flags: ["default": keys.map { ["key": $0, "reason": "DEFAULT"] }])
+        let server = try await ControlPlaneServer.launched(flags: [
+            "default": keys.map { ["key": $0, "reason": "DEFAULT"] }
+        ])
         defer { server.stop() }
         var options = FlagClientOptions(baseURL: server.baseURL, key: "cli-key")
         options.pollInterval = .zero

@@ -133,7 +133,9 @@ import Testing
     }
 
     @Test func threeHundredClientsLeaveNoThreadsBehind() async throws {
-        let server = try await ControlPlaneServer.launched(flags: ["default": [["key": "a", "value": true, "reason": "STATIC"]]])
+        let server = try await ControlPlaneServer.launched(flags: [
+            "default": [["key": "a", "value": true, "reason": "STATIC"]]
+        ])
         defer { server.stop() }
         func makeOptions(_ i: Int) -> FlagClientOptions {
             var options = FlagClientOptions(baseURL: server.baseURL, key: "cli-\(i)")

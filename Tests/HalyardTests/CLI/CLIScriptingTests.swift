@@ -303,7 +303,8 @@ struct CLIScriptingTests {
         #if os(Linux)
             let certificate = try TransportTLSTests.makeCertificate()
             defer { try? FileManager.default.removeItem(at: certificate.folder) }
-            let server = try await ControlPlaneServer.launched(flags: Self.flags, tls: (certificate.certificate, certificate.key))
+            let server = try await ControlPlaneServer.launched(
+                flags: Self.flags, tls: (certificate.certificate, certificate.key))
             defer { server.stop() }
             let url = server.baseURL.absoluteString
 
