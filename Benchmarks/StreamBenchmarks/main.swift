@@ -173,8 +173,17 @@ do {
     if !(await spin({ service.stats.stream.connected && service.stats.fetchesInFlight == 0 })) {
         say("the service stream did not connect")
     }
-    // The connect wave refreshes every held context once; let it end.
-    _ = await spin(upTo: .seconds(60)) { service.stats.fetchesInFlight == 0 && service.stats.streamWaves >= 1 }
+    // The connect wave refreshes every held context once (held / 200 s at 200 requests/s); let
+    // it end: no request for half a second, not only a moment with none in flight (the wave's
+    // workers wait for tokens with nothing in flight).
+    let settleLimit = ContinuousClock.now + .seconds(Int64(held / 100 + 30))
+    var lastCount = -1
+    while ContinuousClock.now < settleLimit {
+        let count = plane.fetches
+        if count == lastCount && service.stats.fetchesInFlight == 0 && service.stats.streamWaves >= 1 { break }
+        lastCount = count
+        try? await Task.sleep(for: .milliseconds(500))
+    }
     say("connected; waves \(service.stats.streamWaves)")
     try? await Task.sleep(for: .seconds(1))
     let hot = Array(contexts.suffix(100))

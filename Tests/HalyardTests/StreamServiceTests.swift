@@ -111,4 +111,65 @@ struct StreamServiceTests {
             service.flagsIfCached(for: a).int("version", default: 0) == 2
         }
     }
+
+    @Test("an event during a long wave: the contexts used since go before the rest of that wave")
+    func aLaterWaveGoesFirst() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        transport.setAdvertise(false)
+        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "srv-key")
+        options.transport = transport
+        options.clock = clock
+        options.maxConcurrentFetches = 4
+        options.maxContexts = 2_000
+        options.exposures.enabled = false
+        options.refreshAfter = .seconds(3600)
+        options.maxStaleness = .seconds(7200)
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        let contexts = try (0..<1_000).map { try EvaluationContext(targetingKey: "u\($0)").fitted() }
+        for context in contexts {
+            _ = await service.flags(for: context)
+            clock.advance(by: .milliseconds(1))
+        }
+        // The stream opens; its connect wave has 1,000 contexts to refresh at 200/s (5 s of
+        // clock time). Let it run 300 refreshes, no more.
+        transport.setAdvertise(true)
+        _ = await service.flags(for: try EvaluationContext(targetingKey: "opener").fitted())
+        try await Wait.until("the stream to connect") { service.stats.stream.connected }
+        let before = transport.fetches.count
+        try await Wait.until("300 refreshes of the connect wave", seconds: 30) {
+            let sent = transport.fetches.count - before
+            if sent < 300 { clock.advance(by: .milliseconds(5)) }
+            return sent >= 300
+        }
+        // Ten contexts the connect wave has not reached yet are used, then the server changes:
+        // they must be sent next, after at most the four refreshes already in flight.
+        let hot = Array(contexts[0..<10])
+        clock.advance(by: .milliseconds(1))
+        for context in hot { _ = service.flagsIfCached(for: context) }
+        transport.change()
+        transport.pushRefetch()
+        let mark = transport.fetches.count
+        try await Wait.until("the event's wave", seconds: 30) {
+            if service.stats.streamWaves < 2 { clock.advance(by: .milliseconds(5)) }
+            return service.stats.streamWaves >= 2
+        }
+        try await Wait.until("the hot contexts to be refreshed", seconds: 30) {
+            let hotSeen = hot.allSatisfy { service.flagsIfCached(for: $0).int("version", default: 0) == 2 }
+            if !hotSeen { clock.advance(by: .milliseconds(5)) }
+            return hotSeen
+        }
+        let afterMark = transport.fetches.count - mark
+        #expect(
+            afterMark <= 10 + 4,
+            "the ten hot contexts waited behind \(afterMark - 10) refreshes of the earlier wave")
+        #expect(transport.maxInFlight <= 4)
+        try await Wait.until("every held context refreshed", seconds: 60) {
+            let done = transport.fetches.count - before >= 1_001 && service.stats.fetchesInFlight == 0
+            if !done { clock.advance(by: .milliseconds(20)) }
+            return done
+        }
+        #expect(transport.fetches.count - before <= 1_001, "each context refreshed once: merged, not repeated")
+    }
 }

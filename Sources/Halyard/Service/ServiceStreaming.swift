@@ -21,13 +21,46 @@ final class ServiceStreaming: Sendable {
         var used: [String: Used] = [:]
         /// Held values confirmed before this are stale (refreshed on next use).
         var staleBefore: Duration?
-        /// Contexts the running wave will refresh: not marked stale meanwhile (a read of one
-        /// would otherwise start a second, background refresh of it).
+        /// The contexts the waves still have to refresh, most recently used LAST (workers take
+        /// from the end). A new wave merges into it, so the contexts used most recently go
+        /// first even while an earlier wave (a connect wave over every held context, at
+        /// 200 requests/s) is still running.
+        var pending: [Used] = []
+        /// The fingerprints in `pending` or being refreshed by a worker: not marked stale
+        /// meanwhile (a read of one would otherwise start a second, background refresh of it).
         var queued: Set<String> = []
+        /// Running workers (at most the concurrency bound; counted from when a wave reserves
+        /// them) and their tasks, for `close`.
+        var running = 0
+        var workers: [UInt64: Task<Void, Never>] = [:]
+        var exited: Set<UInt64> = []
+        var nextWorker: UInt64 = 0
+        var closed = false
         /// Whether a stream was advertised once (then it is followed for the service's life).
         var opened = false
         var waves = 0
         var waveRefreshes = 0
+
+        /// Merges `taken` into `pending` (a context already pending keeps one place, at its
+        /// latest use) and answers how many contexts were added.
+        mutating func merge(_ taken: [Used]) -> Int {
+            var added = 0
+            var byFingerprint: [String: Used] = [:]
+            byFingerprint.reserveCapacity(pending.count + taken.count)
+            for entry in pending { byFingerprint[entry.fitted.fingerprint] = entry }
+            for entry in taken {
+                let fingerprint = entry.fitted.fingerprint
+                if let old = byFingerprint[fingerprint] {
+                    if entry.usedAt > old.usedAt { byFingerprint[fingerprint] = entry }
+                } else {
+                    byFingerprint[fingerprint] = entry
+                    added += 1
+                }
+                queued.insert(fingerprint)
+            }
+            pending = byFingerprint.values.sorted { $0.usedAt < $1.usedAt }
+            return added
+        }
     }
 
     private struct Bucket {
@@ -93,43 +126,81 @@ final class ServiceStreaming: Sendable {
     /// Waves started and refreshes sent by them.
     var counters: (waves: Int, refreshes: Int) { roster.withLock { ($0.waves, $0.waveRefreshes) } }
 
-    /// One wave: marks every held context stale, then refreshes the contexts used since the
-    /// last wave, most recent first, through `refresh` (which returns when that fetch is over).
+    /// One wave: marks every held context stale, then queues the contexts used since the
+    /// last wave for a refresh through `refresh` (which returns when that fetch is over), most
+    /// recently used first, merged with what earlier waves still have to do. Returns once the
+    /// work is queued and its workers started: the stream's next event is not held behind a
+    /// long wave; it starts the next wave, whose contexts go first.
     func wave(refresh: @escaping @Sendable (FittedContext) async -> Void) async {
         let now = clock.monotonicNow
-        let taken = roster.withLock { r -> [Used] in
+        let start = roster.withLock { r -> [UInt64] in
+            guard !r.closed else { return [] }
             r.staleBefore = now
             r.waves += 1
-            let list = Array(r.used.values)
+            let taken = Array(r.used.values)
             r.used = [:]
-            r.queued = Set(r.used.keys)
-            for entry in list { r.queued.insert(entry.fitted.fingerprint) }
-            r.waveRefreshes += list.count
-            return list
+            r.waveRefreshes += r.merge(taken)
+            let wanted = min(concurrency, r.pending.count) - r.running
+            guard wanted > 0 else { return [] }
+            r.running += wanted
+            let ids = (0..<UInt64(wanted)).map { r.nextWorker + $0 }
+            r.nextWorker += UInt64(wanted)
+            return ids
         }
-        // Sorted outside the lock: most recently used first.
-        let order = taken.sorted { $0.usedAt > $1.usedAt }.map(\.fitted)
-        guard !order.isEmpty else { return }
-        let next = Locked(0)
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<min(concurrency, order.count) {
-                group.addTask { [self] in
-                    while !Task.isCancelled {
-                        let i = next.withLock { n -> Int in
-                            defer { n += 1 }
-                            return n
-                        }
-                        guard i < order.count else { return }
-                        guard await self.takeToken() else {
-                            self.roster.withLock { $0.queued.removeAll() }
-                            return
-                        }
-                        await refresh(order[i])
-                        _ = self.roster.withLock { $0.queued.remove(order[i].fingerprint) }
-                    }
-                }
+        for id in start {
+            let task = Task { [self] in await self.work(id, refresh: refresh) }
+            roster.withLock { r in
+                if r.exited.remove(id) == nil { r.workers[id] = task }
             }
         }
+    }
+
+    /// A wave worker: refreshes pending contexts, one token each, until none is left. It
+    /// leaves the worker table in the same critical section that finds nothing pending, so a
+    /// wave merging work meanwhile never counts a worker that is on its way out.
+    private func work(_ id: UInt64, refresh: @escaping @Sendable (FittedContext) async -> Void) async {
+        func leave(_ r: inout Roster) {
+            r.running -= 1
+            if r.workers.removeValue(forKey: id) == nil { r.exited.insert(id) }
+        }
+        while true {
+            // The token first, then the context: a context is chosen when it can be sent, so a
+            // wave merged while this worker waited for a token is served first.
+            let idle = roster.withLock { r -> Bool in
+                guard !r.closed, !Task.isCancelled, !r.pending.isEmpty else {
+                    leave(&r)
+                    return true
+                }
+                return false
+            }
+            if idle { return }
+            guard await takeToken() else {
+                roster.withLock { r in
+                    r.pending.removeAll()
+                    r.queued.removeAll()
+                    leave(&r)
+                }
+                return
+            }
+            let next = roster.withLock { r -> FittedContext? in
+                guard !r.closed, let entry = r.pending.popLast() else {
+                    leave(&r)
+                    return nil
+                }
+                return entry.fitted
+            }
+            guard let next else {
+                refundToken()
+                return
+            }
+            await refresh(next)
+            _ = roster.withLock { $0.queued.remove(next.fingerprint) }
+        }
+    }
+
+    /// Gives back a token taken for a context that another worker sent first.
+    private func refundToken() {
+        bucket.withLock { $0.tokens = min(Self.requestsPerSecond, $0.tokens + 1) }
     }
 
     /// Takes one token from the bucket, sleeping on the clock until one is there. False when
@@ -154,5 +225,15 @@ final class ServiceStreaming: Sendable {
         return false
     }
 
-    func close() { driver.close() }
+    /// Closes the stream and stops the waves' workers.
+    func close() {
+        let tasks = roster.withLock { r -> [Task<Void, Never>] in
+            r.closed = true
+            r.pending.removeAll()
+            r.queued.removeAll()
+            return Array(r.workers.values)
+        }
+        for task in tasks { task.cancel() }
+        driver.close()
+    }
 }
