@@ -98,7 +98,7 @@ let package = Package(
         ),
         // [issue 23] Propagation latency of changes: streaming vs polling.
         .executableTarget(
-            name: "StreamBenchmarks", dependencies: ["Halyard"], path: "Benchmarks/StreamBenchmarks",
+            name: "StreamBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"], path: "Benchmarks/StreamBenchmarks",
             swiftSettings: upcoming),
         .testTarget(
             name: "HalyardTests",

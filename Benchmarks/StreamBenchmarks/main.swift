@@ -1,24 +1,35 @@
 // Propagation latency of a change on the control plane to the first read that sees it (SPEC §14):
 // streaming vs polling at 30 s, one client and a service holding many contexts.
 //
-//   swift run -c release halyard-bench-stream [--quick] [--json FILE]
+//   swift run -c release halyard-bench-stream [--quick] [--loopback] [--json FILE]
 //
-// The control plane here is IN-PROCESS (an in-memory StreamingTransport: no sockets), so the
-// figures are the client's own pipeline (stream parse → machine → coalesced fetch → decode →
-// snapshot publish → read), not loopback networking. Polling at 30 s is SIMULATED: a change
+// By default the control plane is IN-PROCESS (an in-memory StreamingTransport: no sockets), so
+// the figures are the client's own pipeline (stream parse → machine → coalesced fetch → decode →
+// snapshot publish → read), not loopback networking. With --loopback it is the tests' server.py
+// on 127.0.0.1 (advertising a flagd-shaped stream) and the platform's default transport (libcurl
+// on Linux): a change is the admin request that replaces the flag set and writes the
+// refetchEvaluation event, and its latency runs from before that request to the first read that
+// sees the new value. Polling at 30 s is SIMULATED: a change
 // lands uniformly within the jittered poll period, so its latency is the wait for the next poll
 // plus the measured fetch time (no 30 s sleeps).
+import BenchmarkSupport
 import Foundation
 import Halyard
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 struct Options {
     var quick = false
+    var loopback = false
     var json: String?
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
         while let argument = iterator.next() {
             switch argument {
             case "--quick": quick = true
+            case "--loopback": loopback = true
             case "--json": json = iterator.next()
             default:
                 FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
@@ -28,8 +39,79 @@ struct Options {
     }
 }
 
+/// The control plane a run measures against: in process, or server.py on loopback.
+protocol BenchPlane: Sendable {
+    /// The transport the clients use (nil: the platform's default).
+    var transport: (any FlagTransport)? { get }
+    var baseURL: URL { get }
+    /// Changes the flag set and announces it on the open streams; answers the new version.
+    func change() async -> Int
+    /// Bulk requests the plane has answered.
+    func fetchCount() async -> Int
+}
+
+/// server.py (Tests/ControlPlaneServer) on 127.0.0.1, advertising a flagd-shaped stream.
+final class LoopbackPlane: BenchPlane, @unchecked Sendable {
+    let server: LoopbackServerProcess
+    let session = URLSession(configuration: .ephemeral)
+    private let lock = NSLock()
+    private var version = 1
+    var transport: (any FlagTransport)? { nil }
+    var baseURL: URL { server.baseURL }
+
+    init() async throws {
+        server = try LoopbackServerProcess(document: Self.document(1), label: "halyard-bench-stream")
+        _ = try await admin("_admin/stream", ["advertise": "endpoint", "mode": "flagd", "keepAlive": 5.0])
+    }
+
+    static func document(_ version: Int) -> [String: Any] {
+        ["default": [["key": "version", "value": version, "reason": "STATIC"]]]
+    }
+
+    func admin(_ path: String, _ body: [String: Any]?) async throws -> [String: Any] {
+        var request = URLRequest(url: server.baseURL.appendingPathComponent(path))
+        if let body {
+            request.httpMethod = "POST"
+            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, _) = try await session.data(for: request)
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+
+    func change() async -> Int {
+        let next = lock.withLock { () -> Int in
+            version += 1
+            return version
+        }
+        do {
+            _ = try await admin("_admin/stream/change", ["flags": Self.document(next)])
+        } catch {
+            fatalError("the loopback change failed: \(error)")
+        }
+        return next
+    }
+
+    func fetchCount() async -> Int {
+        let report = (try? await admin("_admin/streams", nil)) ?? [:]
+        return (report["bulk"] as? [Any])?.count ?? 0
+    }
+
+    func stop() { server.stop() }
+}
+
 /// An in-memory control plane that streams: a versioned flag set and open SSE connections.
-final class InProcessControlPlane: StreamingTransport, @unchecked Sendable {
+final class InProcessControlPlane: StreamingTransport, BenchPlane, @unchecked Sendable {
+    var transport: (any FlagTransport)? { self }
+    var baseURL: URL { URL(string: "http://127.0.0.1:1")! }
+
+    func change() async -> Int {
+        announce()
+        return currentVersion
+    }
+
+    func fetchCount() async -> Int { fetches }
+
     private let lock = NSLock()
     private var version = 1
     private var streams: [AsyncThrowingStream<Data, any Error>.Continuation] = []
@@ -38,7 +120,7 @@ final class InProcessControlPlane: StreamingTransport, @unchecked Sendable {
     var fetches: Int { lock.withLock { fetchCount } }
     var currentVersion: Int { lock.withLock { version } }
 
-    func change() {
+    func announce() {
         let targets = lock.withLock { () -> [AsyncThrowingStream<Data, any Error>.Continuation] in
             version += 1
             return streams
@@ -77,6 +159,16 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 }
 func ms(_ s: Double) -> String { String(format: "%.2f ms", s * 1000) }
 
+/// Waits (real time, bounded, polling every 5 ms) until `condition` holds; returns whether it did.
+func spinAsync(upTo limit: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while !(await condition()) {
+        if ContinuousClock.now > deadline { return false }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return true
+}
+
 /// Waits (real time, bounded) until `condition` holds; returns whether it did.
 @MainActor func spin(upTo limit: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + limit
@@ -93,37 +185,47 @@ let options = Options(CommandLine.arguments)
 let quick = options.quick
 var results: [String: Any] = [:]
 var verdicts: [(String, Bool, String)] = []
-say("# halyard-bench-stream\(quick ? " (quick)" : "") — in-process control plane, machine load not controlled")
+say(
+    "# halyard-bench-stream\(quick ? " (quick)" : "") — "
+        + (options.loopback ? "server.py on loopback, default transport" : "in-process control plane")
+        + ", machine load not controlled")
+
+/// A fresh plane of the kind the run measures.
+func makePlane() async throws -> any BenchPlane {
+    options.loopback ? try await LoopbackPlane() : InProcessControlPlane()
+}
+func stopPlane(_ plane: any BenchPlane) { (plane as? LoopbackPlane)?.stop() }
 
 // MARK: - One client
 
 let clientChanges = quick ? 40 : 300
 do {
-    let plane = InProcessControlPlane()
-    var o = FlagClientOptions(baseURL: URL(string: "http://127.0.0.1:1")!, key: "cli-bench")
-    o.transport = plane
+    let plane = try await makePlane()
+    var o = FlagClientOptions(baseURL: plane.baseURL, key: "cli-bench")
+    o.transport = plane.transport
     o.pollInterval = .seconds(30)
     o.exposures.enabled = false
     o.maxCachedContexts = 0
     o.installIDStorage = .memory
     let client = try FlagClient(options: o)
-    guard await spin({ client.stats.stream.connected && client.int("version", default: 0) == plane.currentVersion })
+    guard await spin({ client.stats.stream.connected && client.int("version", default: 0) == 1 })
     else { fatalError("the stream did not connect") }
     try? await Task.sleep(for: .milliseconds(50))
     var latencies: [Double] = []
     var fetchTimes: [Double] = []
-    let fetchesBefore = plane.fetches
+    let fetchesBefore = await plane.fetchCount()
+    let sentBefore = client.stats.sync.requestsSent
     for _ in 0..<clientChanges {
         let start = ContinuousClock.now
-        plane.change()
-        let target = plane.currentVersion
+        let target = await plane.change()
         guard await spin({ client.int("version", default: 0) == target }) else { fatalError("change not seen") }
         latencies.append(seconds(ContinuousClock.now - start))
         // Let the coalesced fetch settle so that changes do not overlap.
-        _ = await spin { client.stats.sync.requestsSent == plane.fetches }
+        let answered = await plane.fetchCount()
+        _ = await spin { client.stats.sync.requestsSent - sentBefore >= answered - fetchesBefore }
         try? await Task.sleep(for: .milliseconds(2))
     }
-    let perChange = Double(plane.fetches - fetchesBefore) / Double(clientChanges)
+    let perChange = Double(await plane.fetchCount() - fetchesBefore) / Double(clientChanges)
     // A plain fetch, for the simulated polling figure.
     for _ in 0..<50 {
         let start = ContinuousClock.now
@@ -131,6 +233,7 @@ do {
         fetchTimes.append(seconds(ContinuousClock.now - start))
     }
     client.close()
+    stopPlane(plane)
     let p50 = percentile(latencies, 0.5)
     let p99 = percentile(latencies, 0.99)
     // Polling at 30 s ± 10 %, simulated: wait for the next poll + a measured fetch.
@@ -158,11 +261,13 @@ do {
 let held = quick ? 1_000 : 10_000
 let serviceChanges = quick ? 10 : 200
 do {
-    let plane = InProcessControlPlane()
-    var o = FlagServiceOptions(baseURL: URL(string: "http://127.0.0.1:1")!, key: "srv-bench")
-    o.transport = plane
+    let plane = try await makePlane()
+    var o = FlagServiceOptions(baseURL: plane.baseURL, key: "srv-bench")
+    o.transport = plane.transport
     o.exposures.enabled = false
-    o.maxContexts = held
+    // Room for every context: the cache bounds each shard by its share of maxContexts, so a
+    // bound of exactly `held` would evict a few from the fuller shards.
+    o.maxContexts = held * 2
     o.refreshAfter = .seconds(3600)
     o.maxStaleness = .seconds(7200)
     o.coldFetchTimeout = .seconds(5)
@@ -176,25 +281,32 @@ do {
     // The connect wave refreshes every held context once (held / 200 s at 200 requests/s); let
     // it end: no request for half a second, not only a moment with none in flight (the wave's
     // workers wait for tokens with nothing in flight).
-    let settleLimit = ContinuousClock.now + .seconds(Int64(held / 100 + 30))
-    var lastCount = -1
-    while ContinuousClock.now < settleLimit {
-        let count = plane.fetches
-        if count == lastCount && service.stats.fetchesInFlight == 0 && service.stats.streamWaves >= 1 { break }
-        lastCount = count
-        try? await Task.sleep(for: .milliseconds(500))
+    // The stream opens after the first bulk response, early in the warm-up: most contexts were
+    // used after its connect wave began, so one more wave (a change) refreshes them all before
+    // the measured changes start.
+    func settle() async {
+        let settleLimit = ContinuousClock.now + .seconds(Int64(held / 100 + 30))
+        var lastCount = -1
+        while ContinuousClock.now < settleLimit {
+            let count = await plane.fetchCount()
+            if count == lastCount && service.stats.fetchesInFlight == 0 && service.stats.streamWaves >= 1 { break }
+            lastCount = count
+            try? await Task.sleep(for: .milliseconds(500))
+        }
     }
+    await settle()
+    _ = await plane.change()
+    await settle()
     say("connected; waves \(service.stats.streamWaves)")
     try? await Task.sleep(for: .seconds(1))
     let hot = Array(contexts.suffix(100))
     var hotFirst: [Double] = []
     var hotAll: [Double] = []
-    let before = plane.fetches
+    let before = await plane.fetchCount()
     for _ in 0..<serviceChanges {
         for context in hot { _ = service.flagsIfCached(for: context) }
         let start = ContinuousClock.now
-        plane.change()
-        let target = plane.currentVersion
+        let target = await plane.change()
         var first: Double?
         let seen = await spin {
             let count = hot.filter { service.flagsIfCached(for: $0).int("version", default: 0) == target }.count
@@ -211,25 +323,28 @@ do {
         // Let the token bucket refill (100 tokens at 200/s) so changes do not overlap.
         try? await Task.sleep(for: .milliseconds(520))
     }
-    let perChange = Double(plane.fetches - before) / Double(serviceChanges)
+    let perChange = Double(await plane.fetchCount() - before) / Double(serviceChanges)
     // All held: one change after every held context was used.
     for context in contexts { _ = service.flagsIfCached(for: context) }
     _ = await spin { service.stats.fetchesInFlight == 0 }
-    let allBefore = plane.fetches
+    let allBefore = await plane.fetchCount()
     let start = ContinuousClock.now
-    plane.change()
-    _ = await spin(upTo: .seconds(quick ? 20 : 120)) {
-        plane.fetches >= allBefore + held && service.stats.fetchesInFlight == 0
+    _ = await plane.change()
+    var allSent = 0
+    _ = await spinAsync(upTo: .seconds(Int64(held / 100 + 30))) {
+        allSent = await plane.fetchCount() - allBefore
+        return allSent >= held && service.stats.fetchesInFlight == 0
     }
     let allTime = seconds(ContinuousClock.now - start)
     service.close()
+    stopPlane(plane)
     say("\n## service holding \(held) contexts (\(serviceChanges) changes, hottest 100 used between changes)")
     say(
         "hottest 100 all see it: p50 \(ms(percentile(hotAll, 0.5))), p99 \(ms(percentile(hotAll, 0.99))); "
             + "first of them: p50 \(ms(percentile(hotFirst, 0.5))); requests per change \(String(format: "%.1f", perChange))"
     )
     say(
-        "all \(held) held (all used since the last wave): \(String(format: "%.1f s", allTime)) "
+        "all \(held) held (all used since the last wave): \(allSent) refreshed in \(String(format: "%.1f s", allTime)) "
             + "(bounded by 200 requests/s by design)")
     say("polling: a service does not poll; without a stream a change is seen after refreshAfter (30 s) on next use")
     results["service"] = [
@@ -244,7 +359,8 @@ for (name, pass, detail) in verdicts { say("\(pass ? "PASS" : "FAIL")  \(name): 
 results["verdicts"] = verdicts.map { ["name": $0.0, "pass": $0.1, "detail": $0.2] }
 if let path = options.json {
     let document: [String: Any] = [
-        "benchmark": "halyard-bench-stream", "quick": quick, "date": ISO8601DateFormatter().string(from: Date()),
+        "benchmark": "halyard-bench-stream", "quick": quick, "loopback": options.loopback,
+        "date": ISO8601DateFormatter().string(from: Date()),
         "results": results,
     ]
     let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
