@@ -78,9 +78,14 @@ import Testing
         #expect(headers.first { $0.key.lowercased() == "accept" }?.value == "text/event-stream")
         #expect(headers.first { $0.key.lowercased() == "authorization" }?.value == "Bearer stream-loopback-key")
         // The event's fetch carries the event's etag as a query parameter; the start-up fetch
-        // and the connect re-fetch carry none.
-        let bulk = try await server.streamReport()["bulk"] as? [[String: Any]] ?? []
-        #expect(bulk.last?["flagConfigEtag"] as? String == etag, "bulk requests: \(bulk)")
+        // and the connect re-fetch carry none. (Under load the connect re-fetch may be answered
+        // after the change, so the reader can see version 2 before the event's own fetch is
+        // sent: wait for it rather than look once.)
+        var bulk: [[String: Any]] = []
+        try await Wait.untilAsync("the event's fetch, with its etag", seconds: 20) {
+            bulk = try await server.streamReport()["bulk"] as? [[String: Any]] ?? []
+            return bulk.contains { $0["flagConfigEtag"] as? String == etag }
+        }
         #expect(bulk.first.map { $0["flagConfigEtag"] is NSNull || $0["flagConfigEtag"] == nil } == true)
         let url = server.streamURL().absoluteString
         #expect(!logs.all.contains { $0.contains(url) || $0.contains("/ofrep/v1/sse") }, "\(logs.all)")
@@ -152,11 +157,30 @@ import Testing
             #expect(await service.flags(for: context).int("version", default: 0) == 1)
         }
         try await Self.connected(server) { service.stats.stream }
-        try await Self.change(server, to: 2)
+        // The connect wave must be over before the change: quiet for 300 ms, nothing in flight.
+        var bulkBefore = -1
+        try await Wait.untilAsync("the connect wave to end", seconds: 20) {
+            let count = (try await server.streamReport()["bulk"] as? [[String: Any]] ?? []).count
+            defer { bulkBefore = count }
+            guard count == bulkBefore, service.stats.streamWaves >= 1, service.stats.fetchesInFlight == 0 else {
+                try await Task.sleep(for: .milliseconds(300))
+                return false
+            }
+            return true
+        }
+        let etag = try await Self.change(server, to: 2)
         try await Wait.until("every held context to see version 2", seconds: 30) {
             contexts.allSatisfy { service.flagsIfCached(for: $0).int("version", default: 0) == 2 }
         }
         #expect(service.stats.streamWaves >= 1)
+        // The event's wave forwards its etag on every refresh (SPEC §14: event-triggered
+        // fetches carry the flagConfig parameters).
+        let bulk = try await server.streamReport()["bulk"] as? [[String: Any]] ?? []
+        let wave = bulk.dropFirst(bulkBefore)
+        #expect(wave.count >= contexts.count, "the wave's requests: \(wave.count)")
+        #expect(
+            wave.allSatisfy { $0["flagConfigEtag"] as? String == etag },
+            "etag \(etag): \(wave.map { $0["flagConfigEtag"] ?? "-" })")
         #expect(service.status == .ready)
     }
 }

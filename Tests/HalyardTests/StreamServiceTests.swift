@@ -6,6 +6,24 @@ import Testing
 
 @Suite("Event streams: service mode (scripted stream)")
 struct StreamServiceTests {
+    /// Waits until the stream is connected and its connect wave is over: no request sent for
+    /// 100 ms and none in flight (a wave is counted before its workers send anything, so a
+    /// moment with nothing in flight is not the end of it).
+    static func connectWaveEnded(_ service: FlagService, _ transport: ScriptedStreamTransport) async throws {
+        var last = -1
+        try await Wait.untilAsync("the stream to connect and its wave to end") {
+            let count = transport.fetches.count
+            defer { last = count }
+            guard service.stats.stream.connected, service.stats.streamWaves == 1, count == last,
+                service.stats.fetchesInFlight == 0
+            else {
+                try await Task.sleep(for: .milliseconds(100))
+                return false
+            }
+            return true
+        }
+    }
+
     static func index(of body: String) -> Int? {
         guard let match = body.firstMatch(of: /"u([0-9]+)"/) else { return nil }
         return Int(match.1)
@@ -91,10 +109,7 @@ struct StreamServiceTests {
         let b = try EvaluationContext(targetingKey: "u2").fitted()
         _ = await service.flags(for: a)
         _ = await service.flags(for: b)
-        try await Wait.until("the stream to connect and its wave to end") {
-            service.stats.stream.connected && service.stats.streamWaves == 1 && service.stats.fetchesInFlight == 0
-        }
-        try await Wait.until("the connect wave's refreshes") { service.stats.fetchesInFlight == 0 }
+        try await Self.connectWaveEnded(service, transport)
         let base = transport.fetches.count
         // Only b is used; then the server changes and announces it.
         clock.advance(by: .milliseconds(1))
@@ -150,11 +165,11 @@ struct StreamServiceTests {
         for context in hot { _ = service.flagsIfCached(for: context) }
         transport.change()
         transport.pushRefetch()
+        // No clock movement until the event's wave is merged: no token, so no other refresh can
+        // be sent meanwhile. (With waves queued one behind the other, the event's wave never
+        // starts here: the connect wave needs the clock to finish.)
         let mark = transport.fetches.count
-        try await Wait.until("the event's wave", seconds: 30) {
-            if service.stats.streamWaves < 2 { clock.advance(by: .milliseconds(5)) }
-            return service.stats.streamWaves >= 2
-        }
+        try await Wait.until("the event's wave", seconds: 30) { service.stats.streamWaves >= 2 }
         try await Wait.until("the hot contexts to be refreshed", seconds: 30) {
             let hotSeen = hot.allSatisfy { service.flagsIfCached(for: $0).int("version", default: 0) == 2 }
             if !hotSeen { clock.advance(by: .milliseconds(5)) }
@@ -165,11 +180,49 @@ struct StreamServiceTests {
             afterMark <= 10 + 4,
             "the ten hot contexts waited behind \(afterMark - 10) refreshes of the earlier wave")
         #expect(transport.maxInFlight <= 4)
-        try await Wait.until("every held context refreshed", seconds: 60) {
-            let done = transport.fetches.count - before >= 1_001 && service.stats.fetchesInFlight == 0
-            if !done { clock.advance(by: .milliseconds(20)) }
-            return done
+        var sent = 0
+        do {
+            try await Wait.until("every held context refreshed", seconds: 120) {
+                sent = transport.fetches.count - before
+                let done = sent >= 1_001 && service.stats.fetchesInFlight == 0
+                if !done { clock.advance(by: .milliseconds(50)) }
+                return done
+            }
+        } catch {
+            Issue.record(error, "\(sent) of 1,001 refreshes sent; waves \(service.stats.streamWaves)")
         }
         #expect(transport.fetches.count - before <= 1_001, "each context refreshed once: merged, not repeated")
+    }
+
+    @Test("an event's wave, and the refreshes its stale mark starts, carry the event's flagConfig parameters")
+    func waveRefreshesCarryTheEventsParameters() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "srv-key")
+        options.transport = transport
+        options.clock = clock
+        options.exposures.enabled = false
+        options.refreshAfter = .seconds(3600)
+        options.maxStaleness = .seconds(7200)
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        let a = try EvaluationContext(targetingKey: "u1").fitted()
+        let b = try EvaluationContext(targetingKey: "u2").fitted()
+        _ = await service.flags(for: a)
+        _ = await service.flags(for: b)
+        try await Self.connectWaveEnded(service, transport)
+        #expect(transport.fetches.allSatisfy { $0.url.query == nil }, "no parameters before any event")
+        let base = transport.fetches.count
+        clock.advance(by: .milliseconds(1))
+        _ = service.flagsIfCached(for: b)
+        transport.change()
+        transport.pushRefetch(etag: #""v9""#)  // JSON text: the string v9
+        try await Wait.until("the event's wave") { transport.fetches.count == base + 1 }
+        #expect(transport.fetches.last?.url.query == "flagConfigEtag=v9")
+        // a was only marked stale: its next use refreshes it in the background, with the
+        // parameters of the event that marked it.
+        _ = service.flagsIfCached(for: a)
+        try await Wait.until("a's background refresh") { transport.fetches.count == base + 2 }
+        #expect(transport.fetches.last?.url.query == "flagConfigEtag=v9")
     }
 }

@@ -7,9 +7,12 @@ extension FlagService {
         guard let streaming else { return }
         streaming.driver.attach(
             .init(
-                fetch: { [weak self] _ in
+                fetch: { [weak self] fetch in
                     guard let self, let streaming = self.streaming else { return }
-                    await streaming.wave { [weak self] fitted in await self?.refreshHeld(fitted) }
+                    let parameters = FlagConfigParameters(fetch)
+                    await streaming.wave(parameters) { [weak self] fitted, parameters in
+                        await self?.refreshHeld(fitted, flagConfig: parameters)
+                    }
                 },
                 pollInterval: { _ in }))
     }
@@ -17,7 +20,7 @@ extension FlagService {
     /// Refreshes a held context now (in the background flight machinery, with `If-None-Match`)
     /// and returns when it is over. Nothing for a context that is not held, is backing off, or
     /// has a fetch in flight already (that one will do).
-    func refreshHeld(_ fitted: FittedContext) async {
+    func refreshHeld(_ fitted: FittedContext, flagConfig: FlagConfigParameters? = nil) async {
         guard !isClosed else { return }
         let fingerprint = fitted.fingerprint
         let now = options.clock.monotonicNow
@@ -27,7 +30,7 @@ extension FlagService {
             else { return nil }
             let flight = ContextFlight()
             s.flights[fingerprint] = flight
-            return Start(flight: flight, previous: snapshot, background: true)
+            return Start(flight: flight, previous: snapshot, background: true, flagConfig: flagConfig)
         }
         guard let start else { return }
         run(start, fitted)

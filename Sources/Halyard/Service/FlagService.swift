@@ -231,6 +231,8 @@ public final class FlagService: Sendable {
         var flight: ContextFlight
         var previous: Snapshot?
         var background: Bool
+        /// A stream event's `flagConfig*` query parameters (a wave's refresh only).
+        var flagConfig: FlagConfigParameters? = nil
     }
 
     /// The one decision of a request, under its shard's lock: serve held values (and maybe
@@ -246,7 +248,7 @@ public final class FlagService: Sendable {
         var start: Start?
         var refused = false
         // [issue 23] Held values confirmed before the last stream wave are stale.
-        let staleBefore = streaming?.noteUse(fitted, now: now) ?? nil
+        let stale = streaming?.noteUse(fitted, now: now) ?? nil
         let decision = cache.shard(for: fingerprint).withLock { s -> Decision in
             var previous: Snapshot?
             s.recordAccess(fingerprint)
@@ -255,14 +257,17 @@ public final class FlagService: Sendable {
                 let node = s.nodes[Int(i)]
                 if let snapshot = node.snapshot, now - node.confirmedAt <= options.maxStaleness {
                     s.hits += 1
-                    if now - node.confirmedAt > options.refreshAfter || node.confirmedAt < (staleBefore ?? .zero),
+                    let marked = node.confirmedAt < (stale?.before ?? .zero)
+                    if now - node.confirmedAt > options.refreshAfter || marked,
                         now >= node.retryAt,
                         s.flights[fingerprint] == nil,
                         gate.admits(.refresh)
                     {
                         let flight = ContextFlight()
                         s.flights[fingerprint] = flight
-                        start = Start(flight: flight, previous: snapshot, background: true)
+                        start = Start(
+                            flight: flight, previous: snapshot, background: true,
+                            flagConfig: marked ? stale?.flagConfig : nil)
                     }
                     return .view(ContextFlags(snapshot: snapshot, environment: environment))
                 }
@@ -303,7 +308,8 @@ public final class FlagService: Sendable {
         let priority: FetchPriority = previous == nil ? .cold : .refresh
         fetcher.began()
         let started = fetcher.track { [weak self] in
-            let result = await fetcher.fetch(fitted, etag: previous?.etag, priority: priority, flight: flight)
+            let result = await fetcher.fetch(
+                fitted, etag: previous?.etag, priority: priority, flight: flight, flagConfig: start.flagConfig)
             fetcher.ended()
             guard let self else {
                 flight.complete(.unavailable(.providerNotReady))

@@ -213,7 +213,8 @@ final class ServiceFetcher: Sendable {
     /// that waits for a slot is dropped (counted, not sent) when every request waiting on
     /// `flight` leaves first.
     func fetch(
-        _ context: FittedContext, etag: String?, priority: FetchPriority = .cold, flight: ContextFlight? = nil
+        _ context: FittedContext, etag: String?, priority: FetchPriority = .cold, flight: ContextFlight? = nil,
+        flagConfig: FlagConfigParameters? = nil
     ) async -> Result {
         switch await acquire(priority, flight: flight) {
         case .granted: break
@@ -227,7 +228,9 @@ final class ServiceFetcher: Sendable {
             if gate.pausedUntil != nil { state.withLock { $0.stats.paused += 1 } }
             return .skipped(until: gate.pausedUntil)
         }
-        let request = builder.request(contextJSON: context.canonicalJSON, ifNoneMatch: etag)
+        let request = builder.request(
+            contextJSON: context.canonicalJSON, ifNoneMatch: etag, flagConfigEtag: flagConfig?.etag,
+            flagConfigLastModified: flagConfig?.lastModified)
         state.withLock { $0.stats.requestsSent += 1 }
         let outcome: RefreshMachine.Outcome
         var decoded: OFREPResponse?

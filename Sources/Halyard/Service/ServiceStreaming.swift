@@ -14,6 +14,8 @@ final class ServiceStreaming: Sendable {
     private struct Used {
         var fitted: FittedContext
         var usedAt: Duration
+        /// The `flagConfig*` parameters of the latest wave that queued it.
+        var flagConfig: FlagConfigParameters? = nil
     }
 
     private struct Roster {
@@ -21,6 +23,8 @@ final class ServiceStreaming: Sendable {
         var used: [String: Used] = [:]
         /// Held values confirmed before this are stale (refreshed on next use).
         var staleBefore: Duration?
+        /// The parameters of the event that set `staleBefore` (nil for a connect's wave).
+        var staleFlagConfig: FlagConfigParameters?
         /// The contexts the waves still have to refresh, most recently used LAST (workers take
         /// from the end). A new wave merges into it, so the contexts used most recently go
         /// first even while an earlier wave (a connect wave over every held context, at
@@ -43,12 +47,17 @@ final class ServiceStreaming: Sendable {
 
         /// Merges `taken` into `pending` (a context already pending keeps one place, at its
         /// latest use) and answers how many contexts were added.
-        mutating func merge(_ taken: [Used]) -> Int {
+        mutating func merge(_ taken: [Used], flagConfig: FlagConfigParameters?) -> Int {
             var added = 0
             var byFingerprint: [String: Used] = [:]
             byFingerprint.reserveCapacity(pending.count + taken.count)
-            for entry in pending { byFingerprint[entry.fitted.fingerprint] = entry }
-            for entry in taken {
+            for var entry in pending {
+                // The latest event's parameters describe the configuration to fetch now.
+                entry.flagConfig = flagConfig
+                byFingerprint[entry.fitted.fingerprint] = entry
+            }
+            for var entry in taken {
+                entry.flagConfig = flagConfig
                 let fingerprint = entry.fitted.fingerprint
                 if let old = byFingerprint[fingerprint] {
                     if entry.usedAt > old.usedAt { byFingerprint[fingerprint] = entry }
@@ -103,13 +112,23 @@ final class ServiceStreaming: Sendable {
             maxConcurrentFetches: options.maxConcurrentFetches)
     }
 
+    /// The stale mark in force for one context, and the `flagConfig*` parameters of the event
+    /// that set it (a refresh started because of the mark carries them: it is event-triggered,
+    /// and the parameters are what lets a cache in front of the control plane serve the new
+    /// configuration).
+    struct StaleMark: Sendable {
+        var before: Duration
+        var flagConfig: FlagConfigParameters?
+    }
+
     /// Notes a use of `fitted` (for the next wave) and returns the stale mark in force.
-    func noteUse(_ fitted: FittedContext, now: Duration) -> Duration? {
+    func noteUse(_ fitted: FittedContext, now: Duration) -> StaleMark? {
         roster.withLock { r in
             if r.used[fitted.fingerprint] != nil || r.used.count < limit {
                 r.used[fitted.fingerprint] = Used(fitted: fitted, usedAt: now)
             }
-            return r.queued.contains(fitted.fingerprint) ? nil : r.staleBefore
+            guard !r.queued.contains(fitted.fingerprint), let before = r.staleBefore else { return nil }
+            return StaleMark(before: before, flagConfig: r.staleFlagConfig)
         }
     }
 
@@ -131,15 +150,19 @@ final class ServiceStreaming: Sendable {
     /// recently used first, merged with what earlier waves still have to do. Returns once the
     /// work is queued and its workers started: the stream's next event is not held behind a
     /// long wave; it starts the next wave, whose contexts go first.
-    func wave(refresh: @escaping @Sendable (FittedContext) async -> Void) async {
+    func wave(
+        _ flagConfig: FlagConfigParameters?,
+        refresh: @escaping @Sendable (FittedContext, FlagConfigParameters?) async -> Void
+    ) async {
         let now = clock.monotonicNow
         let start = roster.withLock { r -> [UInt64] in
             guard !r.closed else { return [] }
             r.staleBefore = now
+            r.staleFlagConfig = flagConfig
             r.waves += 1
             let taken = Array(r.used.values)
             r.used = [:]
-            r.waveRefreshes += r.merge(taken)
+            r.waveRefreshes += r.merge(taken, flagConfig: flagConfig)
             let wanted = min(concurrency, r.pending.count) - r.running
             guard wanted > 0 else { return [] }
             r.running += wanted
@@ -158,7 +181,9 @@ final class ServiceStreaming: Sendable {
     /// A wave worker: refreshes pending contexts, one token each, until none is left. It
     /// leaves the worker table in the same critical section that finds nothing pending, so a
     /// wave merging work meanwhile never counts a worker that is on its way out.
-    private func work(_ id: UInt64, refresh: @escaping @Sendable (FittedContext) async -> Void) async {
+    private func work(
+        _ id: UInt64, refresh: @escaping @Sendable (FittedContext, FlagConfigParameters?) async -> Void
+    ) async {
         func leave(_ r: inout Roster) {
             r.running -= 1
             if r.workers.removeValue(forKey: id) == nil { r.exited.insert(id) }
@@ -182,19 +207,19 @@ final class ServiceStreaming: Sendable {
                 }
                 return
             }
-            let next = roster.withLock { r -> FittedContext? in
+            let next = roster.withLock { r -> Used? in
                 guard !r.closed, let entry = r.pending.popLast() else {
                     leave(&r)
                     return nil
                 }
-                return entry.fitted
+                return entry
             }
             guard let next else {
                 refundToken()
                 return
             }
-            await refresh(next)
-            _ = roster.withLock { $0.queued.remove(next.fingerprint) }
+            await refresh(next.fitted, next.flagConfig)
+            _ = roster.withLock { $0.queued.remove(next.fitted.fingerprint) }
         }
     }
 
@@ -235,5 +260,22 @@ final class ServiceStreaming: Sendable {
         }
         for task in tasks { task.cancel() }
         driver.close()
+    }
+}
+
+/// A stream event's `flagConfigEtag` / `flagConfigLastModified` query parameters (SPEC §14),
+/// carried by the service's wave refreshes: only an event's wave has them, a (re)connect's or
+/// an activation's wave has none.
+struct FlagConfigParameters: Sendable, Hashable {
+    var etag: String?
+    var lastModified: String?
+
+    /// The parameters of `fetch`, nil when it is not an event's or carries neither.
+    init?(_ fetch: EventStreamMachine.Fetch) {
+        guard fetch.reason == .event, fetch.flagConfigEtag != nil || fetch.flagConfigLastModified != nil else {
+            return nil
+        }
+        etag = fetch.flagConfigEtag
+        lastModified = fetch.flagConfigLastModified
     }
 }
