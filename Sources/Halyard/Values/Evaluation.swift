@@ -13,17 +13,24 @@
 /// a property gives the evaluation a detail of its own, so copies never share a change.
 public struct Evaluation<Value: Sendable>: Sendable {
     /// The flag key that was read.
-    public var key: String
+    public var key: String {
+        get { _key ?? _detail?.key ?? "" }
+        set { _key = newValue }
+    }
+    /// The key, when the detail does not hold it: nil for a read of a served flag (whose detail
+    /// holds the served key, byte for byte the key read), so the read retains one object.
+    @usableFromInline var _key: String?
     /// The value served: the flag's value, or the caller's default on error or code default.
     public var value: Value
     /// Everything else, as one reference and a form (see ``EvaluationDetail``).
     @usableFromInline var _detail: EvaluationDetail?
     @usableFromInline var _form: EvaluationDetail.Form
 
-    /// A read's result: `detail` is the served flag's (nil when the key was not served).
+    /// A read's result: `detail` is the served flag's (nil when the key was not served), `key`
+    /// nil when the detail holds it.
     @inlinable
-    init(_key key: String, value: Value, detail: EvaluationDetail?, form: EvaluationDetail.Form) {
-        self.key = key
+    init(_key key: String?, value: Value, detail: EvaluationDetail?, form: EvaluationDetail.Form) {
+        self._key = key
         self.value = value
         self._detail = detail
         self._form = form
@@ -39,7 +46,7 @@ public struct Evaluation<Value: Sendable>: Sendable {
         errorMessage: String? = nil,
         metadata: FlagMetadata = [:]
     ) {
-        self.key = key
+        self._key = key
         self.value = value
         self._detail = EvaluationDetail(
             variant: variant, reason: reason, errorCode: errorCode, errorMessage: errorMessage, metadata: metadata)
@@ -109,6 +116,7 @@ public struct Evaluation<Value: Sendable>: Sendable {
         var fields = EvaluationDetail.Fields(
             variant: variant, reason: reason, errorCode: errorCode, errorMessage: errorMessage, metadata: metadata)
         change(&fields)
+        _key = key
         _detail = EvaluationDetail(fields)
         _form = .explicit
     }
