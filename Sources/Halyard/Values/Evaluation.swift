@@ -5,10 +5,10 @@
 /// if result.errorCode == .flagNotFound { ... }
 /// ```
 ///
-/// A value type with one reference: a read fills in ``key`` and ``value`` and points at the
-/// served flag's immutable detail (variant, reason, error, metadata), which the snapshot built
-/// once; ``variant``, ``reason``, ``errorCode``, ``errorMessage`` and ``metadata`` are produced
-/// from it when asked (docs/architecture.md, "Why an Evaluation is one reference"). The detail
+/// A value type with one reference: a read fills in ``value`` and points at the served flag's
+/// immutable detail (key, variant, reason, error, metadata), which the snapshot built once;
+/// ``key``, ``variant``, ``reason``, ``errorCode``, ``errorMessage`` and ``metadata`` are
+/// produced from it when asked (the key read is kept only when no flag was served for it) (docs/architecture.md, "Why an Evaluation is one reference"). The detail
 /// lives as long as the evaluation does, whatever happens to the snapshot it came from. Setting
 /// a property gives the evaluation a detail of its own, so copies never share a change.
 public struct Evaluation<Value: Sendable>: Sendable {
