@@ -225,4 +225,57 @@ struct StreamServiceTests {
         try await Wait.until("a's background refresh") { transport.fetches.count == base + 2 }
         #expect(transport.fetches.last?.url.query == "flagConfigEtag=v9")
     }
+
+    @Test("a context queued in a wave is not marked stale: a read of it starts no second refresh")
+    func aQueuedContextIsNotRefreshedTwice() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "srv-key")
+        options.transport = transport
+        options.clock = clock
+        options.maxConcurrentFetches = 4
+        options.maxContexts = 1_000
+        options.exposures.enabled = false
+        options.refreshAfter = .seconds(3600)
+        options.maxStaleness = .seconds(7200)
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        // 202 contexts, all used, then an event: its wave spends the bucket's 200 tokens at once
+        // and the clock moves 1 ms (0.2 tokens) at a time until all are sent: the bucket is then
+        // empty.
+        let contexts = try (0..<202).map { try EvaluationContext(targetingKey: "u\($0)").fitted() }
+        for context in contexts { _ = await service.flags(for: context) }
+        try await Self.connectWaveEnded(service, transport)
+        for context in contexts { _ = service.flagsIfCached(for: context) }
+        let drain = transport.fetches.count
+        transport.pushRefetch()
+        try await Wait.until("the draining wave's 202 refreshes") {
+            let sent = transport.fetches.count - drain
+            if sent < 202 { clock.advance(by: .milliseconds(1)) }  // 0.2 tokens: none piles up
+            return sent == 202 && service.stats.fetchesInFlight == 0
+        }
+        let base = transport.fetches.count
+        let a = contexts[0]
+        let b = contexts[1]
+        _ = service.flagsIfCached(for: a)
+        _ = service.flagsIfCached(for: b)
+        transport.change()
+        transport.pushRefetch()
+        // The event's wave queues a and b; its workers wait for tokens (the clock stands still).
+        try await Wait.until("the event's wave") { service.stats.streamWaves == 3 }
+        try await Wait.until("the wave's workers to wait for tokens") { clock.sleeperCount >= 1 }
+        // a is queued: a read serves the held values and must not start a refresh of its own.
+        #expect(service.flagsIfCached(for: a).int("version", default: 0) == 1)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(transport.fetches.count == base, "a read of a queued context started a second refresh")
+        try await Wait.until("the wave's refreshes") {
+            let done =
+                service.flagsIfCached(for: a).int("version", default: 0) == 2
+                && service.flagsIfCached(for: b).int("version", default: 0) == 2 && service.stats.fetchesInFlight == 0
+            if !done { clock.advance(by: .milliseconds(5)) }
+            return done
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(transport.fetches.count == base + 2, "one refresh per context")
+    }
 }
