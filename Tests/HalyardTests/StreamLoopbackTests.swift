@@ -142,6 +142,26 @@ import Testing
     }
 
     @Test(arguments: TransportKind.available)
+    func everyAdvertisedStreamIsFollowedUpToFour(kind: TransportKind) async throws {
+        // Five advertised: the decoder keeps four, and the client opens one GET for each.
+        let server = try await Self.server()
+        defer { server.stop() }
+        let extra = (1...4).map { ["type": "sse", "endpoint": ["requestUri": "/ofrep/v1/sse?stream=\($0)"]] }
+        try await server.configureStream(["extraEntries": extra])
+        let client = try Self.client(server, kind)
+        defer { client.close() }
+        #expect(await client.ready(timeout: .seconds(20)))
+        try await Self.connected(server, count: 4) { client.stats.stream }
+        try await Wait.until("four streams connected", seconds: 20) { client.stats.stream.connections >= 4 }
+        try await Self.change(server, to: 2)
+        try await Wait.until("the reader to see version 2", seconds: 20) { client.int("version", default: 0) == 2 }
+        let queries = try await server.streamRequests().compactMap { $0["query"] as? String }
+        #expect(Set(queries).count == 4, "stream requests: \(queries)")
+        #expect(!queries.contains("stream=4"), "a fifth stream was opened")
+        #expect(try await server.streamReport()["open"] as? Int == 4)
+    }
+
+    @Test(arguments: TransportKind.available)
     func aServiceRefreshesItsHeldContextsOnAChange(kind: TransportKind) async throws {
         let server = try await Self.server()
         defer { server.stop() }

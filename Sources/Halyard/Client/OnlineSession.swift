@@ -20,7 +20,7 @@ package final class OnlineSession: Sendable {
     /// The exposure pipeline (closed with the session).
     let recorder: ExposureRecorder
     /// The event stream (``ChangeDetection/automatic`` on a streaming transport), else nil.
-    let streams: EventStreamDriver?
+    let streams: EventStreamGroup?
     /// Status and events as the client reports them.
     let hub: ClientEventHub
     /// Publishes network, cached and bootstrap values in precedence order (docs/cache.md).
