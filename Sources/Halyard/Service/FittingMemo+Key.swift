@@ -2,21 +2,25 @@ import Foundation
 
 // How the memo recognises a context it has fitted before (docs/service.md, "The warm path").
 //
-// **Hash: one pass.** Each attribute gets a 64-bit hash of the UTF-8 bytes of its name and of
-// its value (a folded-multiply hash keyed by per-memo random words); the attribute hashes are
-// combined by addition, so a dictionary's iteration order (which differs between equal
-// dictionaries) does not matter. The targeting key, the kind and the counts are mixed in. The
-// table keyed by the result finalizes it with `Hasher` once; `EvaluationContext`'s own
-// `Hashable` would run a seeded `Hasher` (a full SipHash finalization) per attribute.
+// **One pass.** The context is written once into a scratch buffer on the stack, in an
+// unambiguous binary form (lengths before bytes, a tag before each value): a head (targeting
+// key, kind, counts) and one record per attribute (name and value). Each record gets a 64-bit
+// hash (a folded-multiply hash keyed by per-memo random words); the record hashes are summed,
+// so a dictionary's iteration order (which differs between equal dictionaries) does not
+// matter, and mixed with the head's. The table keyed by the result finalizes it with `Hasher`
+// once; `EvaluationContext`'s own `Hashable` runs a seeded `Hasher` (a full SipHash
+// finalization) per attribute.
 //
-// **Equality: exact, byte for byte.** The memo's copy of a context keeps its attribute hashes
-// sorted; a probe walks its own attributes once, finds each one's hash there by binary search
-// and compares the name's and value's bytes. Nothing is hashed again (`Dictionary.==` looks up
-// every key in the other dictionary, hashing each name anew). Counts, targeting key and kind
-// are compared first. Strings compare by their UTF-8 bytes, doubles by their bit patterns:
-// stricter than `==` (which treats canonically equivalent strings as equal although they fit
-// to different canonical JSON, so different fingerprints), so two contexts the memo takes for
-// one always fit to the same bytes. A hash collision costs a comparison, never a wrong answer.
+// **Equality: exact, byte for byte.** An entry keeps the records sorted by hash in one byte
+// array; a probe finds each of its records there by binary search on the hash and compares
+// the bytes (`memcmp`). No `String` or `JSONValue` is copied, retained or hashed again
+// (`Dictionary.==` looks up every key in the other dictionary, hashing each name anew).
+// Strings are their UTF-8 bytes and doubles their bit patterns: stricter than `==` (which
+// treats canonically equivalent strings as equal although they fit to different canonical
+// JSON, so different fingerprints), so two contexts the memo takes for one always fit to the
+// same bytes. A hash collision costs a comparison, never a wrong answer. Private attribute
+// names are compared with `Set`'s `==` (fitting tests names against that set with `String`'s
+// `==`, so equal sets fit alike).
 
 extension FittingMemo {
     /// The hash words of one memo: random per memo (an attacker cannot aim contexts at one
@@ -37,10 +41,20 @@ extension FittingMemo {
             k0: 0x9E37_79B9_7F4A_7C15, k1: 0xC2B2_AE3D_27D4_EB4F, k2: 0x1656_67B1_9E37_79F9, constant: true)
     }
 
-    /// One attribute of a memoized context: its hash and where it is in the memo's copy.
-    struct StoredAttribute {
+    /// One attribute record: its hash and its bytes' range in the encoding.
+    struct Record {
+        var hash: UInt64
+        var start: Int32
+        var count: Int32
+    }
+
+    /// A context written out: `bytes[0..<head]` is the head, `records` the attributes (in the
+    /// context's iteration order while probing; sorted by hash, contiguous, in an entry).
+    struct Probe {
+        let bytes: UnsafeRawBufferPointer
+        let head: Int
+        let records: UnsafeBufferPointer<Record>
         let hash: UInt64
-        let index: Dictionary<String, JSONValue>.Index
     }
 }
 
@@ -52,12 +66,10 @@ private func fold(_ a: UInt64, _ b: UInt64) -> UInt64 {
 }
 
 extension FittingMemo.HashKeys {
-    /// The hash of `count` bytes at `p`, with `salt` (a different one per kind of value).
+    /// The hash of the bytes at `p`.
     @inline(__always)
-    func hash(_ p: UnsafeRawBufferPointer, salt: UInt64) -> UInt64 {
-        let n = p.count
-        var h = fold(k0 ^ salt, k1 ^ UInt64(truncatingIfNeeded: n))
-        guard let base = p.baseAddress else { return h }
+    func hash(_ base: UnsafeRawPointer, _ n: Int) -> UInt64 {
+        var h = fold(k0, k1 ^ UInt64(truncatingIfNeeded: n))
         var i = 0
         while i + 16 <= n {
             let a = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
@@ -82,134 +94,174 @@ extension FittingMemo.HashKeys {
         }
         return fold(a ^ k1 ^ h, b ^ k2)
     }
+}
+
+/// Writes the binary form of a context into a fixed buffer; past its end it only counts (the
+/// caller then retries with a buffer of ``count`` bytes).
+struct ContextEncoder {
+    let base: UnsafeMutableRawPointer
+    let capacity: Int
+    var count = 0
+
+    var overflowed: Bool { count > capacity }
 
     @inline(__always)
-    func hash(_ s: String, salt: UInt64) -> UInt64 {
-        withUTF8Bytes(s) { hash($0, salt: salt) }
+    mutating func word(_ w: UInt64) {
+        if count + 8 <= capacity { base.storeBytes(of: w, toByteOffset: count, as: UInt64.self) }
+        count += 8
     }
 
-    /// The hash of a value; objects combine their members by addition, as the context does.
-    func hash(_ value: JSONValue) -> UInt64 {
-        switch value {
-        case .null: return fold(k0 ^ 1, k2)
-        case .bool(let b): return fold(k0 ^ (b ? 3 : 2), k2)
-        case .int(let i): return fold(k0 ^ 4, k2 ^ UInt64(bitPattern: i))
-        case .double(let d): return fold(k0 ^ 5, k2 ^ d.bitPattern)
-        case .string(let s): return hash(s, salt: 6)
+    @inline(__always)
+    mutating func byte(_ b: UInt8) {
+        if count < capacity { base.storeBytes(of: b, toByteOffset: count, as: UInt8.self) }
+        count += 1
+    }
+
+    @inline(__always)
+    mutating func bytes(_ p: UnsafeRawBufferPointer) {
+        if count + p.count <= capacity, let from = p.baseAddress {
+            (base + count).copyMemory(from: from, byteCount: p.count)
+        }
+        count += p.count
+    }
+
+    /// A string: its UTF-8 length, then its bytes.
+    @inline(__always)
+    mutating func string(_ s: String) {
+        let n = s.utf8.count
+        word(UInt64(truncatingIfNeeded: n))
+        if let done = s.utf8.withContiguousStorageIfAvailable({ bytes(UnsafeRawBufferPointer($0)) }) { return done }
+        var copy = s
+        copy.withUTF8 { bytes(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A value: a tag, then its payload (an object's members in the UTF-8 order of their names,
+    /// so equal objects write the same bytes).
+    mutating func value(_ v: JSONValue) {
+        switch v {
+        case .null: byte(0)
+        case .bool(let b): byte(b ? 2 : 1)
+        case .int(let i):
+            byte(3)
+            word(UInt64(bitPattern: i))
+        case .double(let d):
+            byte(4)
+            word(d.bitPattern)
+        case .string(let s):
+            byte(5)
+            string(s)
         case .array(let items):
-            var h = fold(k0 ^ 7, k2 ^ UInt64(items.count))
-            for item in items { h = fold(h ^ k1, hash(item) ^ k2) }
-            return h
+            byte(6)
+            word(UInt64(items.count))
+            for item in items { value(item) }
         case .object(let members):
-            var sum = fold(k0 ^ 8, k2 ^ UInt64(members.count))
-            for (name, member) in members { sum &+= attributeHash(name, member) }
-            return sum
+            byte(7)
+            word(UInt64(members.count))
+            for (name, member) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+                string(name)
+                value(member)
+            }
         }
     }
+}
 
-    /// The hash of one attribute (name and value together).
-    @inline(__always)
-    func attributeHash(_ name: String, _ value: JSONValue) -> UInt64 {
-        fold(hash(name, salt: 9) ^ k1, hash(value) ^ k2)
-    }
-
-    /// The context's hash: the attribute hashes (written to `hashes` in iteration order),
-    /// summed, with the targeting key, kind and counts. Private attribute names count only by
-    /// number here; equality compares them.
-    func hash(_ context: EvaluationContext, into hashes: UnsafeMutableBufferPointer<UInt64>) -> UInt64 {
+extension FittingMemo {
+    /// Writes `context` into `encoder` and its records into `records` (iteration order);
+    /// returns the head's length and the context's hash (meaningless after an overflow).
+    static func encode(
+        _ context: EvaluationContext, _ encoder: inout ContextEncoder, _ records: UnsafeMutableBufferPointer<Record>,
+        keys: HashKeys
+    ) -> (head: Int, hash: UInt64) {
+        encoder.string(context.targetingKey)
+        encoder.string(context.kind)
+        encoder.word(
+            UInt64(truncatingIfNeeded: context.attributes.count) << 32
+                | UInt64(truncatingIfNeeded: context.privateAttributes.count))
+        let head = encoder.count
         var sum: UInt64 = 0
         var n = 0
         for (name, value) in context.attributes {
-            let h = attributeHash(name, value)
-            hashes[n] = h
+            let start = encoder.count
+            encoder.string(name)
+            encoder.value(value)
+            let h = encoder.overflowed ? 0 : keys.hash(encoder.base + start, encoder.count - start)
+            records[n] = Record(
+                hash: h, start: Int32(truncatingIfNeeded: start),
+                count: Int32(truncatingIfNeeded: encoder.count - start))
             sum &+= h
             n += 1
         }
-        if constant { return 0 }
-        let counts =
-            UInt64(truncatingIfNeeded: context.attributes.count) << 32
-            | UInt64(truncatingIfNeeded: context.privateAttributes.count)
-        let head = fold(hash(context.targetingKey, salt: 10) ^ k2, hash(context.kind, salt: 11) ^ counts)
-        return fold(head ^ k0, sum ^ k1)
+        if keys.constant || encoder.overflowed { return (head, 0) }
+        return (head, fold(keys.hash(encoder.base, head) ^ keys.k2, sum ^ keys.k0))
     }
-}
 
-/// Runs `body` on the UTF-8 bytes of `s` (in place for native strings).
-@inline(__always)
-private func withUTF8Bytes<R>(_ s: String, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-    if let r = s.utf8.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) { return r }
-    var copy = s
-    return copy.withUTF8 { body(UnsafeRawBufferPointer($0)) }
-}
-
-/// Whether two strings have the same UTF-8 bytes.
-@inline(__always)
-func sameBytes(_ a: String, _ b: String) -> Bool {
-    guard a.utf8.count == b.utf8.count else { return false }
-    return withUTF8Bytes(a) { pa in
-        withUTF8Bytes(b) { pb in
-            pa.count == 0 || memcmp(pa.baseAddress!, pb.baseAddress!, pa.count) == 0
+    /// Runs `body` with `context` written out (on the stack when it fits 4 KiB).
+    static func withProbe<R>(_ context: EvaluationContext, keys: HashKeys, _ body: (Probe) -> R) -> R {
+        let n = context.attributes.count
+        return withUnsafeTemporaryAllocation(of: Record.self, capacity: max(1, n)) { records in
+            func run(_ raw: UnsafeMutableRawBufferPointer) -> (R?, Int) {
+                var encoder = ContextEncoder(base: raw.baseAddress!, capacity: raw.count)
+                let (head, hash) = encode(context, &encoder, records, keys: keys)
+                if encoder.overflowed { return (nil, encoder.count) }
+                let probe = Probe(
+                    bytes: UnsafeRawBufferPointer(rebasing: raw[..<encoder.count]), head: head,
+                    records: UnsafeBufferPointer(rebasing: records[..<n]), hash: hash)
+                return (body(probe), encoder.count)
+            }
+            let (result, needed) = withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { run($0) }
+            if let result { return result }
+            let heap = UnsafeMutableRawBufferPointer.allocate(byteCount: needed, alignment: 8)
+            defer { heap.deallocate() }
+            return run(heap).0!
         }
-    }
-}
-
-/// Whether two values are the same JSON, byte for byte (strings by bytes, doubles by bits).
-func sameValue(_ a: JSONValue, _ b: JSONValue) -> Bool {
-    switch (a, b) {
-    case (.null, .null): return true
-    case (.bool(let x), .bool(let y)): return x == y
-    case (.int(let x), .int(let y)): return x == y
-    case (.double(let x), .double(let y)): return x.bitPattern == y.bitPattern
-    case (.string(let x), .string(let y)): return sameBytes(x, y)
-    case (.array(let x), .array(let y)):
-        guard x.count == y.count else { return false }
-        for i in x.indices where !sameValue(x[i], y[i]) { return false }
-        return true
-    case (.object(let x), .object(let y)):
-        guard x.count == y.count else { return false }
-        for (name, value) in x {
-            guard let j = y.index(forKey: name) else { return false }
-            let (otherName, otherValue) = y[j]
-            guard sameBytes(name, otherName), sameValue(value, otherValue) else { return false }
-        }
-        return true
-    default: return false
     }
 }
 
 extension FittingMemo.Entry {
-    /// Whether `context` (whose attribute hashes, in its iteration order, are `hashes`) is
-    /// exactly this entry's context: counts, targeting key and kind first, then each attribute
-    /// found by its hash and compared byte for byte, then the private names.
-    func matches(_ context: EvaluationContext, _ hashes: UnsafeMutableBufferPointer<UInt64>) -> Bool {
-        let mine = self.context
-        guard context.attributes.count == mine.attributes.count,
-            context.privateAttributes.count == mine.privateAttributes.count,
-            sameBytes(context.targetingKey, mine.targetingKey), sameBytes(context.kind, mine.kind)
-        else { return false }
-        var n = 0
-        for (name, value) in context.attributes {
-            let h = hashes[n]
-            n += 1
-            // The first stored attribute with hash h (binary search), then each with that hash.
-            var lo = 0
-            var hi = order.count
-            while lo < hi {
-                let mid = (lo + hi) >> 1
-                if order[mid].hash < h { lo = mid + 1 } else { hi = mid }
+    /// Whether the probed context is exactly this entry's: the head's bytes first (targeting
+    /// key, kind, counts), then each attribute record found by its hash and compared byte for
+    /// byte, then the private names.
+    func matches(_ probe: FittingMemo.Probe, _ privateAttributes: Set<String>) -> Bool {
+        guard probe.records.count == records.count, probe.head == head else { return false }
+        return key.withUnsafeBytes { mine -> Bool in
+            guard let m = mine.baseAddress, let p = probe.bytes.baseAddress, memcmp(m, p, head) == 0 else {
+                return false
             }
-            var found = false
-            while lo < order.count, order[lo].hash == h {
-                let (otherName, otherValue) = mine.attributes[order[lo].index]
-                if sameBytes(name, otherName) && sameValue(value, otherValue) {
-                    found = true
-                    break
+            for r in probe.records {
+                var lo = 0
+                var hi = records.count
+                while lo < hi {
+                    let mid = (lo + hi) >> 1
+                    if records[mid].hash < r.hash { lo = mid + 1 } else { hi = mid }
                 }
-                lo += 1
+                var found = false
+                while lo < records.count, records[lo].hash == r.hash {
+                    let s = records[lo]
+                    if s.count == r.count, memcmp(m + Int(s.start), p + Int(r.start), Int(r.count)) == 0 {
+                        found = true
+                        break
+                    }
+                    lo += 1
+                }
+                if !found { return false }
             }
-            if !found { return false }
+            return privateAttributes.isEmpty || privateAttributes == self.privateAttributes
         }
-        // Fitting tests names against the private set with String's `==`, so equal sets fit alike.
-        return context.privateAttributes.isEmpty || context.privateAttributes == mine.privateAttributes
+    }
+
+    /// The entry for a probed context: its bytes with the records sorted by hash.
+    init(_ probe: FittingMemo.Probe, privateAttributes: Set<String>, fitted: FittedContext, bytes: Int) {
+        var sorted = Array(probe.records)
+        sorted.sort { $0.hash < $1.hash }
+        var key = [UInt8](probe.bytes[..<probe.head])
+        key.reserveCapacity(probe.bytes.count)
+        for i in sorted.indices {
+            let r = sorted[i]
+            sorted[i].start = Int32(key.count)
+            key.append(contentsOf: probe.bytes[Int(r.start)..<Int(r.start + r.count)])
+        }
+        self.init(
+            key: key, head: probe.head, records: sorted, privateAttributes: privateAttributes, fitted: fitted,
+            bytes: bytes)
     }
 }

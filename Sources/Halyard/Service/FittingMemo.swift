@@ -11,10 +11,12 @@
 final class FittingMemo: Sendable {
     /// One memoized context.
     struct Entry {
-        /// The memo's copy of the context (it shares storage with the caller's).
-        let context: EvaluationContext
-        /// Its attribute hashes, ascending, with their indices in ``context``'s attributes.
-        let order: [StoredAttribute]
+        /// The context's binary form (FittingMemo+Key.swift): the head, then the attribute
+        /// records sorted by hash.
+        let key: [UInt8]
+        let head: Int
+        let records: [Record]
+        let privateAttributes: Set<String>
         let fitted: FittedContext
         let bytes: Int
     }
@@ -24,9 +26,9 @@ final class FittingMemo: Sendable {
         var first: Entry
         var more: [Entry] = []
 
-        func find(_ context: EvaluationContext, _ hashes: UnsafeMutableBufferPointer<UInt64>) -> FittedContext? {
-            if first.matches(context, hashes) { return first.fitted }
-            for e in more where e.matches(context, hashes) { return e.fitted }
+        func find(_ probe: Probe, _ privateAttributes: Set<String>) -> FittedContext? {
+            if first.matches(probe, privateAttributes) { return first.fitted }
+            for e in more where e.matches(probe, privateAttributes) { return e.fitted }
             return nil
         }
 
@@ -61,11 +63,10 @@ final class FittingMemo: Sendable {
     }
 
     /// The estimated bytes of an entry: the fitted context's strings (its canonical JSON and
-    /// fingerprint, and its members, about the JSON's size again), the key's copy of the
-    /// context (about the JSON's size), its sorted attribute hashes, and a fixed overhead for
-    /// the table slot and object headers.
-    static func estimatedBytes(_ fitted: FittedContext, attributes: Int) -> Int {
-        3 * (fitted.canonicalJSON.utf8.count + 16) + 32 * attributes + 544
+    /// fingerprint, and its members, about the JSON's size again), the key's binary form and
+    /// records, and a fixed overhead for the table slot, the arrays' and objects' headers.
+    static func estimatedBytes(_ fitted: FittedContext, key: Int, records: Int) -> Int {
+        2 * (fitted.canonicalJSON.utf8.count + 16) + key + 16 * records + 512
     }
 
     private func shard(_ hash: UInt64) -> Locked<Shard> {
@@ -74,9 +75,8 @@ final class FittingMemo: Sendable {
 
     /// The fitted form of `context` when it is memoized.
     func fitted(_ context: EvaluationContext) -> FittedContext? {
-        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: context.attributes.count) { hashes in
-            let hash = keys.hash(context, into: hashes)
-            return shard(hash).withLock { $0.table[hash]?.find(context, hashes) }
+        Self.withProbe(context, keys: keys) { probe in
+            shard(probe.hash).withLock { $0.table[probe.hash]?.find(probe, context.privateAttributes) }
         }
     }
 
@@ -85,27 +85,35 @@ final class FittingMemo: Sendable {
     func fitted(
         _ context: EvaluationContext, fit: (EvaluationContext) throws(ContextError) -> FittedContext
     ) throws(ContextError) -> FittedContext {
-        // The probe: the hash, and on a hit the fitted context; on a miss the sorted attribute
-        // hashes the entry will keep.
-        let probe = withUnsafeTemporaryAllocation(of: UInt64.self, capacity: context.attributes.count) {
-            hashes -> (UInt64, FittedContext?, [UInt64]) in
-            let hash = keys.hash(context, into: hashes)
-            if let hit = shard(hash).withLock({ $0.table[hash]?.find(context, hashes) }) { return (hash, hit, []) }
-            return (hash, nil, Array(hashes))
+        enum Found {
+            case hit(FittedContext)
+            case miss(UInt64, Result<Entry, ContextError>)
         }
-        if let hit = probe.1 { return hit }
-        let hash = probe.0
-        let fitted = try fit(context)
-        var order: [StoredAttribute] = []
-        order.reserveCapacity(context.attributes.count)
-        for (n, index) in context.attributes.indices.enumerated() {
-            order.append(StoredAttribute(hash: probe.2[n], index: index))
+        // A miss fits inside the probe (its bytes become the entry's key); nothing else runs there.
+        let found = Self.withProbe(context, keys: keys) { probe -> Found in
+            if let hit = shard(probe.hash).withLock({ $0.table[probe.hash]?.find(probe, context.privateAttributes) }) {
+                return .hit(hit)
+            }
+            do throws(ContextError) {
+                let fitted = try fit(context)
+                let bytes = Self.estimatedBytes(fitted, key: probe.bytes.count, records: probe.records.count)
+                return .miss(
+                    probe.hash,
+                    .success(Entry(probe, privateAttributes: context.privateAttributes, fitted: fitted, bytes: bytes)))
+            } catch {
+                return .miss(probe.hash, .failure(error))
+            }
         }
-        order.sort { $0.hash < $1.hash }
-        let entry = Entry(
-            context: context, order: order, fitted: fitted,
-            bytes: Self.estimatedBytes(fitted, attributes: context.attributes.count))
-        guard perCount > 0, entry.bytes <= perBytes else { return fitted }
+        let hash: UInt64
+        let entry: Entry
+        switch found {
+        case .hit(let fitted): return fitted
+        case .miss(_, .failure(let error)): throw error
+        case .miss(let h, .success(let e)):
+            hash = h
+            entry = e
+        }
+        guard perCount > 0, entry.bytes <= perBytes else { return entry.fitted }
         let evicted = shard(hash).withLock { s -> [Slot] in
             var evicted: [Slot] = []
             while !s.table.isEmpty, s.count >= perCount || s.bytes + entry.bytes > perBytes {
@@ -124,7 +132,7 @@ final class FittingMemo: Sendable {
             return evicted
         }
         _ = evicted  // released here, outside the lock
-        return fitted
+        return entry.fitted
     }
 
     /// Entries and estimated bytes held now (one shard lock at a time).
