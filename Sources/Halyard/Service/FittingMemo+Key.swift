@@ -195,7 +195,8 @@ extension FittingMemo {
         return (head, fold(keys.hash(encoder.base, head) ^ keys.k2, sum ^ keys.k0))
     }
 
-    /// Runs `body` with `context` written out (on the stack when it fits 4 KiB).
+    /// Runs `body` with `context` written out (on the stack when it fits 1 KiB: Swift keeps
+    /// larger temporary allocations on the heap).
     static func withProbe<R>(_ context: EvaluationContext, keys: HashKeys, _ body: (Probe) -> R) -> R {
         let n = context.attributes.count
         return withUnsafeTemporaryAllocation(of: Record.self, capacity: max(1, n)) { records in
@@ -208,7 +209,7 @@ extension FittingMemo {
                     records: UnsafeBufferPointer(rebasing: records[..<n]), hash: hash)
                 return (body(probe), encoder.count)
             }
-            let (result, needed) = withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { run($0) }
+            let (result, needed) = withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 8) { run($0) }
             if let result { return result }
             let heap = UnsafeMutableRawBufferPointer.allocate(byteCount: needed, alignment: 8)
             defer { heap.deallocate() }
@@ -220,48 +221,30 @@ extension FittingMemo {
 extension FittingMemo.Entry {
     /// Whether the probed context is exactly this entry's: the head's bytes first (targeting
     /// key, kind, counts), then each attribute record found by its hash and compared byte for
-    /// byte, then the private names.
+    /// byte, then the private names. Reads the entry's own buffer through its pointers: no
+    /// array, string or closure context is retained.
     func matches(_ probe: FittingMemo.Probe, _ privateAttributes: Set<String>) -> Bool {
-        guard probe.records.count == records.count, probe.head == head else { return false }
-        return key.withUnsafeBytes { mine -> Bool in
-            guard let m = mine.baseAddress, let p = probe.bytes.baseAddress, memcmp(m, p, head) == 0 else {
-                return false
+        guard probe.records.count == recordCount, probe.head == head, let p = probe.bytes.baseAddress,
+            memcmp(key, p, head) == 0
+        else { return false }
+        for r in probe.records {
+            var lo = 0
+            var hi = recordCount
+            while lo < hi {
+                let mid = (lo + hi) >> 1
+                if records[mid].hash < r.hash { lo = mid + 1 } else { hi = mid }
             }
-            for r in probe.records {
-                var lo = 0
-                var hi = records.count
-                while lo < hi {
-                    let mid = (lo + hi) >> 1
-                    if records[mid].hash < r.hash { lo = mid + 1 } else { hi = mid }
+            var found = false
+            while lo < recordCount, records[lo].hash == r.hash {
+                let s = records[lo]
+                if s.count == r.count, memcmp(key + Int(s.start), p + Int(r.start), Int(r.count)) == 0 {
+                    found = true
+                    break
                 }
-                var found = false
-                while lo < records.count, records[lo].hash == r.hash {
-                    let s = records[lo]
-                    if s.count == r.count, memcmp(m + Int(s.start), p + Int(r.start), Int(r.count)) == 0 {
-                        found = true
-                        break
-                    }
-                    lo += 1
-                }
-                if !found { return false }
+                lo += 1
             }
-            return privateAttributes.isEmpty || privateAttributes == self.privateAttributes
+            if !found { return false }
         }
-    }
-
-    /// The entry for a probed context: its bytes with the records sorted by hash.
-    init(_ probe: FittingMemo.Probe, privateAttributes: Set<String>, fitted: FittedContext, bytes: Int) {
-        var sorted = Array(probe.records)
-        sorted.sort { $0.hash < $1.hash }
-        var key = [UInt8](probe.bytes[..<probe.head])
-        key.reserveCapacity(probe.bytes.count)
-        for i in sorted.indices {
-            let r = sorted[i]
-            sorted[i].start = Int32(key.count)
-            key.append(contentsOf: probe.bytes[Int(r.start)..<Int(r.start + r.count)])
-        }
-        self.init(
-            key: key, head: probe.head, records: sorted, privateAttributes: privateAttributes, fitted: fitted,
-            bytes: bytes)
+        return privateAttributes.isEmpty || privateAttributes == self.privateAttributes
     }
 }

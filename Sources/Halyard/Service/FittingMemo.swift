@@ -9,16 +9,46 @@
 /// bounds): a million distinct users cannot grow it. A full shard evicts an arbitrary entry
 /// (the table's first): a memo miss costs one fitting, nothing is fetched for it.
 final class FittingMemo: Sendable {
-    /// One memoized context.
-    struct Entry {
-        /// The context's binary form (FittingMemo+Key.swift): the head, then the attribute
-        /// records sorted by hash.
-        let key: [UInt8]
+    /// One memoized context: its binary form (FittingMemo+Key.swift) in one buffer it owns —
+    /// the head, then the attribute records sorted by hash — and its fitted form. Immutable
+    /// after `init` (hence `@unchecked Sendable`: the pointers are written only there and freed
+    /// in `deinit`); one reference per table slot, so a lookup retains nothing but the hit.
+    final class Entry: @unchecked Sendable {
+        let key: UnsafeMutableRawPointer
         let head: Int
-        let records: [Record]
+        let records: UnsafeMutablePointer<Record>
+        let recordCount: Int
         let privateAttributes: Set<String>
         let fitted: FittedContext
         let bytes: Int
+
+        /// The entry for a probed context: its bytes copied, the records sorted by hash.
+        init(_ probe: Probe, privateAttributes: Set<String>, fitted: FittedContext) {
+            let n = probe.records.count
+            key = UnsafeMutableRawPointer.allocate(byteCount: max(1, probe.bytes.count), alignment: 8)
+            records = UnsafeMutablePointer<Record>.allocate(capacity: max(1, n))
+            var sorted = Array(probe.records)
+            sorted.sort { $0.hash < $1.hash }
+            if let from = probe.bytes.baseAddress { key.copyMemory(from: from, byteCount: probe.head) }
+            var at = probe.head
+            for (i, r) in sorted.enumerated() {
+                if let from = probe.bytes.baseAddress {
+                    (key + at).copyMemory(from: from + Int(r.start), byteCount: Int(r.count))
+                }
+                records[i] = Record(hash: r.hash, start: Int32(at), count: r.count)
+                at += Int(r.count)
+            }
+            head = probe.head
+            recordCount = n
+            self.privateAttributes = privateAttributes
+            self.fitted = fitted
+            bytes = FittingMemo.estimatedBytes(fitted, key: probe.bytes.count, records: n)
+        }
+
+        deinit {
+            key.deallocate()
+            records.deallocate()
+        }
     }
 
     /// The entries of one hash: nearly always one (``more`` is empty, no allocation).
@@ -26,7 +56,9 @@ final class FittingMemo: Sendable {
         var first: Entry
         var more: [Entry] = []
 
-        func find(_ probe: Probe, _ privateAttributes: Set<String>) -> FittedContext? {
+        /// `mutating` (it changes nothing) so that `table[hash]?.find(...)` lends the slot in
+        /// place through the dictionary's modify accessor: its getter would copy the slot.
+        mutating func find(_ probe: Probe, _ privateAttributes: Set<String>) -> FittedContext? {
             if first.matches(probe, privateAttributes) { return first.fitted }
             for e in more where e.matches(probe, privateAttributes) { return e.fitted }
             return nil
@@ -96,10 +128,8 @@ final class FittingMemo: Sendable {
             }
             do throws(ContextError) {
                 let fitted = try fit(context)
-                let bytes = Self.estimatedBytes(fitted, key: probe.bytes.count, records: probe.records.count)
                 return .miss(
-                    probe.hash,
-                    .success(Entry(probe, privateAttributes: context.privateAttributes, fitted: fitted, bytes: bytes)))
+                    probe.hash, .success(Entry(probe, privateAttributes: context.privateAttributes, fitted: fitted)))
             } catch {
                 return .miss(probe.hash, .failure(error))
             }
