@@ -96,6 +96,10 @@ let package = Package(
             path: "Benchmarks/ServiceBenchmarks",
             swiftSettings: upcoming
         ),
+        // [issue 21] The warm path under callgrind (no async main: valgrind 3.19 crashes on one).
+        .executableTarget(
+            name: "halyard-warm-path", dependencies: ["Halyard", "HalyardTesting"], path: "Benchmarks/ServiceWarmPath",
+            swiftSettings: upcoming),
         // [issue 23] Propagation latency of changes: streaming vs polling.
         .executableTarget(
             name: "StreamBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"], path: "Benchmarks/StreamBenchmarks",

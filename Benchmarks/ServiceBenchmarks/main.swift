@@ -29,6 +29,12 @@ struct Options {
     var quick = false
     var json: String?
     var loopback = true
+    /// `--warm-only`: section 1 only (for `valgrind --tool=callgrind`, docs/benchmarks-service.md).
+    var warmOnly = false
+    /// `--samples N`: requests per path in section 1.
+    var samples: Int?
+    /// `--path context|fitted|both`: which warm path section 1 runs (both by default).
+    var path = "both"
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -37,6 +43,9 @@ struct Options {
             case "--quick": quick = true
             case "--json": json = iterator.next()
             case "--skip-loopback": loopback = false
+            case "--warm-only": warmOnly = true
+            case "--samples": samples = iterator.next().flatMap { Int($0) }
+            case "--path": path = iterator.next() ?? "both"
             default:
                 FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
                 exit(2)
@@ -368,13 +377,14 @@ let warmZipf = Zipf(n: warmSet, s: 1.1)
 // fitting (canonical JSON + SHA-1) is inside flags(for:) and timed.
 let warmContexts = (0..<warmSet).map(context)
 let warmFitted = try warmContexts.map { try $0.fitted() }
-let latencySamples = quick ? 20_000 : 100_000
+let latencySamples = options.samples ?? (quick ? 20_000 : 100_000)
 
 /// The latency loop, off the main actor (top-level code is main-actor isolated: awaiting a
 /// nonisolated function from it hops threads on every request, ~10 µs, which a server's
 /// request handlers never pay).
 func measureWarm(
-    _ service: FlagService, _ contexts: [EvaluationContext], _ fitted: [FittedContext], samples: Int
+    _ service: FlagService, _ contexts: [EvaluationContext], _ fitted: [FittedContext], samples: Int,
+    path: String
 ) async -> ([Double], [Double], Int) {
     let warmZipf = Zipf(n: contexts.count, s: 1.1)
     var latencies: [Double] = []
@@ -386,6 +396,7 @@ func measureWarm(
     for i in 0..<(samples * 2) {
         let id = warmZipf.sample(rng.unit())
         let route = Int(rng.next() % 4)
+        if (i % 2 == 0 && path == "fitted") || (i % 2 == 1 && path == "context") { continue }
         if i % 2 == 0 {
             let t0 = nowNanoseconds()
             checksum &+= await halyardRequest(service, contexts[id], route)
@@ -402,7 +413,7 @@ func measureWarm(
     return (latencies, latenciesFitted, checksum)
 }
 var (latencies, latenciesFitted, checksum) = await measureWarm(
-    warmService, warmContexts, warmFitted, samples: latencySamples)
+    warmService, warmContexts, warmFitted, samples: latencySamples, path: options.path)
 latencies.sort()
 latenciesFitted.sort()
 let warmStats = warmService.stats
@@ -425,6 +436,10 @@ print("  ratios to the pre-fitted path: p50 \(fmt(p50 / p50f))x, p99 \(fmt(p99 /
 results["warmRatios"] = ["p50": p50 / p50f, "p99": p99 / p99f]
 verdict("warm p50 <= 2.0x the pre-fitted path", p50 <= 2 * p50f, "\(fmt(p50 / p50f))x")
 verdict("warm p99 <= 3x the pre-fitted path", p99 <= 3 * p99f, "\(fmt(p99 / p99f))x")
+if options.warmOnly {
+    warmService.close()
+    exit(0)
+}
 
 // Reads on a held view against FlagClient's keyed reads, same flags, paired passes.
 do {

@@ -355,4 +355,104 @@ final class FailingSleepClock: HalyardClock, Sendable {
         invalid.kind = "Bad Kind"
         #expect(throws: ContextError.self) { try memo.fitted(invalid, fit: fit) }
     }
+
+    /// Contexts that differ in one place each: the targeting key, the kind, an attribute's
+    /// value, its name, its type, a nested member, the private names.
+    static func neighbours() -> [EvaluationContext] {
+        let base = serviceContext(5)
+        var out = [base]
+        var c = base
+        c.targetingKey = "user-6"
+        out.append(c)
+        c = base
+        c.kind = "tenant"
+        out.append(c)
+        c = base
+        c.attributes["plan"] = .string("pro-")
+        out.append(c)
+        c = base
+        c.attributes["plan2"] = c.attributes.removeValue(forKey: "plan")
+        out.append(c)
+        c = base
+        c.attributes["n"] = .int(1)
+        out.append(c)
+        c = base
+        c.attributes["n"] = .double(1)
+        out.append(c)
+        c = base
+        c.attributes["o"] = .object(["a": .array([.bool(true), .null])])
+        out.append(c)
+        c = base
+        c.attributes["o"] = .object(["a": .array([.bool(false), .null])])
+        out.append(c)
+        c = base
+        c.privateAttributes = ["plan"]
+        out.append(c)
+        c = base
+        c.privateAttributes = ["attr0"]
+        out.append(c)
+        return out
+    }
+
+    @Test func contextsWhoseHashesCollideEachGetTheirOwnFittedContext() throws {
+        // Every context hashes alike here (one shard, one slot): only the exact comparison
+        // tells them apart. The bounds leave that shard room for all of them.
+        let memo = FittingMemo(maxCount: 16_000, maxBytes: 64 << 20, keys: .colliding)
+        let calls = Locked(0)
+        func fit(_ c: EvaluationContext) throws(ContextError) -> FittedContext {
+            calls.withLock { $0 += 1 }
+            return try c.fitted()
+        }
+        let contexts = Self.neighbours() + (100..<140).map { serviceContext($0) }
+        for _ in 0..<2 {
+            for c in contexts {
+                let fitted = try memo.fitted(c, fit: fit)
+                #expect(fitted == (try c.fitted()))
+            }
+        }
+        #expect(calls.withLock { $0 } == contexts.count)
+        #expect(memo.totals.count == contexts.count)
+    }
+
+    @Test func neighbouringContextsAreNotConfusedWithRandomKeys() throws {
+        let memo = FittingMemo(maxCount: 1_000, maxBytes: 1 << 20)
+        for _ in 0..<2 {
+            for c in Self.neighbours() {
+                #expect(try memo.fitted(c) { (c) throws(ContextError) in try c.fitted() } == (try c.fitted()))
+            }
+        }
+        #expect(memo.totals.count == Self.neighbours().count)
+    }
+
+    @Test func equalContextsBuiltInAnotherOrderHit() throws {
+        let memo = FittingMemo(maxCount: 1_000, maxBytes: 1 << 20)
+        let calls = Locked(0)
+        func fit(_ c: EvaluationContext) throws(ContextError) -> FittedContext {
+            calls.withLock { $0 += 1 }
+            return try c.fitted()
+        }
+        let a = serviceContext(9)
+        var attributes: [String: JSONValue] = [:]
+        attributes.reserveCapacity(100)  // another capacity: another iteration order
+        for name in a.attributes.keys.sorted().reversed() { attributes[name] = a.attributes[name] }
+        let b = EvaluationContext(targetingKey: a.targetingKey, kind: a.kind, attributes: attributes)
+        _ = try memo.fitted(a, fit: fit)
+        #expect(try memo.fitted(b, fit: fit) == (try a.fitted()))
+        #expect(calls.withLock { $0 } == 1)
+    }
+
+    @Test func canonicallyEquivalentStringsAreDifferentContexts() throws {
+        // Swift's String == calls these equal, but they are different bytes: they fit to
+        // different canonical JSON, so different fingerprints (and the plane sees two users).
+        let memo = FittingMemo(maxCount: 1_000, maxBytes: 1 << 20)
+        let a = EvaluationContext(targetingKey: "caf\u{E9}", attributes: ["city": .string("Z\u{FC}rich")])
+        let b = EvaluationContext(targetingKey: "cafe\u{301}", attributes: ["city": .string("Z\u{FC}rich")])
+        let c = EvaluationContext(targetingKey: "caf\u{E9}", attributes: ["city": .string("Zu\u{308}rich")])
+        #expect(a == b && a == c)
+        for context in [a, b, c] {
+            let fitted = try memo.fitted(context) { (c) throws(ContextError) in try c.fitted() }
+            #expect(fitted.fingerprint == (try context.fitted()).fingerprint)
+        }
+        #expect(try a.fitted().fingerprint != (try b.fitted()).fingerprint)
+    }
 }

@@ -1,0 +1,250 @@
+import Foundation
+
+// How the memo recognises a context it has fitted before (docs/service.md, "The warm path").
+//
+// **One pass.** The context is written once into a scratch buffer on the stack, in an
+// unambiguous binary form (lengths before bytes, a tag before each value): a head (targeting
+// key, kind, counts) and one record per attribute (name and value). Each record gets a 64-bit
+// hash (a folded-multiply hash keyed by per-memo random words); the record hashes are summed,
+// so a dictionary's iteration order (which differs between equal dictionaries) does not
+// matter, and mixed with the head's. The table keyed by the result finalizes it with `Hasher`
+// once; `EvaluationContext`'s own `Hashable` runs a seeded `Hasher` (a full SipHash
+// finalization) per attribute.
+//
+// **Equality: exact, byte for byte.** An entry keeps the records sorted by hash in one byte
+// array; a probe finds each of its records there by binary search on the hash and compares
+// the bytes (`memcmp`). No `String` or `JSONValue` is copied, retained or hashed again
+// (`Dictionary.==` looks up every key in the other dictionary, hashing each name anew).
+// Strings are their UTF-8 bytes and doubles their bit patterns: stricter than `==` (which
+// treats canonically equivalent strings as equal although they fit to different canonical
+// JSON, so different fingerprints), so two contexts the memo takes for one always fit to the
+// same bytes. A hash collision costs a comparison, never a wrong answer. Private attribute
+// names are compared with `Set`'s `==` (fitting tests names against that set with `String`'s
+// `==`, so equal sets fit alike).
+
+extension FittingMemo {
+    /// The hash words of one memo: random per memo (an attacker cannot aim contexts at one
+    /// table slot without knowing them), or fixed and degenerate for the collision test.
+    struct HashKeys: Sendable {
+        let k0: UInt64
+        let k1: UInt64
+        let k2: UInt64
+        /// Test only: every context gets the same hash (all entries collide).
+        let constant: Bool
+
+        static func random() -> HashKeys {
+            var g = SystemRandomNumberGenerator()
+            return HashKeys(k0: g.next() | 1, k1: g.next() | 1, k2: g.next() | 1, constant: false)
+        }
+
+        static let colliding = HashKeys(
+            k0: 0x9E37_79B9_7F4A_7C15, k1: 0xC2B2_AE3D_27D4_EB4F, k2: 0x1656_67B1_9E37_79F9, constant: true)
+    }
+
+    /// One attribute record: its hash and its bytes' range in the encoding.
+    struct Record {
+        var hash: UInt64
+        var start: Int32
+        var count: Int32
+    }
+
+    /// A context written out: `bytes[0..<head]` is the head, `records` the attributes (in the
+    /// context's iteration order while probing; sorted by hash, contiguous, in an entry).
+    struct Probe {
+        let bytes: UnsafeRawBufferPointer
+        let head: Int
+        let records: UnsafeBufferPointer<Record>
+        let hash: UInt64
+    }
+}
+
+/// A multiply folded to 64 bits: the mixing step of the hash.
+@inline(__always)
+private func fold(_ a: UInt64, _ b: UInt64) -> UInt64 {
+    let r = a.multipliedFullWidth(by: b)
+    return r.high ^ r.low
+}
+
+extension FittingMemo.HashKeys {
+    /// The hash of the bytes at `p`.
+    @inline(__always)
+    func hash(_ base: UnsafeRawPointer, _ n: Int) -> UInt64 {
+        var h = fold(k0, k1 ^ UInt64(truncatingIfNeeded: n))
+        var i = 0
+        while i + 16 <= n {
+            let a = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let b = base.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self)
+            h = fold(a ^ k1 ^ h, b ^ k2)
+            i += 16
+        }
+        let rest = n - i
+        var a: UInt64 = 0
+        var b: UInt64 = 0
+        if rest >= 8 {
+            a = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            b = base.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
+        } else if rest >= 4 {
+            a = UInt64(base.loadUnaligned(fromByteOffset: i, as: UInt32.self))
+            b = UInt64(base.loadUnaligned(fromByteOffset: n - 4, as: UInt32.self))
+        } else if rest > 0 {
+            a =
+                UInt64(base.load(fromByteOffset: i, as: UInt8.self)) << 16
+                | UInt64(base.load(fromByteOffset: i + rest / 2, as: UInt8.self)) << 8
+                | UInt64(base.load(fromByteOffset: n - 1, as: UInt8.self))
+        }
+        return fold(a ^ k1 ^ h, b ^ k2)
+    }
+}
+
+/// Writes the binary form of a context into a fixed buffer; past its end it only counts (the
+/// caller then retries with a buffer of ``count`` bytes).
+struct ContextEncoder {
+    let base: UnsafeMutableRawPointer
+    let capacity: Int
+    var count = 0
+
+    var overflowed: Bool { count > capacity }
+
+    @inline(__always)
+    mutating func word(_ w: UInt64) {
+        if count + 8 <= capacity { base.storeBytes(of: w, toByteOffset: count, as: UInt64.self) }
+        count += 8
+    }
+
+    @inline(__always)
+    mutating func byte(_ b: UInt8) {
+        if count < capacity { base.storeBytes(of: b, toByteOffset: count, as: UInt8.self) }
+        count += 1
+    }
+
+    @inline(__always)
+    mutating func bytes(_ p: UnsafeRawBufferPointer) {
+        if count + p.count <= capacity, let from = p.baseAddress {
+            (base + count).copyMemory(from: from, byteCount: p.count)
+        }
+        count += p.count
+    }
+
+    /// A string: its UTF-8 length, then its bytes.
+    @inline(__always)
+    mutating func string(_ s: String) {
+        let n = s.utf8.count
+        word(UInt64(truncatingIfNeeded: n))
+        if let done = s.utf8.withContiguousStorageIfAvailable({ bytes(UnsafeRawBufferPointer($0)) }) { return done }
+        var copy = s
+        copy.withUTF8 { bytes(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A value: a tag, then its payload (an object's members in the UTF-8 order of their names,
+    /// so equal objects write the same bytes).
+    mutating func value(_ v: JSONValue) {
+        switch v {
+        case .null: byte(0)
+        case .bool(let b): byte(b ? 2 : 1)
+        case .int(let i):
+            byte(3)
+            word(UInt64(bitPattern: i))
+        case .double(let d):
+            byte(4)
+            word(d.bitPattern)
+        case .string(let s):
+            byte(5)
+            string(s)
+        case .array(let items):
+            byte(6)
+            word(UInt64(items.count))
+            for item in items { value(item) }
+        case .object(let members):
+            byte(7)
+            word(UInt64(members.count))
+            for (name, member) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+                string(name)
+                value(member)
+            }
+        }
+    }
+}
+
+extension FittingMemo {
+    /// Writes `context` into `encoder` and its records into `records` (iteration order);
+    /// returns the head's length and the context's hash (meaningless after an overflow).
+    static func encode(
+        _ context: EvaluationContext, _ encoder: inout ContextEncoder, _ records: UnsafeMutableBufferPointer<Record>,
+        keys: HashKeys
+    ) -> (head: Int, hash: UInt64) {
+        encoder.string(context.targetingKey)
+        encoder.string(context.kind)
+        encoder.word(
+            UInt64(truncatingIfNeeded: context.attributes.count) << 32
+                | UInt64(truncatingIfNeeded: context.privateAttributes.count))
+        let head = encoder.count
+        var sum: UInt64 = 0
+        var n = 0
+        for (name, value) in context.attributes {
+            let start = encoder.count
+            encoder.string(name)
+            encoder.value(value)
+            let h = encoder.overflowed ? 0 : keys.hash(encoder.base + start, encoder.count - start)
+            records[n] = Record(
+                hash: h, start: Int32(truncatingIfNeeded: start),
+                count: Int32(truncatingIfNeeded: encoder.count - start))
+            sum &+= h
+            n += 1
+        }
+        if keys.constant || encoder.overflowed { return (head, 0) }
+        return (head, fold(keys.hash(encoder.base, head) ^ keys.k2, sum ^ keys.k0))
+    }
+
+    /// Runs `body` with `context` written out (on the stack when it fits 1 KiB: Swift keeps
+    /// larger temporary allocations on the heap).
+    static func withProbe<R>(_ context: EvaluationContext, keys: HashKeys, _ body: (Probe) -> R) -> R {
+        let n = context.attributes.count
+        return withUnsafeTemporaryAllocation(of: Record.self, capacity: max(1, n)) { records in
+            func run(_ raw: UnsafeMutableRawBufferPointer) -> (R?, Int) {
+                var encoder = ContextEncoder(base: raw.baseAddress!, capacity: raw.count)
+                let (head, hash) = encode(context, &encoder, records, keys: keys)
+                if encoder.overflowed { return (nil, encoder.count) }
+                let probe = Probe(
+                    bytes: UnsafeRawBufferPointer(rebasing: raw[..<encoder.count]), head: head,
+                    records: UnsafeBufferPointer(rebasing: records[..<n]), hash: hash)
+                return (body(probe), encoder.count)
+            }
+            let (result, needed) = withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 8) { run($0) }
+            if let result { return result }
+            let heap = UnsafeMutableRawBufferPointer.allocate(byteCount: needed, alignment: 8)
+            defer { heap.deallocate() }
+            return run(heap).0!
+        }
+    }
+}
+
+extension FittingMemo.Entry {
+    /// Whether the probed context is exactly this entry's: the head's bytes first (targeting
+    /// key, kind, counts), then each attribute record found by its hash and compared byte for
+    /// byte, then the private names. Reads the entry's own buffer through its pointers: no
+    /// array, string or closure context is retained.
+    func matches(_ probe: FittingMemo.Probe, _ privateAttributes: Set<String>) -> Bool {
+        guard probe.records.count == recordCount, probe.head == head, let p = probe.bytes.baseAddress,
+            memcmp(key, p, head) == 0
+        else { return false }
+        for r in probe.records {
+            var lo = 0
+            var hi = recordCount
+            while lo < hi {
+                let mid = (lo + hi) >> 1
+                if records[mid].hash < r.hash { lo = mid + 1 } else { hi = mid }
+            }
+            var found = false
+            while lo < recordCount, records[lo].hash == r.hash {
+                let s = records[lo]
+                if s.count == r.count, memcmp(key + Int(s.start), p + Int(r.start), Int(r.count)) == 0 {
+                    found = true
+                    break
+                }
+                lo += 1
+            }
+            if !found { return false }
+        }
+        return privateAttributes.isEmpty || privateAttributes == self.privateAttributes
+    }
+}
