@@ -16,7 +16,8 @@ import Testing
     /// Every second it samples resident memory (`VmRSS`) and glibc's `mallinfo2` (bytes in use, arena
     /// size); the slope of the least-squares line over the last half of the run tells a leak (bytes
     /// in use rising) from allocator growth (resident memory rising, bytes in use flat) and from a
-    /// bounded table filling (rising, then flat: the first half).
+    /// bounded table filling (rising, then flat: the first half). The last half's resident slope
+    /// is asserted under 0.5 KB/s for runs of 10 minutes or more (``residentSlopeBound(seconds:)``).
     ///
     /// `HALYARD_CHURN_SECONDS` sets the run length (*default* 60 s, CI's; clamped to 20...3,600; the
     /// issue's proof run is 600 s). `HALYARD_CHURN_OFF` switches churn sources off, a comma-separated
@@ -223,9 +224,21 @@ import Testing
             if !off.contains("identify") { #expect(identified > 0) }
             if !off.contains("exposures") { #expect(stats.exposures.sent > 0) }
             let slope = try #require(residentSlope, "too few samples: \(samples.count)")
+            let bound = Self.residentSlopeBound(seconds: seconds)
             #expect(
-                slope < 500,
-                "resident memory rose \(perSecond(slope)) over the last half (malloc in use: \(perSecond(inUseSlope)))")
+                slope < bound,
+                "resident memory rose \(perSecond(slope)) over the last half of \(Int(seconds)) s (bound \(perSecond(bound)); malloc in use: \(perSecond(inUseSlope)))"
+            )
+        }
+
+        /// The bound on the last half's resident-memory slope, in bytes per second: the issue's
+        /// 0.5 KB/s from a 10-minute run on. A shorter run's last half is still warm-up (measured
+        /// after the fix: ~3 KB/s over 30–60 s, ~1 KB/s over 120–240 s, 0.2 KB/s over 300–600 s, as
+        /// the exposure, context and connection tables fill to their bounds), so CI's 60 s run
+        /// asserts only that memory does not run away (16 KB/s); the per-request leak it cannot see
+        /// is `curlRequestsKeepNoHeapMemory`'s to catch. See docs/benchmarks.md.
+        static func residentSlopeBound(seconds: Double) -> Double {
+            seconds >= 600 ? 500 : 16_000
         }
 
         static func seconds(_ duration: Duration) -> Double {
@@ -259,8 +272,8 @@ import Testing
         /// while its deadline would still be running nor after. Counted with malloc's own figure
         /// (resident memory hides it while the arenas have free room), over 10,000 requests with a
         /// 2 s timeout, after 2,000 of warm-up. The unguarded transport is the control. With the
-        /// guard's deadline a sleeping task (before the fix) this measured ~340 B per request right
-        /// after and ~52 B per request once the deadlines had passed.
+        /// guard's deadline a sleeping task (before the fix) this failed with 268 B per request right
+        /// after and 51 B per request once the deadlines had passed.
         @Test(arguments: [false, true])
         func curlRequestsKeepNoHeapMemory(guarded: Bool) async throws {
             let server = try await ControlPlaneServer.launched(flags: Self.flags)
