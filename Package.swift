@@ -104,10 +104,14 @@ let package = Package(
         .executableTarget(
             name: "StreamBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"], path: "Benchmarks/StreamBenchmarks",
             swiftSettings: upcoming),
+        // [issue 20] glibc's mallinfo2 / malloc_trim for TransportProcessTests (not in Swift's Glibc module).
+        .target(name: "CHalyardTestMalloc", path: "Tests/CHalyardTestMalloc"),
         .testTarget(
             name: "HalyardTests",
             // HalyardCLI: `swift test` builds the `halyard` binary the CLI tests run as a subprocess.
-            dependencies: ["Halyard", "HalyardTesting", "CHalyardAtomics", "HalyardCLICore", "HalyardCLI"],
+            dependencies: [
+                "Halyard", "HalyardTesting", "CHalyardAtomics", "HalyardCLICore", "HalyardCLI", "CHalyardTestMalloc",
+            ],
             swiftSettings: upcoming),
     ],
     swiftLanguageModes: [.v6]
