@@ -325,7 +325,7 @@ struct CLIProcessTests {
                     && Self.member(event, "to").flatMap { Self.member($0, "value") } == value
             }
         }
-        try await Wait.until("watch shows the first values") {
+        try await watch.waitForOutput("watch shows the first values") {
             (try? change("checkout.new", to: .bool(false))) == true
         }
         #expect(
@@ -340,7 +340,7 @@ struct CLIProcessTests {
             try events().first { Self.member($0, "key") == .string("missing") && Self.member($0, "to") == .null }
         }
         // One snapshot, two lines (written one after the other): wait for both.
-        try await Wait.until("watch shows the change and the removal") {
+        try await watch.waitForOutput("watch shows the change and the removal") {
             (try? change("checkout.new", to: .bool(true))) == true && (try? removal()) != nil
         }
         #expect(try removal().flatMap { Self.member($0, "time") } != nil)
@@ -356,7 +356,7 @@ struct CLIProcessTests {
         let url = server.baseURL.absoluteString
 
         let text = try HalyardProcess(["watch", "--url", url], environment: ["HALYARD_KEY": Self.key])
-        try await Wait.until("watch prints the values") { text.lines.count >= 4 }
+        try await text.waitForOutput("watch prints the values") { text.lines.count >= 4 }
         text.interrupt()
         #expect(try await text.exitStatus() == 130)
         #expect(text.stdout.contains("status  NOT_READY → READY"), "\(text.stdout)")

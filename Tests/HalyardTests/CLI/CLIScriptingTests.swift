@@ -83,7 +83,7 @@ struct CLIScriptingTests {
                 Self.member($0, "type") == .string("change") && Self.member($0, "key") == .string("big")
             }
         }
-        try await Wait.until("watch shows the big flag") { bigChange() != nil }
+        try await watch.waitForOutput("watch shows the big flag") { bigChange() != nil }
         #expect(Self.member(Self.member(bigChange(), "to"), "value") == .int(Self.big))
         #expect(watch.stdout.contains("\"value\":9007199254740993"), "\(watch.stdout)")
         #expect(
@@ -289,7 +289,7 @@ struct CLIScriptingTests {
         #expect(sent.allSatisfy { $0.header("Authorization") == "Bearer \(Self.key)" })
 
         let watch = try HalyardProcess(["watch", "--url", url], environment: Self.env)
-        try await Wait.until("watch prints the values") { watch.lines.count >= 3 }
+        try await watch.waitForOutput("watch prints the values") { watch.lines.count >= 3 }
         watch.interrupt()
         _ = try await watch.exitStatus()
         #expect(!watch.stdout.contains(secret) && !watch.stderr.contains(secret))

@@ -27,7 +27,9 @@ struct CLISignalTests {
         let watch = try HalyardProcess(
             ["watch", "--url", server.baseURL.absoluteString, "--interval", "1h"] + (json ? ["--json"] : []),
             environment: Self.env)
-        try await Wait.until("watch prints the values") { watch.stdout.contains("READY") && watch.lines.count >= 4 }
+        try await watch.waitForOutput("watch prints the values") {
+            watch.stdout.contains("READY") && watch.lines.count >= 4
+        }
         return watch
     }
 

@@ -80,6 +80,23 @@ final class HalyardProcess: @unchecked Sendable {
     /// The lines of standard output so far.
     var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 
+    /// The bound on waiting for a child's output or exit: starting a debug `halyard` and its first fetch
+    /// take well under a second alone, but several seconds while the whole suite runs in
+    /// parallel on two cores (CI once gave up at 10 s).
+    static let outputSeconds: Double = 30
+
+    /// Waits (bounded) until `condition` holds for this process's output; on timeout the error
+    /// carries what the process printed so far, on both streams.
+    func waitForOutput(_ what: String, seconds: Double = outputSeconds, _ condition: () -> Bool) async throws {
+        do {
+            try await Wait.until(what, seconds: seconds, condition)
+        } catch let timedOut as WaitTimedOut {
+            throw WaitTimedOut(
+                what: "\(timedOut.what); stdout so far: \(stdout.debugDescription); stderr: \(stderr.debugDescription)",
+                seconds: timedOut.seconds)
+        }
+    }
+
     /// Sends SIGINT (Ctrl-C).
     func interrupt() { process.interrupt() }
 
@@ -89,7 +106,7 @@ final class HalyardProcess: @unchecked Sendable {
     }
 
     /// Waits (bounded) until the process exited and both pipes are drained; returns the status.
-    func exitStatus(seconds: Double = Wait.defaultSeconds) async throws -> Int32 {
+    func exitStatus(seconds: Double = HalyardProcess.outputSeconds) async throws -> Int32 {
         try await Wait.until("halyard \(process.arguments?.first ?? "") to exit", seconds: seconds) {
             !process.isRunning && open.withLock { $0 == 0 }
         }
@@ -99,7 +116,7 @@ final class HalyardProcess: @unchecked Sendable {
     /// Runs `halyard arguments` to the end (bounded).
     static func run(
         _ arguments: [String], environment: [String: String] = [:], stdin: Data = Data(),
-        seconds: Double = Wait.defaultSeconds
+        seconds: Double = HalyardProcess.outputSeconds
     ) async throws -> (status: Int32, stdout: String, stderr: String) {
         let process = try HalyardProcess(arguments, environment: environment, stdin: stdin)
         let status = try await process.exitStatus(seconds: seconds)
