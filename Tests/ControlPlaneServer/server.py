@@ -500,8 +500,10 @@ class Handler(BaseHTTPRequestHandler):
                 for start in range(0, len(filler), 65536):
                     self.wfile.write(filler[start:start + 65536])
                 self.wfile.flush()
-                if not fault.get("declareLength", True):
-                    self.reset_connection()
+                # Without a length the body ends where the connection closes: closed cleanly
+                # (close_connection above), never reset, since a reset can discard the bytes still
+                # in flight and the client then sees a network error before it has the bytes
+                # that exceed its limit (URLSession did, once, in a full parallel run).
                 return True
         except OSError:
             self.close_connection = True

@@ -18,7 +18,10 @@ import Testing
         o.flushInterval = .zero
         o.retryBaseDelay = .milliseconds(10)
         o.retryMaxDelay = .milliseconds(100)
-        o.requestTimeout = .seconds(2)
+        // 10 s: the schedule has no delay faults, and a 2 s bound timed out a healthy upload while
+        // the whole suite ran in parallel (the collector held 8,984 records, the client counted 7,985
+        // sent: an upload it gave up on had arrived, and its retry arrived too).
+        o.requestTimeout = .seconds(10)
         o.capacity = 20_000
         o.exporter = .otlp(endpoint: server.otlpEndpoint, headers: ["Authorization": "Basic dGVzdA=="])
         // Every resource attribute the exporter can write, so the oracle parses them too.

@@ -44,7 +44,7 @@ import Testing
                 ]
             case ..<0.28: return ["action": "status", "status": 429]
             case ..<0.30: return ["action": "status", "status": 503, "headers": ["Retry-After": "\(seconds)"]]
-            case ..<0.315: return ["action": "delay", "seconds": 0.9]
+            case ..<0.315: return ["action": "delay", "seconds": 1.6]  // beyond the 1 s timeout
             case ..<0.335: return ["action": "reset"]
             case ..<0.365: return ["action": "truncate", "bytes": 25]
             case ..<0.415:
@@ -66,7 +66,9 @@ import Testing
         let transport = RecordingTransport(kind.make(), clock: clock)
         var options = SyncHarness.options(
             server: server, clock: clock, transport: transport, key: "cli-schedule", installID: "install-schedule")
-        options.requestTimeout = .milliseconds(500)
+        // 1 s: long enough that an answer the schedule does not delay never times out while the
+        // whole suite runs in parallel on two cores (at 500 ms one 304 did, breaking the identity).
+        options.requestTimeout = .seconds(1)
         options.maxResponseBytes = 64 * 1024
         let client = try FlagClient(options: options)
         defer { client.close() }

@@ -58,7 +58,7 @@ struct SyncHarness {
     }
 
     /// Options for a client of `server` on `clock` through `transport`: a fixed install id, no
-    /// polling, a 2 s request timeout, exposures off (these tests script and count control-plane
+    /// polling, a 10 s request timeout (tests of timeouts set their own; a shorter default timed out healthy answers while the whole suite ran in parallel), exposures off (these tests script and count control-plane
     /// requests exactly; uploads would take scripted faults; ClientExposureTests covers them).
     static func options(
         server: ControlPlaneServer, clock: ManualClock, transport: any FlagTransport,
@@ -69,7 +69,7 @@ struct SyncHarness {
         options.clock = clock
         options.installIDStorage = .fixed(installID)
         options.pollInterval = .zero
-        options.requestTimeout = .seconds(2)
+        options.requestTimeout = .seconds(10)
         options.exposures.enabled = false
         options.maxCachedContexts = 0
         return options
