@@ -165,11 +165,13 @@ struct StreamServiceTests {
         for context in hot { _ = service.flagsIfCached(for: context) }
         transport.change()
         transport.pushRefetch()
-        // No clock movement until the event's wave is merged: no token, so no other refresh can
-        // be sent meanwhile. (With waves queued one behind the other, the event's wave never
-        // starts here: the connect wave needs the clock to finish.)
-        let mark = transport.fetches.count
+        // No clock movement until the event's wave is merged. (With waves queued one behind the
+        // other, the event's wave never starts here: the connect wave needs the clock to finish.)
+        // Counted from the merge: tokens left over from the steps above may still send refreshes
+        // of the connect wave before the event is handled (seen under TSan), but after it only
+        // the refreshes already taken from the queue (at most the 4 workers) can go first.
         try await Wait.until("the event's wave", seconds: 30) { service.stats.streamWaves >= 2 }
+        let mark = transport.fetches.count
         try await Wait.until("the hot contexts to be refreshed", seconds: 30) {
             let hotSeen = hot.allSatisfy { service.flagsIfCached(for: $0).int("version", default: 0) == 2 }
             if !hotSeen { clock.advance(by: .milliseconds(5)) }
