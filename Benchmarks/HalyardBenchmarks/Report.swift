@@ -19,13 +19,23 @@
         } else {
             verdict(nil, "keyed Bool read, 1 thread <= 1.0x unsync [String: Bool]", "not run")
         }
-        if let s = single("halyard.handle") {
+        // The handle read's first verdict (issue 1) was "<= 1.5x unsync [Bool] by index": not a
+        // bound a handle can reach (a handle read checks its cache against the store's generation;
+        // the array read is one load; the raw buffer itself measures ~6x the array). Issue 25: a
+        // ratio to the raw handle buffer, the lower bound for reading a handle, measured in the
+        // same run; both are paired with unsync.array round by round, and the ratio of the two
+        // paired ratios is far steadier on a loaded machine than that of two separate medians.
+        let raw = single("halyard.handle.raw")
+        let handleName = "handle read, 1 thread <= 1.5x halyard.handle.raw (was: 1.5x unsync [Bool] by index)"
+        if let s = single("halyard.handle"), let raw {
+            let ratio = (s.cpuRatio ?? s.ratio) / (raw.cpuRatio ?? raw.ratio)
             verdict(
-                s.ratio <= 1.5, "handle read, 1 thread <= 1.5x unsync [Bool] by index",
-                "\(fmt(s.ratio))x (IQR \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))), \(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns"
-            )
+                ratio <= 1.5, handleName,
+                "\(fmt(ratio))x (\(fmt(s.cpuRatio ?? s.ratio))x vs \(fmt(raw.cpuRatio ?? raw.ratio))x unsync.array, "
+                    + "paired CPU time); \(fmt(s.cpuNsPerRead ?? s.nsPerRead)) vs "
+                    + "\(fmt(raw.cpuNsPerRead ?? raw.nsPerRead)) ns CPU time per read")
         } else {
-            verdict(nil, "handle read, 1 thread <= 1.5x unsync [Bool] by index", "not run")
+            verdict(nil, handleName, "not run")
         }
 
         // Issue 9: keyed reads (literal and run-time-built keys) and detail reads, paired. Judged
@@ -63,7 +73,6 @@
         }
         // Issue 9: handles as applications hold them, 1 thread (CPU ns per read) and all cores
         // (per-thread CPU cost ratio).
-        let raw = single("halyard.handle.raw")
         for id in ["halyard.handle", "halyard.handle.class-let", "halyard.handle.global", "halyard.handle.struct"] {
             // Issue 25: a ratio to the raw handle buffer measured in the same run (was <= 2.5 ns,
             // which a machine half as fast fails with the bound itself at 4 ns). Both are paired
@@ -111,15 +120,16 @@
                 "\(fmt(pr))x, \(basis); all rounds [\(t.p999Ratios.map(fmt).joined(separator: ", "))]; "
                     + "pooled \(fmt(t.halyardP999PooledNs)) vs \(fmt(t.dictP999PooledNs)) ns = \(fmt(t.halyardP999PooledNs / t.dictP999PooledNs))x"
             )
+            // A ratio to the rate asked for (issue 25: no absolute figure in a verdict).
             let pubs = t.halyardPublishesPerSecond.min() ?? 0
+            let asked = Double(r.options.publishRate)
             verdict(
-                pubs >= 990 * Double(r.options.publishRate) / 1000,
-                "\(targetName): publisher >= \(990 * r.options.publishRate / 1000) publishes/s",
-                "lowest round \(fmt(pubs))/s, \(t.halyardLateWakeups) wake-ups > 1 period late; "
+                pubs >= 0.99 * asked, "\(targetName): publisher >= 0.99x the rate asked (\(r.options.publishRate)/s)",
+                "lowest round \(fmt(pubs / asked))x (\(fmt(pubs))/s), \(t.halyardLateWakeups) wake-ups > 1 period late; "
                     + "publish p50/p99 \(fmt(t.halyardPublishP50Microseconds))/\(fmt(t.halyardPublishP99Microseconds)) us"
                     + (r.publisher.realtime ? "" : ", WITHOUT SCHED_FIFO"))
         } else {
-            for t in ["throughput >= 0.9x", "p99.9 <= 1.5x", "publisher >= 990/s"] {
+            for t in ["throughput >= 0.9x", "p99.9 <= 1.5x", "publisher >= 0.99x the rate asked"] {
                 verdict(
                     nil, "\(targetName): halyard.bool \(t)", "not run (--skip-multi, --target-rounds 0 or a filter)")
             }

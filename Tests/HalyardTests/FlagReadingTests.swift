@@ -170,6 +170,37 @@ import Testing
         #expect(client.int("banner.text", default: 0) == 1_999)
     }
 
+    /// A read of a served flag keeps its key in the flag's detail (one retain, not the caller's
+    /// key as well): it is the key read, byte for byte, however the key was built, and stays the
+    /// evaluation's own through every setter.
+    @Test func anEvaluationsKeyIsTheKeyReadWhereverItIsKept() {
+        let long = "checkout.new-flow.rollout-2026"
+        let client = Self.client(Self.served + [ServedFlag(key: long, value: .int(3), variant: "three")])
+        // Built at run time: a heap string, not the literal the snapshot was built from.
+        let runtime = String(decoding: Array(long.utf8), as: UTF8.self)
+        for key in Self.keys + [runtime] {
+            #expect(client.boolDetail(key, default: false).key == key)
+            #expect(client.intDetail(key, default: 0).key == key)
+            #expect(client.stringDetail(key, default: "").key == key)
+            #expect(client.detail(key, default: .null).key == key)
+        }
+        let heap = client.intDetail(runtime, default: 0)
+        #expect(heap.key == long && heap.value == 3 && heap.variant == "three")
+        var changed = client.boolDetail("checkout.new", default: false)
+        changed.reason = .split
+        #expect(changed.key == "checkout.new" && changed.reason == .split && changed.variant == "on")
+        var renamed = client.stringDetail("banner.text", default: "")
+        renamed.key = "other"
+        #expect(renamed.key == "other" && renamed.value == "Hello" && renamed.variant == "greeting")
+        renamed.variant = "x"
+        #expect(renamed.key == "other" && renamed.variant == "x" && renamed.reason == .split)
+        #expect(client.stringDetail("banner.text", default: "").key == "banner.text")
+        var missing = client.boolDetail("nope", default: true)
+        missing.metadata = ["a": .bool(true)]
+        #expect(missing.key == "nope" && missing.errorCode == .flagNotFound)
+        #expect(Evaluation(key: "k", value: 1, reason: .staticValue).key == "k")
+    }
+
     @Test func anEvaluationIsAValue() {
         let client = Self.client()
         let read = client.boolDetail("checkout.new", default: false)

@@ -45,38 +45,40 @@ func _exposedDefault<Value: FlagValue>(_ value: Value) -> JSONValue? {
 }
 
 /// Not API: a detail read before its value is made (see ``FlagReading/_readDetail(_:as:default:)``).
+///
+/// Three words (the bits, the detail, the form and `served`), so a conformer's `_readDetail`
+/// returns it in registers; the key and a String/JSON value are not copied into it (they are in
+/// the served flag's ``EvaluationDetail``, which it holds at +1: the read's one retain).
 public struct _FlagRead: Sendable {
-    @usableFromInline let key: String
-    /// Whether the served value is to be made from ``bits`` or ``json`` (else the default).
-    @usableFromInline let served: Bool
+    /// The value's bits, when served as Bool/Int/Double.
     @usableFromInline let bits: UInt64
-    @usableFromInline let json: JSONValue?
+    /// The served flag's detail (nil when the key was not served).
     @usableFromInline let detail: EvaluationDetail?
     @usableFromInline let form: EvaluationDetail.Form
+    /// Whether the served value is to be made from ``bits`` or the detail's value (else the
+    /// default).
+    @usableFromInline let served: Bool
 
-    init(
-        key: String, served: Bool = false, bits: UInt64 = 0, json: JSONValue? = nil, detail: EvaluationDetail?,
-        form: EvaluationDetail.Form
-    ) {
-        self.key = key
-        self.served = served
+    init(served: Bool = false, bits: UInt64 = 0, detail: EvaluationDetail?, form: EvaluationDetail.Form) {
         self.bits = bits
-        self.json = json
         self.detail = detail
         self.form = form
+        self.served = served
     }
 
-    /// The evaluation, with the value made from the served bits or JSON (or `defaultValue`).
+    /// The evaluation of `key`, with the value made from the served bits or JSON (or
+    /// `defaultValue`). Consuming, so the detail moves into the evaluation (no second retain);
+    /// the caller's key is kept only when there is no served flag to take it from.
     @inlinable
-    public func _evaluation<Value: FlagValue>(_ defaultValue: Value) -> Evaluation<Value> {
+    public consuming func _evaluation<Value: FlagValue>(_ key: String, _ defaultValue: Value) -> Evaluation<Value> {
         var value = defaultValue
         if served {
             switch Value._flagValueKind {
             case .bool, .int, .double: value = Value._fromBits(bits)
-            case .string, .json: if let json, let made = Value._fromJSON(json) { value = made }
+            case .string, .json: if let json = detail?.value, let made = Value._fromJSON(json) { value = made }
             }
         }
-        return Evaluation(_key: key, value: value, detail: detail, form: form)
+        return Evaluation(_key: detail == nil ? key : nil, value: value, detail: detail, form: form)
     }
 }
 
@@ -156,6 +158,6 @@ extension FlagReading {
     /// Reads a flag as any ``FlagValue`` type with the full result.
     @inlinable
     public func evaluation<Value: FlagValue>(_ key: String, default defaultValue: Value) -> Evaluation<Value> {
-        _readDetail(key, as: Value._flagValueKind) { _exposedDefault(defaultValue) }._evaluation(defaultValue)
+        _readDetail(key, as: Value._flagValueKind) { _exposedDefault(defaultValue) }._evaluation(key, defaultValue)
     }
 }

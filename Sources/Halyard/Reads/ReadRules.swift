@@ -96,7 +96,8 @@ enum ReadRules {
 
     /// Any-type lookup with the full result but the value: the served flag's detail (one
     /// retain: the ``EvaluationDetail`` the snapshot built for it), the form that says which of
-    /// its fields the evaluation shows, and the value's bits or JSON on success. `pending`
+    /// its fields the evaluation shows, and the value's bits on success (a String or JSON value
+    /// is made from the detail's, which the read holds, after the protection ends). `pending`
     /// receives what ``finish(_:servedDefault:sink:counters:)`` needs. A nil snapshot serves `unavailable()`
     /// (read only then).
     @inline(__always)
@@ -107,14 +108,14 @@ enum ReadRules {
     ) -> _FlagRead {
         guard let snapshot else {
             pending.outcome = .notReady
-            return _FlagRead(key: key, detail: nil, form: form(unavailable: unavailable()))
+            return _FlagRead(detail: nil, form: form(unavailable: unavailable()))
         }
         let (table, entries, details, slots) = snapshot._withUnsafeGuaranteedRef {
             ($0.table, $0.entries, $0.details, $0.exposureSlots)
         }
         guard let index = table.index(of: key) else {
             pending.outcome = .flagNotFound
-            return _FlagRead(key: key, detail: nil, form: .flagNotFound)
+            return _FlagRead(detail: nil, form: .flagNotFound)
         }
         let entry = entries[index]
         let outcome = entry.kind.outcome(as: requested)
@@ -125,26 +126,21 @@ enum ReadRules {
             if let clock = exposureClock, hal_load_relaxed(slots + index) <= hal_load_relaxed(clock) {
                 pending.exposure = retainForExposure(snapshot)
             }
-            switch requested {
-            case .bool, .int, .double:
-                return _FlagRead(
-                    key: key, served: true, bits: entry.bits(as: requested), detail: details[index], form: .served)
-            case .string, .json:
-                let json = snapshot._withUnsafeGuaranteedRef { $0.flags[index].value }
-                return _FlagRead(key: key, served: true, json: json, detail: details[index], form: .served)
-            }
+            // Bool/Int/Double: the bits; String/JSON: the caller makes the value from the
+            // detail's (which it holds), after the protection ends.
+            return _FlagRead(served: true, bits: entry.bits(as: requested), detail: details[index], form: .served)
         case .codeDefault:
             // A successful read (SPEC §2): it records an exposure like any other (SPEC §7), with
             // the caller's default as the value (see ``finish(_:servedDefault:sink:counters:)``).
             if let clock = exposureClock, hal_load_relaxed(slots + index) <= hal_load_relaxed(clock) {
                 pending.exposure = retainForExposure(snapshot)
             }
-            return _FlagRead(key: key, detail: details[index], form: .served)
+            return _FlagRead(detail: details[index], form: .served)
         case .servedError:
-            return _FlagRead(key: key, detail: details[index], form: .servedError)
+            return _FlagRead(detail: details[index], form: .servedError)
         case .typeMismatch, .flagNotFound, .notReady:
             pending.outcome = .typeMismatch
-            return _FlagRead(key: key, detail: details[index], form: .typeMismatch(requested))
+            return _FlagRead(detail: details[index], form: .typeMismatch(requested))
         }
     }
 

@@ -5,25 +5,32 @@
 /// if result.errorCode == .flagNotFound { ... }
 /// ```
 ///
-/// A value type with one reference: a read fills in ``key`` and ``value`` and points at the
-/// served flag's immutable detail (variant, reason, error, metadata), which the snapshot built
-/// once; ``variant``, ``reason``, ``errorCode``, ``errorMessage`` and ``metadata`` are produced
-/// from it when asked (docs/architecture.md, "Why an Evaluation is one reference"). The detail
+/// A value type with one reference: a read fills in ``value`` and points at the served flag's
+/// immutable detail (key, variant, reason, error, metadata), which the snapshot built once;
+/// ``key``, ``variant``, ``reason``, ``errorCode``, ``errorMessage`` and ``metadata`` are
+/// produced from it when asked (the key read is kept only when no flag was served for it) (docs/architecture.md, "Why an Evaluation is one reference"). The detail
 /// lives as long as the evaluation does, whatever happens to the snapshot it came from. Setting
 /// a property gives the evaluation a detail of its own, so copies never share a change.
 public struct Evaluation<Value: Sendable>: Sendable {
     /// The flag key that was read.
-    public var key: String
+    public var key: String {
+        get { _key ?? _detail?.key ?? "" }
+        set { _key = newValue }
+    }
+    /// The key, when the detail does not hold it: nil for a read of a served flag (whose detail
+    /// holds the served key, byte for byte the key read), so the read retains one object.
+    @usableFromInline var _key: String?
     /// The value served: the flag's value, or the caller's default on error or code default.
     public var value: Value
     /// Everything else, as one reference and a form (see ``EvaluationDetail``).
     @usableFromInline var _detail: EvaluationDetail?
     @usableFromInline var _form: EvaluationDetail.Form
 
-    /// A read's result: `detail` is the served flag's (nil when the key was not served).
+    /// A read's result: `detail` is the served flag's (nil when the key was not served), `key`
+    /// nil when the detail holds it.
     @inlinable
-    init(_key key: String, value: Value, detail: EvaluationDetail?, form: EvaluationDetail.Form) {
-        self.key = key
+    init(_key key: String?, value: Value, detail: EvaluationDetail?, form: EvaluationDetail.Form) {
+        self._key = key
         self.value = value
         self._detail = detail
         self._form = form
@@ -39,7 +46,7 @@ public struct Evaluation<Value: Sendable>: Sendable {
         errorMessage: String? = nil,
         metadata: FlagMetadata = [:]
     ) {
-        self.key = key
+        self._key = key
         self.value = value
         self._detail = EvaluationDetail(
             variant: variant, reason: reason, errorCode: errorCode, errorMessage: errorMessage, metadata: metadata)
@@ -109,6 +116,7 @@ public struct Evaluation<Value: Sendable>: Sendable {
         var fields = EvaluationDetail.Fields(
             variant: variant, reason: reason, errorCode: errorCode, errorMessage: errorMessage, metadata: metadata)
         change(&fields)
+        _key = key
         _detail = EvaluationDetail(fields)
         _form = .explicit
     }

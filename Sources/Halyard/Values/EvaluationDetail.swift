@@ -35,6 +35,13 @@ final class EvaluationDetail: Sendable {
         var metadata: FlagMetadata
     }
 
+    /// The served flag's key (empty for a detail of its own: an ``Evaluation`` made by its
+    /// public initializer or changed through a setter keeps its key itself). A detail read takes
+    /// its key from here, so it retains this one object and not the caller's key as well.
+    @usableFromInline let key: String
+    /// The served flag's value (nil for a detail of its own, or a flag served without one), for
+    /// String and JSON detail reads, which make their value from it.
+    @usableFromInline let value: JSONValue?
     let variant: String?
     let reason: EvaluationReason
     let errorCode: FlagErrorCode?
@@ -45,9 +52,11 @@ final class EvaluationDetail: Sendable {
     let valueTypeName: String?
 
     init(
-        variant: String?, reason: EvaluationReason, errorCode: FlagErrorCode?, errorMessage: String?,
-        metadata: FlagMetadata, valueTypeName: String? = nil
+        key: String = "", value: JSONValue? = nil, variant: String?, reason: EvaluationReason,
+        errorCode: FlagErrorCode?, errorMessage: String?, metadata: FlagMetadata, valueTypeName: String? = nil
     ) {
+        self.key = key
+        self.value = value
         self.variant = variant
         self.reason = reason
         self.errorCode = errorCode
@@ -65,7 +74,8 @@ final class EvaluationDetail: Sendable {
     /// The detail of a served flag, as its snapshot keeps it.
     convenience init(served flag: ServedFlag) {
         self.init(
-            variant: flag.variant, reason: flag.reason, errorCode: flag.errorCode, errorMessage: flag.errorMessage,
+            key: flag.key, value: flag.value, variant: flag.variant, reason: flag.reason, errorCode: flag.errorCode,
+            errorMessage: flag.errorMessage,
             metadata: flag.metadata, valueTypeName: flag.value?.typeName)
     }
 }
@@ -73,6 +83,9 @@ final class EvaluationDetail: Sendable {
 extension EvaluationDetail {
     /// The bytes of one instance (header and stored fields), for footprint estimates.
     static var instanceBytes: Int {
-        16 + MemoryLayout<(String?, EvaluationReason, FlagErrorCode?, String?, FlagMetadata, String?)>.size
+        16
+            + MemoryLayout<
+                (String, JSONValue?, String?, EvaluationReason, FlagErrorCode?, String?, FlagMetadata, String?)
+            >.size
     }
 }
