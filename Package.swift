@@ -37,6 +37,7 @@ let package = Package(
         .executable(name: "halyard-bench-cache", targets: ["CacheBenchmarks"]),
         .executable(name: "halyard-bench-service", targets: ["ServiceBenchmarks"]),
         .executable(name: "halyard-bench-stream", targets: ["StreamBenchmarks"]),  // issue 23
+        .executable(name: "halyard-release-stress", targets: ["ReleaseStress"]),
     ],
     targets: [
         .target(name: "CHalyardAtomics"),
@@ -104,6 +105,10 @@ let package = Package(
         .executableTarget(
             name: "StreamBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"], path: "Benchmarks/StreamBenchmarks",
             swiftSettings: upcoming),
+        // Every hazard-protected read against a publisher, for `-c release` builds (.ci/run): only
+        // there does the ARC optimizer move retains (docs/architecture.md).
+        .executableTarget(
+            name: "ReleaseStress", dependencies: ["Halyard"], path: "Tests/ReleaseStress", swiftSettings: upcoming),
         // [issue 20] glibc's mallinfo2 / malloc_trim for TransportProcessTests (not in Swift's Glibc module).
         .target(name: "CHalyardTestMalloc", path: "Tests/CHalyardTestMalloc"),
         .testTarget(

@@ -289,9 +289,14 @@ import Testing
         var serviceOptions = FlagServiceOptions(baseURL: server.baseURL, key: "srv-key")
         serviceOptions.exposures.flushInterval = .zero
         serviceOptions.exposures.exporter = .otlp(endpoint: server.otlpEndpoint, headers: [:])
+        // The first fetch answers the first read: 250 ms (the default) is less than server.py
+        // takes while the whole suite runs on two cores (CI: the reads were not ready, so they
+        // recorded no exposure).
+        serviceOptions.coldFetchTimeout = .seconds(10)
         let service = try FlagService(options: serviceOptions)
         defer { service.close() }
         let flags = await service.flags(for: EvaluationContext(targetingKey: "user-2"))
+        #expect(flags.unavailableReason == nil, "the service's first fetch did not answer the read")
         #expect(flags.bool("sb", default: true))
         #expect(flags.string("ss", default: "svc") == "svc")
         let served = try await Wait.result("flushExposures()") { await service.flushExposures() }

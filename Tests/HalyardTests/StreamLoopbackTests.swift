@@ -168,6 +168,7 @@ import Testing
         var options = FlagServiceOptions(baseURL: server.baseURL, key: "stream-loopback-key")
         options.transport = kind.make()
         options.exposures.enabled = false
+        options.coldFetchTimeout = .seconds(10)  // each first read waits for server.py's answer
         options.refreshAfter = .seconds(3600)
         options.maxStaleness = .seconds(7200)
         let service = try FlagService(options: options)

@@ -190,7 +190,8 @@ struct StreamServiceTests {
         let last = positions.max() ?? 0
         #expect(
             last < 10 + 4,
-            "the ten hot contexts waited behind \(last + 1 - 10) refreshes of the earlier wave (positions \(positions))")
+            "the ten hot contexts waited behind \(last + 1 - 10) refreshes of the earlier wave (positions \(positions))"
+        )
         #expect(transport.maxInFlight <= 4)
         var sent = 0
         do {

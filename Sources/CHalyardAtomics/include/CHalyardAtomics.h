@@ -147,7 +147,15 @@ static inline bool hal_hazard_is_clear(const hal_hazard_record *record) {
 }
 
 /// Ends the protection started by hal_hazard_protect.
+///
+/// The empty asm statement (which may read and write any memory) comes first so no retain of
+/// an object reached through the protected snapshot is moved after the store: the release
+/// ordering of an atomic store binds loads and stores, but Swift's LLVM-level ARC optimizer
+/// moves a `swift_retain` down past plain and atomic stores alike (it was seen doing so: a
+/// detail read retained its `EvaluationDetail` after this store, a use-after-free once the
+/// snapshot was reclaimed). An opaque asm statement is a call it does not see through.
 static inline void hal_hazard_clear(hal_hazard_record *record) {
+    __asm__ __volatile__("" ::: "memory");
     __atomic_store_n(&record->hazard, 0, __ATOMIC_RELEASE);
 }
 
