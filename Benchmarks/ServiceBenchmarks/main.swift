@@ -35,6 +35,8 @@ struct Options {
     var samples: Int?
     /// `--path context|fitted|both`: which warm path section 1 runs (both by default).
     var path = "both"
+    /// `--memory-only`: section 4 only (memory per cached context).
+    var memoryOnly = false
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -44,6 +46,7 @@ struct Options {
             case "--json": json = iterator.next()
             case "--skip-loopback": loopback = false
             case "--warm-only": warmOnly = true
+            case "--memory-only": memoryOnly = true
             case "--samples": samples = iterator.next().flatMap { Int($0) }
             case "--path": path = iterator.next() ?? "both"
             default:
@@ -365,6 +368,54 @@ print(
 )
 print(
     "workload: \(universe) contexts x 10 attributes, Zipf(1.1), 64 flags per context, 10 reads per request (4 routes)")
+
+// MARK: 4. Memory per cached context (64 flags)
+
+/// Section 4 (also alone: `--memory-only`).
+@MainActor func memoryPerContext() async throws {
+    let contexts = quick ? 2_000 : 5_000
+    let service = try makeService(
+        transport: makePlane(latency: .zero), baseURL: InMemoryControlPlane.baseURL, clock: SystemClock(),
+        maxContexts: contexts * 2)
+    _ = await service.flags(for: context(universe - 1))  // the first fetch's one-time allocations
+    let prebuilt = (0..<contexts).map { context(universe - 2 - $0) }
+    try await Task.sleep(for: .milliseconds(200))
+    let before = heapBytes()
+    await withTaskGroup(of: Void.self) { group in
+        for worker in 0..<16 {
+            group.addTask {
+                var i = worker
+                while i < contexts {
+                    _ = await service.flags(for: prebuilt[i])
+                    i += 16
+                }
+            }
+        }
+    }
+    try await Task.sleep(for: .milliseconds(200))
+    let after = heapBytes()
+    let stats = service.stats
+    let measuredPer = Double(after - before) / Double(contexts)
+    let estimatedPer = Double(stats.bytesHeld) / Double(stats.contextsHeld)
+    print("\n## 4. memory per cached context (64 flags), \(contexts) contexts")
+    print(
+        "  measured (malloc, mallinfo2): \(fmt(measuredPer / 1024)) KiB per context; estimated (what the bound counts): \(fmt(estimatedPer / 1024)) KiB; estimate / measured \(fmt(estimatedPer / measuredPer))"
+    )
+    print(
+        "  -> the 64 MiB default holds about \((64 << 20) / Int(max(estimatedPer, 1))) such contexts; 10,000 of them take about \(fmt(estimatedPer * 10_000 / 1_048_576, 0)) MiB"
+    )
+    results["memory"] = ["measuredBytesPerContext": measuredPer, "estimatedBytesPerContext": estimatedPer]
+    verdict(
+        "byte estimate within 0.8x-1.5x of malloc's figure",
+        estimatedPer / measuredPer >= 0.8 && estimatedPer / measuredPer <= 1.5,
+        "\(fmt(estimatedPer / measuredPer))x")
+    service.close()
+}
+
+if options.memoryOnly {
+    try await memoryPerContext()
+    exit(0)
+}
 
 // MARK: 1. Warm latency: flags(for:) + 10 reads, one task
 
@@ -750,45 +801,7 @@ verdict(
 
 // MARK: 4. Memory per cached context (64 flags)
 
-do {
-    let contexts = quick ? 2_000 : 5_000
-    let service = try makeService(
-        transport: makePlane(latency: .zero), baseURL: InMemoryControlPlane.baseURL, clock: SystemClock(),
-        maxContexts: contexts * 2)
-    _ = await service.flags(for: context(universe - 1))  // the first fetch's one-time allocations
-    let prebuilt = (0..<contexts).map { context(universe - 2 - $0) }
-    try await Task.sleep(for: .milliseconds(200))
-    let before = heapBytes()
-    await withTaskGroup(of: Void.self) { group in
-        for worker in 0..<16 {
-            group.addTask {
-                var i = worker
-                while i < contexts {
-                    _ = await service.flags(for: prebuilt[i])
-                    i += 16
-                }
-            }
-        }
-    }
-    try await Task.sleep(for: .milliseconds(200))
-    let after = heapBytes()
-    let stats = service.stats
-    let measuredPer = Double(after - before) / Double(contexts)
-    let estimatedPer = Double(stats.bytesHeld) / Double(stats.contextsHeld)
-    print("\n## 4. memory per cached context (64 flags), \(contexts) contexts")
-    print(
-        "  measured (malloc, mallinfo2): \(fmt(measuredPer / 1024)) KiB per context; estimated (what the bound counts): \(fmt(estimatedPer / 1024)) KiB; estimate / measured \(fmt(estimatedPer / measuredPer))"
-    )
-    print(
-        "  -> the 64 MiB default holds about \((64 << 20) / Int(max(estimatedPer, 1))) such contexts; 10,000 of them take about \(fmt(estimatedPer * 10_000 / 1_048_576, 0)) MiB"
-    )
-    results["memory"] = ["measuredBytesPerContext": measuredPer, "estimatedBytesPerContext": estimatedPer]
-    verdict(
-        "byte estimate within 0.8x-1.5x of malloc's figure",
-        estimatedPer / measuredPer >= 0.8 && estimatedPer / measuredPer <= 1.5,
-        "\(fmt(estimatedPer / measuredPer))x")
-    service.close()
-}
+try await memoryPerContext()
 
 // MARK: 5. Cold single-flight
 

@@ -207,13 +207,15 @@ enum ReadRules {
         guard let index = snapshot.index(of: key), snapshot.entries[index].kind != .error else { return nil }
         let detail = snapshot.details[index]
         // The value only when there is no variant, as for reads (the OTLP exporter).
-        let value = detail.variant == nil ? snapshot.flags[index].value : nil
+        let value = detail.variant == nil ? detail.value : nil
         return (detail.variant, detail.reason, snapshot.contextFingerprint, value, detail.metadata)
     }
 
     /// Whether `key` is served in `snapshot` with an object value (lookup only).
     static func servesObject(_ snapshot: Snapshot, _ key: String) -> Bool {
-        guard let index = snapshot.index(of: key), case .object? = snapshot.flags[index].value else { return false }
+        guard let index = snapshot.index(of: key), case .object? = snapshot.details[index].value else {
+            return false
+        }
         return true
     }
 
@@ -239,7 +241,7 @@ enum ReadRules {
         defer { unmanaged.release() }
         return unmanaged._withUnsafeGuaranteedRef { snapshot -> UInt32 in
             guard let sink else { return 0 }
-            let flag = snapshot.flags[index]
+            let flag = snapshot.details[index]
             // The value only when there is no variant (the OTLP exporter's
             // `feature_flag.result.value`); a variant names it. A flag without a value served
             // the caller's default: that is the value.

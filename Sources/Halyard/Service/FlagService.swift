@@ -28,6 +28,8 @@ public final class FlagService: Sendable {
     let identity: ClientIdentity
     /// One copy of each flag key for all the snapshots (docs/service.md, "How bytes are counted").
     let keys = FlagKeyInterner()
+    /// One key table per distinct key list, shared by the snapshots built from it.
+    let tables = FlagTableInterner()
     /// The warm path: contexts seen recently, fitted (docs/service.md, "The warm path").
     let memo: FittingMemo
     /// The event stream (issue 23; ServiceStreaming.swift, FlagService+Streaming.swift), nil without one.
@@ -185,7 +187,7 @@ public final class FlagService: Sendable {
         stats.shedFetches = fetches.shed
         stats.droppedFetches = fetches.dropped
         stats.forbiddenContexts = fetches.forbidden
-        stats.internedKeyBytes = keys.bytes
+        stats.internedKeyBytes = keys.bytes + tables.bytes
         stats.memoBytes = memo.totals.bytes
         stats.status = fetcher.status
         stats.reads = environment.counters.stats
@@ -338,7 +340,7 @@ public final class FlagService: Sendable {
             let keysShared = keys.intern(&flags)
             let snapshot = Snapshot.make(
                 flags: flags, source: .network, confirmedAt: clock.wallNow, contextFingerprint: fingerprint, etag: etag,
-                inheritingFrom: previous)
+                inheritingFrom: previous, sharing: tables.table(for: flags))
             fresh = snapshot
             freshBytes = snapshot.estimatedBytes(keysShared: keysShared)
         }

@@ -50,8 +50,8 @@ public struct FlagServiceStats: Sendable, Hashable {
     /// Contexts the control plane refused with 403 (each serves defaults with `PROVIDER_FATAL`
     /// until `maxStaleness`, then is retried; the service's status does not change).
     public var forbiddenContexts = 0
-    /// Estimated bytes of the interned flag keys every snapshot shares (bounded, outside
-    /// `maxCacheBytes`; docs/service.md, "How bytes are counted").
+    /// Estimated bytes of the interned flag keys and key tables the snapshots share (bounded,
+    /// outside `maxCacheBytes`; docs/service.md, "How bytes are counted").
     public var internedKeyBytes = 0
     /// Estimated bytes of the fitted-context memo of the warm path (bounded, outside
     /// `maxCacheBytes`; docs/service.md, "The warm path").

@@ -161,3 +161,24 @@ extension FlagTable {
         return (mask + 1) * MemoryLayout<Slot>.stride + max(arenaBytes, 1)
     }
 }
+
+extension FlagTable {
+    /// Owns one table's memory. A snapshot keeps the table's raw pointers (the read path) and a
+    /// reference to this; snapshots whose flags have the same keys in the same order may share
+    /// one (service mode: ``FlagTableInterner``), and the last one to go frees it.
+    final class Storage: Sendable {
+        let table: FlagTable
+
+        init(keys: [String]) { table = FlagTable(keys: keys) }
+
+        deinit { table.deallocate() }
+
+        /// Whether this table maps exactly `flags`' keys, in their order (the one a snapshot of
+        /// `flags` would build): as many keys, and each found at its own index.
+        func matches(_ flags: [ServedFlag]) -> Bool {
+            guard table.count == flags.count else { return false }
+            for (index, flag) in flags.enumerated() where table.index(of: flag.key) != index { return false }
+            return true
+        }
+    }
+}

@@ -4,12 +4,16 @@ extension Snapshot {
     /// A snapshot that takes over `previous`'s exposure slots, without the changed-keys diff
     /// of ``next(after:flags:source:confirmedAt:contextFingerprint:etag:)`` (service mode has
     /// no change listeners: the diff would be work for nobody).
-    package static func make(
+    ///
+    /// `table`, when given, is a key table to share (``FlagTableInterner``); it is used only if
+    /// it maps exactly `flags`' keys.
+    static func make(
         flags: [ServedFlag], source: Source, confirmedAt: Date?, contextFingerprint: String, etag: String?,
-        inheritingFrom previous: Snapshot?
+        inheritingFrom previous: Snapshot?, sharing table: FlagTable.Storage? = nil
     ) -> Snapshot {
         let snapshot = Snapshot(
-            flags: flags, source: source, confirmedAt: confirmedAt, contextFingerprint: contextFingerprint, etag: etag)
+            flags: flags, source: source, confirmedAt: confirmedAt, contextFingerprint: contextFingerprint, etag: etag,
+            liveCounter: nil, sharing: table)
         if let previous { snapshot.inheritExposureSlots(from: previous) }
         return snapshot
     }
@@ -41,14 +45,16 @@ extension Snapshot {
                 changed.insert(flag.key)
                 continue
             }
-            let old = previous.flags[index]
+            let old = previous.details[index]
             if old.value != flag.value || old.variant != flag.variant || old.reason != flag.reason
                 || old.errorCode != flag.errorCode
             {
                 changed.insert(flag.key)
             }
         }
-        for old in previous.flags where snapshot.index(of: old.key) == nil { changed.insert(old.key) }
+        for index in 0..<previous.count where snapshot.index(of: previous.details[index].key) == nil {
+            changed.insert(previous.details[index].key)
+        }
         return (snapshot, changed)
     }
 }

@@ -3,23 +3,24 @@ extension Snapshot {
     /// bytes (the service's context cache; docs/service.md, "How bytes are counted").
     ///
     /// Every heap block is counted with malloc's rounding (16-byte granules, 16 bytes of
-    /// header): the object itself, the flags array, the entries, the details (a buffer of
-    /// references and one object per flag) and exposure slots, the key table's slots and arena, and what each served flag owns — strings longer than
+    /// header): the object itself, the entries, the details (the flags: a buffer of references
+    /// and one object per flag) and exposure slots, the key table's slots and arena, and what each served flag owns — strings longer than
     /// 15 UTF-8 bytes (shorter ones are stored inline), JSON values (arrays and objects
     /// recursively) and metadata dictionaries. Strings shared between a flag and its detail
     /// row are counted once. `halyard-bench-service` compares the estimate with the bytes
     /// malloc actually handed out. With `keysShared`, the flag keys are taken as interned
-    /// (one copy shared by many snapshots, counted by their owner) and not counted here.
+    /// (one copy shared by many snapshots, counted by their owner) and not counted here; a
+    /// shared key table (``tableShared``) is counted by its interner, not here.
     package func estimatedBytes(keysShared: Bool = false) -> Int {
         var total = Self.block(192)  // the object: header, fields, the table's words
-        total += Self.block(32 + flags.count * MemoryLayout<ServedFlag>.stride)
-        total += Self.block(max(flags.count, 1) * MemoryLayout<Entry>.stride)
-        total += Self.block(max(flags.count, 1) * MemoryLayout<EvaluationDetail>.stride)
-        total += flags.count * Self.block(EvaluationDetail.instanceBytes)
-        total += Self.block(max(flags.count, 1) * MemoryLayout<UInt>.stride)
-        total += Self.block(table.allocatedBytes)
+        total += Self.block(max(count, 1) * MemoryLayout<Entry>.stride)
+        total += Self.block(max(count, 1) * MemoryLayout<EvaluationDetail>.stride)
+        total += count * Self.block(EvaluationDetail.instanceBytes)
+        total += Self.block(max(count, 1) * MemoryLayout<UInt>.stride)
+        if !tableShared { total += Self.block(table.allocatedBytes) }
         total += Self.stringBytes(contextFingerprint) + Self.stringBytes(etag)
-        for flag in flags {
+        for index in 0..<count {
+            let flag = details[index]
             if !keysShared { total += Self.stringBytes(flag.key) }
             total += Self.stringBytes(flag.variant) + Self.stringBytes(flag.errorMessage)
             total += Self.stringBytes(flag.reason.rawValue)

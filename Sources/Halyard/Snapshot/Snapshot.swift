@@ -37,8 +37,8 @@ package final class Snapshot: @unchecked Sendable {
         package var bits: UInt64
     }
 
-    /// The served flags, in the order given.
-    package let flags: [ServedFlag]
+    /// The number of flags.
+    package let count: Int
     /// Where the values came from.
     package let source: Source
     /// When the control plane last confirmed these values (nil when never: offline or cache).
@@ -51,10 +51,16 @@ package final class Snapshot: @unchecked Sendable {
     package internal(set) var generation: UInt64 = 0
 
     let table: FlagTable
+    /// Owns `table`'s memory (shared with other snapshots of the same keys when
+    /// ``tableShared``).
+    private let tableStorage: FlagTable.Storage
+    /// Whether the key table was handed in (shared, and counted by whoever shares it).
+    package let tableShared: Bool
     let entries: UnsafeMutablePointer<Entry>
-    /// What a detail read returns besides the value, one immutable object per flag built
-    /// here once: an ``Evaluation`` retains this one object instead of copying the variant,
-    /// reason, message and metadata (docs/architecture.md, "Why an Evaluation is one reference").
+    /// The served flags, one immutable object per flag built here once, in the order given:
+    /// the one copy of each flag the snapshot keeps (``flags`` and ``flag(_:)`` are made from
+    /// it), and what a detail read retains instead of copying the variant, reason, message and
+    /// metadata (docs/architecture.md, "Why an Evaluation is one reference").
     let details: UnsafeMutablePointer<EvaluationDetail>
     /// Exposure fast-path slots, one per flag: coarse second until which no record is needed.
     let exposureSlots: UnsafeMutablePointer<hal_atomic_word>
@@ -65,7 +71,7 @@ package final class Snapshot: @unchecked Sendable {
     /// Builds a snapshot from flags with unique keys (the OFREP decoder is the one place that
     /// de-duplicates; offline values come from a dictionary). Online snapshots are built by
     /// ``next(after:flags:source:confirmedAt:contextFingerprint:etag:)``.
-    package init(
+    package convenience init(
         flags unique: [ServedFlag],
         source: Source,
         confirmedAt: Date? = nil,
@@ -73,12 +79,32 @@ package final class Snapshot: @unchecked Sendable {
         etag: String? = nil,
         liveCounter: LiveCounter? = nil
     ) {
-        self.flags = unique
+        self.init(
+            flags: unique, source: source, confirmedAt: confirmedAt, contextFingerprint: contextFingerprint, etag: etag,
+            liveCounter: liveCounter, sharing: nil)
+    }
+
+    /// The same, with a key table to share (used only if it maps exactly these keys).
+    init(
+        flags unique: [ServedFlag],
+        source: Source,
+        confirmedAt: Date?,
+        contextFingerprint: String,
+        etag: String?,
+        liveCounter: LiveCounter?,
+        sharing table: FlagTable.Storage?
+    ) {
+        count = unique.count
         self.source = source
         self.confirmedAt = confirmedAt
         self.contextFingerprint = contextFingerprint
         self.etag = etag
-        self.table = FlagTable(keys: unique.map(\.key))
+        // A shared table is used only when it maps exactly these keys (else the reads would
+        // find other flags' indices).
+        let storage = table.flatMap { $0.matches(unique) ? $0 : nil }
+        tableShared = storage != nil
+        tableStorage = storage ?? FlagTable.Storage(keys: unique.map(\.key))
+        self.table = tableStorage.table
         let count = max(unique.count, 1)
         entries = .allocate(capacity: count)
         details = .allocate(capacity: count)
@@ -93,17 +119,16 @@ package final class Snapshot: @unchecked Sendable {
     }
 
     deinit {
-        table.deallocate()
-        entries.deinitialize(count: flags.count)
+        entries.deinitialize(count: count)
         entries.deallocate()
-        details.deinitialize(count: flags.count)
+        details.deinitialize(count: count)
         details.deallocate()
         exposureSlots.deallocate()
         liveCounter?.unregister(liveSerial)
     }
 
-    /// The number of flags.
-    package var count: Int { flags.count }
+    /// The served flags, in the order given (made from the details: a slow path, one array).
+    package var flags: [ServedFlag] { (0..<count).map { details[$0].servedFlag } }
 
     /// The entry index of `key`, or nil.
     @inline(__always)
@@ -111,7 +136,7 @@ package final class Snapshot: @unchecked Sendable {
 
     /// The served flag for `key`, or nil.
     package func flag(_ key: String) -> ServedFlag? {
-        index(of: key).map { flags[$0] }
+        index(of: key).map { details[$0].servedFlag }
     }
 
     private static func entry(for flag: ServedFlag) -> Entry {
@@ -132,8 +157,11 @@ package final class Snapshot: @unchecked Sendable {
     /// context fingerprint is the same, so a swap does not re-expose within the window.
     package func inheritExposureSlots(from previous: Snapshot) {
         guard previous.contextFingerprint == contextFingerprint else { return }
-        for (index, flag) in flags.enumerated() {
-            guard let old = previous.index(of: flag.key), previous.flags[old].variant == flag.variant else { continue }
+        for index in 0..<count {
+            let detail = details[index]
+            guard let old = previous.index(of: detail.key), previous.details[old].variant == detail.variant else {
+                continue
+            }
             let deadline = hal_load_relaxed(previous.exposureSlots + old)
             hal_store_relaxed(exposureSlots + index, deadline)
         }
