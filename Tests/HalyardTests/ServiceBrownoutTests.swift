@@ -146,6 +146,31 @@ final class FailingSleepClock: HalyardClock, Sendable {
         #expect(options.maxQueuedFetches == 5)
     }
 
+    /// Risk 2: a fetch counts as outstanding from when a request creates it, not from when its
+    /// task starts. One synchronous loop of misses runs before any fetch task does; were the
+    /// count taken in the task, every request of the loop would see room and create a flight
+    /// and a task (100 here), to be shed only later.
+    @Test func aLoopOfMissesCreatesNoMoreFetchesThanTheBounds() async throws {
+        let plane = Self.perContextPlane()
+        let transport = GatedTransport(plane)
+        var options = plane.makeServiceOptions()
+        options.transport = transport
+        options.clock = ManualClock()
+        options.maxConcurrentFetches = 2
+        options.maxQueuedFetches = 3
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        for i in 0..<100 { #expect(!service.flagsIfCached(for: serviceContext(i)).hasValues) }
+        let stats = service.stats
+        #expect(stats.shedFetches == 95, "created \(100 - stats.shedFetches) fetches for 2 slots and a queue of 3")
+        #expect(stats.fetchesInFlight <= 5)
+        #expect(service.fetcher.tasksCreated == 5, "a fetch task per request that found no room")
+        try await Wait.until("the two slots' requests") { transport.waiting == 2 }
+        transport.allow(100)
+        try await Wait.until("the five fetches") { transport.received == 5 && service.stats.fetchesInFlight == 0 }
+        #expect(transport.received == 5)
+    }
+
     /// Bug 2: `Retry-After: 0` must not turn the backoff off.
     @Test func retryAfterZeroDoesNotTurnBackoffOff() async throws {
         let plane = Self.perContextPlane()

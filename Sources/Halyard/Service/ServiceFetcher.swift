@@ -179,6 +179,9 @@ final class ServiceFetcher: Sendable {
         }
     }
 
+    /// Tasks ``track(_:)`` created so far (tests: a request that the gate refuses creates none).
+    var tasksCreated: Int { state.withLock { Int($0.nextTaskID) } }
+
     /// Runs `body` as a tracked task (cancelled by ``close()``). Returns false, running nothing,
     /// after ``close()``.
     @discardableResult
