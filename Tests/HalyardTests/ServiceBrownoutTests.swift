@@ -4,6 +4,16 @@ import Testing
 
 @testable import Halyard
 
+/// A `fit` for the memo's tests: fits as the service does, and counts its calls.
+final class CountingFit: Sendable {
+    private let counter = Locked(0)
+    var calls: Int { counter.withLock { $0 } }
+    func fit(_ c: EvaluationContext) throws(ContextError) -> FittedContext {
+        counter.withLock { $0 += 1 }
+        return try c.fitted()
+    }
+}
+
 /// A transport that answers an OFREP request only when the test allows it (``allow(_:)``), in
 /// the order the requests arrived; everything else goes straight to the in-memory plane.
 final class GatedTransport: FlagTransport, Sendable {
@@ -364,21 +374,17 @@ final class FailingSleepClock: HalyardClock, Sendable {
 
     @Test func aHitIsTheSameFittedContextAndOthersAreNot() throws {
         let memo = FittingMemo(maxCount: 1_000, maxBytes: 1 << 20)
-        let calls = Locked(0)
-        func fit(_ c: EvaluationContext) throws(ContextError) -> FittedContext {
-            calls.withLock { $0 += 1 }
-            return try c.fitted()
-        }
+        let counting = CountingFit()
         let a = serviceContext(1)
         var b = a
         b.attributes["plan"] = .string("other")
-        let first = try memo.fitted(a, fit: fit)
-        #expect(try memo.fitted(a, fit: fit) == first)
-        #expect(try memo.fitted(b, fit: fit) == (try b.fitted()))
-        #expect(calls.withLock { $0 } == 2)
+        let first = try memo.fitted(a, fit: counting.fit)
+        #expect(try memo.fitted(a, fit: counting.fit) == first)
+        #expect(try memo.fitted(b, fit: counting.fit) == (try b.fitted()))
+        #expect(counting.calls == 2)
         var invalid = a
         invalid.kind = "Bad Kind"
-        #expect(throws: ContextError.self) { try memo.fitted(invalid, fit: fit) }
+        #expect(throws: ContextError.self) { try memo.fitted(invalid, fit: counting.fit) }
     }
 
     /// Contexts that differ in one place each: the targeting key, the kind, an attribute's
@@ -423,19 +429,15 @@ final class FailingSleepClock: HalyardClock, Sendable {
         // Every context hashes alike here (one shard, one slot): only the exact comparison
         // tells them apart. The bounds leave that shard room for all of them.
         let memo = FittingMemo(maxCount: 16_000, maxBytes: 64 << 20, keys: .colliding)
-        let calls = Locked(0)
-        func fit(_ c: EvaluationContext) throws(ContextError) -> FittedContext {
-            calls.withLock { $0 += 1 }
-            return try c.fitted()
-        }
+        let counting = CountingFit()
         let contexts = Self.neighbours() + (100..<140).map { serviceContext($0) }
         for _ in 0..<2 {
             for c in contexts {
-                let fitted = try memo.fitted(c, fit: fit)
+                let fitted = try memo.fitted(c, fit: counting.fit)
                 #expect(fitted == (try c.fitted()))
             }
         }
-        #expect(calls.withLock { $0 } == contexts.count)
+        #expect(counting.calls == contexts.count)
         #expect(memo.totals.count == contexts.count)
     }
 
@@ -451,19 +453,15 @@ final class FailingSleepClock: HalyardClock, Sendable {
 
     @Test func equalContextsBuiltInAnotherOrderHit() throws {
         let memo = FittingMemo(maxCount: 1_000, maxBytes: 1 << 20)
-        let calls = Locked(0)
-        func fit(_ c: EvaluationContext) throws(ContextError) -> FittedContext {
-            calls.withLock { $0 += 1 }
-            return try c.fitted()
-        }
+        let counting = CountingFit()
         let a = serviceContext(9)
         var attributes: [String: JSONValue] = [:]
         attributes.reserveCapacity(100)  // another capacity: another iteration order
         for name in a.attributes.keys.sorted().reversed() { attributes[name] = a.attributes[name] }
         let b = EvaluationContext(targetingKey: a.targetingKey, kind: a.kind, attributes: attributes)
-        _ = try memo.fitted(a, fit: fit)
-        #expect(try memo.fitted(b, fit: fit) == (try a.fitted()))
-        #expect(calls.withLock { $0 } == 1)
+        _ = try memo.fitted(a, fit: counting.fit)
+        #expect(try memo.fitted(b, fit: counting.fit) == (try a.fitted()))
+        #expect(counting.calls == 1)
     }
 
     @Test func canonicallyEquivalentStringsAreDifferentContexts() throws {

@@ -6,6 +6,18 @@ import Testing
 
 @Suite("Event streams: service mode (scripted stream)")
 struct StreamServiceTests {
+    /// The service options every test here starts from: the scripted plane and the manual
+    /// clock, no exposures, and refresh bounds long enough that only the stream refreshes.
+    static func options(_ transport: ScriptedStreamTransport, _ clock: ManualClock) throws -> FlagServiceOptions {
+        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "srv-key")
+        options.transport = transport
+        options.clock = clock
+        options.exposures.enabled = false
+        options.refreshAfter = .seconds(3600)
+        options.maxStaleness = .seconds(7200)
+        return options
+    }
+
     /// Waits until the stream is connected and its connect wave is over: no request sent for
     /// 100 ms and none in flight (a wave is counted before its workers send anything, so a
     /// moment with nothing in flight is not the end of it).
@@ -34,14 +46,9 @@ struct StreamServiceTests {
         let clock = ManualClock()
         let transport = ScriptedStreamTransport(clock: clock)
         transport.setAdvertise(false)
-        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "srv-key")
-        options.transport = transport
-        options.clock = clock
+        var options = try Self.options(transport, clock)
         options.maxConcurrentFetches = 8
         options.maxContexts = 2_000
-        options.exposures.enabled = false
-        options.refreshAfter = .seconds(3600)
-        options.maxStaleness = .seconds(7200)
         let service = try FlagService(options: options)
         defer { service.close() }
         let contexts = try (0..<1_000).map { try EvaluationContext(targetingKey: "u\($0)").fitted() }
@@ -97,12 +104,7 @@ struct StreamServiceTests {
     func unusedMarkedStale() async throws {
         let clock = ManualClock()
         let transport = ScriptedStreamTransport(clock: clock)
-        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "srv-key")
-        options.transport = transport
-        options.clock = clock
-        options.exposures.enabled = false
-        options.refreshAfter = .seconds(3600)
-        options.maxStaleness = .seconds(7200)
+        let options = try Self.options(transport, clock)
         let service = try FlagService(options: options)
         defer { service.close() }
         let a = try EvaluationContext(targetingKey: "u1").fitted()
@@ -132,14 +134,9 @@ struct StreamServiceTests {
         let clock = ManualClock()
         let transport = ScriptedStreamTransport(clock: clock)
         transport.setAdvertise(false)
-        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "srv-key")
-        options.transport = transport
-        options.clock = clock
+        var options = try Self.options(transport, clock)
         options.maxConcurrentFetches = 4
         options.maxContexts = 2_000
-        options.exposures.enabled = false
-        options.refreshAfter = .seconds(3600)
-        options.maxStaleness = .seconds(7200)
         let service = try FlagService(options: options)
         defer { service.close() }
         let contexts = try (0..<1_000).map { try EvaluationContext(targetingKey: "u\($0)").fitted() }
@@ -211,12 +208,7 @@ struct StreamServiceTests {
     func waveRefreshesCarryTheEventsParameters() async throws {
         let clock = ManualClock()
         let transport = ScriptedStreamTransport(clock: clock)
-        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "srv-key")
-        options.transport = transport
-        options.clock = clock
-        options.exposures.enabled = false
-        options.refreshAfter = .seconds(3600)
-        options.maxStaleness = .seconds(7200)
+        let options = try Self.options(transport, clock)
         let service = try FlagService(options: options)
         defer { service.close() }
         let a = try EvaluationContext(targetingKey: "u1").fitted()
@@ -243,14 +235,9 @@ struct StreamServiceTests {
     func aQueuedContextIsNotRefreshedTwice() async throws {
         let clock = ManualClock()
         let transport = ScriptedStreamTransport(clock: clock)
-        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "srv-key")
-        options.transport = transport
-        options.clock = clock
+        var options = try Self.options(transport, clock)
         options.maxConcurrentFetches = 4
         options.maxContexts = 1_000
-        options.exposures.enabled = false
-        options.refreshAfter = .seconds(3600)
-        options.maxStaleness = .seconds(7200)
         let service = try FlagService(options: options)
         defer { service.close() }
         // 202 contexts, all used, then an event: its wave spends the bucket's 200 tokens at once
