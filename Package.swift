@@ -55,7 +55,9 @@ let package = Package(
         .target(name: "HalyardCLICore", dependencies: ["Halyard"], swiftSettings: upcoming),
         .executableTarget(name: "HalyardCLI", dependencies: ["HalyardCLICore"], swiftSettings: upcoming),
         .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
-        .target(name: "BenchmarkSupport", path: "Benchmarks/BenchmarkSupport", swiftSettings: upcoming),
+        .target(
+            name: "BenchmarkSupport", dependencies: ["Halyard"], path: "Benchmarks/BenchmarkSupport",
+            swiftSettings: upcoming),
         .executableTarget(
             name: "HalyardBenchmarks",
             dependencies: ["Halyard", "CMallocCounter", "BenchmarkSupport"],
@@ -99,7 +101,8 @@ let package = Package(
         ),
         // [issue 21] The warm path under callgrind (no async main: valgrind 3.19 crashes on one).
         .executableTarget(
-            name: "halyard-warm-path", dependencies: ["Halyard", "HalyardTesting"], path: "Benchmarks/ServiceWarmPath",
+            name: "halyard-warm-path", dependencies: ["Halyard", "HalyardTesting", "BenchmarkSupport"],
+            path: "Benchmarks/ServiceWarmPath",
             swiftSettings: upcoming),
         // [issue 23] Propagation latency of changes: streaming vs polling.
         .executableTarget(

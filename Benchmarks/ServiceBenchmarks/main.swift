@@ -132,21 +132,11 @@ struct Zipf: Sendable {
 let universe = 1_000_000
 let zipf = Zipf(n: universe, s: 1.1)
 
-/// User `id`'s context: targeting key, kind `user`, 10 attributes.
-func context(_ id: Int) -> EvaluationContext {
-    EvaluationContext(
-        targetingKey: "user-\(id)",
-        attributes: [
-            "email": .string("user\(id)@example.com"), "plan": .string(id % 7 == 0 ? "enterprise" : "free"),
-            "country": .string(["de", "fr", "us", "jp", "br"][id % 5]), "beta": .bool(id % 11 == 0),
-            "age": .int(Int64(18 + id % 60)), "sessions": .int(Int64(id % 1000)),
-            "device": .string(id % 2 == 0 ? "ios" : "android"), "appVersion": .string("5.\(id % 20).0"),
-            "tenant": .string("tenant-\(id % 500)"), "score": .double(Double(id % 100) / 10),
-        ])
-}
+/// User `id`'s context (``ServiceWorkload``: shared with `halyard-warm-path`).
+func context(_ id: Int) -> EvaluationContext { ServiceWorkload.context(id) }
 
 /// The 64 flags served per context: 40 Booleans, 10 integers, 10 short strings, 4 small objects.
-let flagKeys: [String] = (0..<64).map { "service.feature-\($0)" }
+let flagKeys = ServiceWorkload.flagKeys
 
 func flagValues(targetingKey: String) -> [String: JSONValue] {
     var hash: UInt64 = 1469598103934665603
@@ -165,8 +155,7 @@ func flagValues(targetingKey: String) -> [String: JSONValue] {
 }
 
 /// The 10 flags a request reads: one of 4 routes, each with its own 10 of the 64 flags.
-func routeKeys(_ route: Int) -> [String] { (0..<10).map { flagKeys[route * 10 + $0] } }
-let routes = (0..<4).map(routeKeys)
+let routes = ServiceWorkload.routes
 
 func makePlane(latency: Duration) -> InMemoryControlPlane {
     let plane = InMemoryControlPlane()

@@ -12,6 +12,7 @@
 //
 // A request is `flagsIfCached(for:)` (the synchronous twin of `flags(for:)`: the same fitting
 // memo and cache decision, without the async call) and 10 Boolean reads.
+import BenchmarkSupport
 import Dispatch
 import Foundation
 import Halyard
@@ -20,22 +21,10 @@ import HalyardTesting
 let requests = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 20_000 : 20_000
 let warmSet = 1_000
 
-/// User `id`'s context, as in halyard-bench-service: targeting key, kind `user`, 10 attributes.
-func context(_ id: Int) -> EvaluationContext {
-    EvaluationContext(
-        targetingKey: "user-\(id)",
-        attributes: [
-            "email": .string("user\(id)@example.com"), "plan": .string(id % 7 == 0 ? "enterprise" : "free"),
-            "country": .string(["de", "fr", "us", "jp", "br"][id % 5]), "beta": .bool(id % 11 == 0),
-            "age": .int(Int64(18 + id % 60)), "sessions": .int(Int64(id % 1000)),
-            "device": .string(id % 2 == 0 ? "ios" : "android"), "appVersion": .string("5.\(id % 20).0"),
-            "tenant": .string("tenant-\(id % 500)"), "score": .double(Double(id % 100) / 10),
-        ])
-}
-
-/// 64 flags per context, as in halyard-bench-service.
-let flagKeys: [String] = (0..<64).map { "service.feature-\($0)" }
-let routes: [[String]] = (0..<4).map { r in (0..<10).map { flagKeys[r * 10 + $0] } }
+/// The workload of halyard-bench-service: user contexts, 64 flags per context, 4 routes of 10.
+let context = ServiceWorkload.context
+let flagKeys = ServiceWorkload.flagKeys
+let routes = ServiceWorkload.routes
 
 let plane = InMemoryControlPlane()
 plane.setRecording(false)
