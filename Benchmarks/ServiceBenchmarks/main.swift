@@ -39,6 +39,8 @@ struct Options {
     var memoryOnly = false
     /// `--brownout-only`: section 7 only (the brownout, Halyard and the per-(flag, context) design).
     var brownoutOnly = false
+    /// `--details-only`: section 9 only (detail reads from every core, shared vs own details).
+    var detailsOnly = false
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -50,6 +52,7 @@ struct Options {
             case "--warm-only": warmOnly = true
             case "--memory-only": memoryOnly = true
             case "--brownout-only": brownoutOnly = true
+            case "--details-only": detailsOnly = true
             case "--samples": samples = iterator.next().flatMap { Int($0) }
             case "--path": path = iterator.next() ?? "both"
             default:
@@ -327,7 +330,8 @@ final class FlagContextCache: Sendable {
 /// "64 MiB" rows keep the default and show what it holds.
 func makeService(
     transport: any FlagTransport, baseURL: URL, clock: any HalyardClock, maxContexts: Int = 10_000,
-    maxCacheBytes: Int = 256 << 20, coldFetchTimeout: Duration = .milliseconds(250), admission: Bool = false
+    maxCacheBytes: Int = 256 << 20, coldFetchTimeout: Duration = .milliseconds(250), admission: Bool = false,
+    sharesDetails: Bool = true, detailStripes: Int = DetailInterner.defaultStripes
 ) throws -> FlagService {
     var o = FlagServiceOptions(baseURL: baseURL, key: "srv-bench")
     o.frequencyAdmission = admission
@@ -339,6 +343,8 @@ func makeService(
     o.coldFetchTimeout = coldFetchTimeout
     o.exposures.enabled = false
     o.maxQueuedFetches = 100_000
+    o.sharesServedDetails = sharesDetails
+    o.sharedDetailStripes = detailStripes
     return try FlagService(options: o)
 }
 
@@ -375,49 +381,155 @@ print(
 
 // MARK: 4. Memory per cached context (64 flags)
 
-/// Section 4 (also alone: `--memory-only`).
+/// Section 4 (also alone: `--memory-only`): the default service, then one with own details
+/// (`sharesServedDetails = false`, as before details were shared) in the same run, each
+/// filled with the same new contexts; malloc's bytes and the CPU time of the fills.
 @MainActor func memoryPerContext() async throws {
     let contexts = quick ? 2_000 : 5_000
-    let service = try makeService(
-        transport: makePlane(latency: .zero), baseURL: InMemoryControlPlane.baseURL, clock: SystemClock(),
-        maxContexts: contexts * 2)
-    _ = await service.flags(for: context(universe - 1))  // the first fetch's one-time allocations
-    let prebuilt = (0..<contexts).map { context(universe - 2 - $0) }
-    try await Task.sleep(for: .milliseconds(200))
-    let before = heapBytes()
-    await withTaskGroup(of: Void.self) { group in
-        for worker in 0..<16 {
-            group.addTask {
-                var i = worker
-                while i < contexts {
-                    _ = await service.flags(for: prebuilt[i])
-                    i += 16
+    print("\n## 4. memory per cached context (64 flags), \(contexts) contexts")
+    var perContext: [Bool: Double] = [:]
+    var cpuPerFetch: [Bool: Double] = [:]
+    for sharing in [true, false] {
+        let service = try makeService(
+            transport: makePlane(latency: .zero), baseURL: InMemoryControlPlane.baseURL, clock: SystemClock(),
+            maxContexts: contexts * 2, sharesDetails: sharing)
+        _ = await service.flags(for: context(universe - 1))  // the first fetch's one-time allocations
+        let prebuilt = (0..<contexts).map { context(universe - 2 - $0) }
+        try await Task.sleep(for: .milliseconds(200))
+        let before = heapBytes()
+        let cpuBefore = cpuSeconds()
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<16 {
+                group.addTask {
+                    var i = worker
+                    while i < contexts {
+                        _ = await service.flags(for: prebuilt[i])
+                        i += 16
+                    }
                 }
             }
         }
+        let cpu = cpuSeconds() - cpuBefore
+        try await Task.sleep(for: .milliseconds(200))
+        let after = heapBytes()
+        let stats = service.stats
+        let measuredPer = Double(after - before) / Double(contexts)
+        let estimatedPer = Double(stats.bytesHeld) / Double(stats.contextsHeld)
+        // What the service estimates it holds beside the cache: the fitting memo's entries, and
+        // the keys, key tables and details its snapshots share (each bounded on its own).
+        let beside = stats.memoBytes + stats.internedKeyBytes + stats.sharedDetailBytes
+        let totalPer = Double(stats.bytesHeld + beside) / Double(stats.contextsHeld)
+        perContext[sharing] = measuredPer
+        cpuPerFetch[sharing] = cpu / Double(contexts) * 1e6
+        print(
+            "  \(sharing ? "shared details (default)" : "own details"): measured (malloc, mallinfo2) \(fmt(measuredPer / 1024)) KiB per context; estimated \(fmt(estimatedPer / 1024)) KiB in the cache (what its bound counts) + \(fmt(Double(beside) / Double(stats.contextsHeld) / 1024)) KiB beside it (memo \(stats.memoBytes / 1024) KiB, shared keys and tables \(stats.internedKeyBytes / 1024) KiB, \(stats.sharedDetails) shared details \(stats.sharedDetailBytes / 1024) KiB, in all); total estimate / measured \(fmt(totalPer / measuredPer)); CPU \(fmt(cpu / Double(contexts) * 1e6, 1)) µs per cold fetch (plane included)"
+        )
+        verdict(
+            "byte estimate (cache and beside it) within 0.8x-1.5x of malloc's figure, \(sharing ? "shared" : "own") details",
+            totalPer / measuredPer >= 0.8 && totalPer / measuredPer <= 1.5, "\(fmt(totalPer / measuredPer))x")
+        if sharing {
+            print(
+                "  -> the 64 MiB default holds about \((64 << 20) / Int(max(estimatedPer, 1))) such contexts; 10,000 of them take about \(fmt(estimatedPer * 10_000 / 1_048_576, 0)) MiB"
+            )
+            results["memory"] = [
+                "measuredBytesPerContext": measuredPer, "estimatedBytesPerContext": estimatedPer,
+                "estimatedTotalBytesPerContext": totalPer,
+            ]
+        }
+        service.close()
     }
-    try await Task.sleep(for: .milliseconds(200))
-    let after = heapBytes()
-    let stats = service.stats
-    let measuredPer = Double(after - before) / Double(contexts)
-    let estimatedPer = Double(stats.bytesHeld) / Double(stats.contextsHeld)
-    print("\n## 4. memory per cached context (64 flags), \(contexts) contexts")
+    let shared = perContext[true] ?? .nan
     print(
-        "  measured (malloc, mallinfo2): \(fmt(measuredPer / 1024)) KiB per context; estimated (what the bound counts): \(fmt(estimatedPer / 1024)) KiB; estimate / measured \(fmt(estimatedPer / measuredPer))"
+        "  shared / own: memory \(fmt(shared / (perContext[false] ?? .nan)))x, CPU per cold fetch \(fmt((cpuPerFetch[true] ?? .nan) / (cpuPerFetch[false] ?? .nan)))x"
     )
+    verdict("memory per cached 64-flag context <= 10 KiB (malloc)", shared <= 10 * 1024, "\(fmt(shared / 1024)) KiB")
+}
+
+/// Section 9 (also alone: `--details-only`). One thread per core (at least 2), each with a
+/// view of its own context, reads the details of the same two flags (a Boolean and an object)
+/// in a loop. A detail read retains and releases its detail: when contexts share one object,
+/// its reference count's cache line moves between the cores. Three services: the default
+/// (shared, striped: `DetailInterner.defaultStripes` copies of each result, picked by the
+/// context's fingerprint), one copy of each result (`sharedDetailStripes = 1`: every thread
+/// on one object, the worst case), and own details (`sharesServedDetails = false`: no
+/// sharing, as before). Each round takes new contexts (so which of them meet on one stripe
+/// varies as it would for users); reported as ns per read and as ratios to own details in the
+/// same round (docs/service.md, "Shared details").
+@MainActor func sharedDetailsSection() async throws {
+    let threads = max(2, ProcessInfo.processInfo.activeProcessorCount)
+    let reads = quick ? 1_000_000 : 4_000_000
+    let rounds = quick ? 4 : 8
+    print("\n## 9. detail reads from \(threads) threads, each its own context: shared vs own details")
+    func views(sharing: Bool, stripes: Int = DetailInterner.defaultStripes) async throws -> (FlagService, [ContextFlags]) {
+        let service = try makeService(
+            transport: makePlane(latency: .zero), baseURL: InMemoryControlPlane.baseURL, clock: SystemClock(),
+            sharesDetails: sharing, detailStripes: stripes)
+        var views: [ContextFlags] = []
+        for id in 0..<(threads * rounds) { views.append(await service.flags(for: context(id))) }
+        return (service, views)
+    }
+    let boolKey = flagKeys[0]
+    let objectKey = flagKeys[63]
+    func run(_ views: ArraySlice<ContextFlags>) -> Double {
+        let views = Array(views)
+        let sums = Locked(0)
+        let start = nowNanoseconds()
+        DispatchQueue.concurrentPerform(iterations: views.count) { index in
+            let view = views[index]
+            var sum = 0
+            for _ in 0..<(reads / 2) {
+                if view.boolDetail(boolKey, default: false).value { sum &+= 1 }
+                if case .object(let m) = view.detail(objectKey, default: .null).value { sum &+= m.count }
+            }
+            sums.withLock { $0 &+= sum }
+        }
+        let elapsed = Double(nowNanoseconds() - start)
+        precondition(sums.withLock { $0 } > 0, "the reads were not served")
+        return elapsed / Double(reads)  // per read on one thread (all threads run at once)
+    }
+    let (striped, stripedViews) = try await views(sharing: true)
+    let (single, singleViews) = try await views(sharing: true, stripes: 1)
+    let (own, ownViews) = try await views(sharing: false)
+    precondition(
+        striped.stats.sharedDetails > 0 && single.stats.sharedDetails <= 128 && own.stats.sharedDetails == 0,
+        "the three services do not differ in sharing")
+    var stripedRatios: [Double] = []
+    var singleRatios: [Double] = []
+    for round in 0..<rounds {
+        let range = (round * threads)..<((round + 1) * threads)
+        let a = run(stripedViews[range])
+        let b = run(singleViews[range])
+        let c = run(ownViews[range])
+        stripedRatios.append(a / c)
+        singleRatios.append(b / c)
+        print(
+            "  round \(round + 1): striped \(fmt(a)) ns per read, one copy \(fmt(b)), own \(fmt(c)); ratios to own \(fmt(a / c)), \(fmt(b / c))"
+        )
+    }
+    let mean = { (v: [Double]) in v.reduce(0, +) / Double(v.count) }
     print(
-        "  -> the 64 MiB default holds about \((64 << 20) / Int(max(estimatedPer, 1))) such contexts; 10,000 of them take about \(fmt(estimatedPer * 10_000 / 1_048_576, 0)) MiB"
+        "  striped (\(DetailInterner.defaultStripes) copies) / own: median \(fmt(median(stripedRatios)))x, mean \(fmt(mean(stripedRatios)))x; one copy / own: median \(fmt(median(singleRatios)))x"
     )
-    results["memory"] = ["measuredBytesPerContext": measuredPer, "estimatedBytesPerContext": estimatedPer]
+    results["sharedDetails"] = [
+        "threads": threads, "stripes": DetailInterner.defaultStripes, "stripedToOwn": stripedRatios,
+        "oneCopyToOwn": singleRatios,
+    ]
     verdict(
-        "byte estimate within 0.8x-1.5x of malloc's figure",
-        estimatedPer / measuredPer >= 0.8 && estimatedPer / measuredPer <= 1.5,
-        "\(fmt(estimatedPer / measuredPer))x")
-    service.close()
+        "detail reads on shared (striped) details, mean over rounds <= 1.5x own details", mean(stripedRatios) <= 1.5,
+        "\(fmt(mean(stripedRatios)))x (one copy: \(fmt(median(singleRatios)))x)")
+    striped.close()
+    single.close()
+    own.close()
 }
 
 if options.memoryOnly {
     try await memoryPerContext()
+    for (name, pass, detail) in verdicts { print("\(pass ? "PASS" : "FAIL")  \(name): \(detail)") }
+    exit(0)
+}
+if options.detailsOnly {
+    try await sharedDetailsSection()
+    for (name, pass, detail) in verdicts { print("\(pass ? "PASS" : "FAIL")  \(name): \(detail)") }
     exit(0)
 }
 if options.brownoutOnly {
@@ -1094,6 +1206,10 @@ do {
         "\(fmt(perContext, 2)) <= \(fmt(bound, 0))")
     service.close()
 }
+
+// MARK: 9. Detail reads from every core: shared vs own details
+
+try await sharedDetailsSection()
 
 // MARK: - Verdicts
 

@@ -221,6 +221,9 @@ final class FailingSleepClock: HalyardClock, Sendable {
         var options = plane.makeServiceOptions()
         options.maxCacheBytes = 256 << 10  // 4 shards of 64 KiB
         options.clock = ManualClock()  // cold waits never time out (slow sanitized runs)
+        // Own details: a shared one is counted by the DetailInterner, not in its snapshot's
+        // bytes, and this test needs an entry whose bytes pass the shard's share.
+        options.sharesServedDetails = false
         let service = try FlagService(options: options)
         defer { service.close() }
         #expect(service.cache.shards.count == 4)
@@ -243,6 +246,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         var options = plane.makeServiceOptions()
         options.maxCacheBytes = 256 << 10
         options.clock = clock
+        options.sharesServedDetails = false  // as above: the entry's own bytes must grow
         let service = try FlagService(options: options)
         defer { service.close() }
         #expect(await service.flags(for: serviceContext(0)).flagCount == 2)

@@ -30,6 +30,8 @@ public final class FlagService: Sendable {
     let keys = FlagKeyInterner()
     /// One key table per distinct key list, shared by the snapshots built from it.
     let tables = FlagTableInterner()
+    /// One detail per distinct served flag result, shared by the snapshots served it.
+    let details: DetailInterner
     /// The warm path: contexts seen recently, fitted (docs/service.md, "The warm path").
     let memo: FittingMemo
     /// The event stream (issue 23; ServiceStreaming.swift, FlagService+Streaming.swift), nil without one.
@@ -47,6 +49,7 @@ public final class FlagService: Sendable {
     public init(options: FlagServiceOptions) throws(FlagServiceError) {
         try options.validate()
         self.options = options
+        details = DetailInterner(stripes: options.sharedDetailStripes)
         clock = options.clock
         words.initialize(repeating: hal_atomic_word(value: 0), count: 5)
         let transport = options.transport ?? makeDefaultTransport(logHandler: options.logHandler)
@@ -188,6 +191,8 @@ public final class FlagService: Sendable {
         stats.droppedFetches = fetches.dropped
         stats.forbiddenContexts = fetches.forbidden
         stats.internedKeyBytes = keys.bytes + tables.bytes
+        stats.sharedDetailBytes = details.bytes
+        stats.sharedDetails = details.count
         stats.memoBytes = memo.totals.bytes
         stats.status = fetcher.status
         stats.reads = environment.counters.stats
@@ -340,7 +345,8 @@ public final class FlagService: Sendable {
             let keysShared = keys.intern(&flags)
             let snapshot = Snapshot.make(
                 flags: flags, source: .network, confirmedAt: clock.wallNow, contextFingerprint: fingerprint, etag: etag,
-                inheritingFrom: previous, sharing: tables.table(for: flags))
+                inheritingFrom: previous, sharing: tables.table(for: flags),
+                details: options.sharesServedDetails ? details.details(for: flags, keysShared: keysShared, stripe: fingerprint.hashValue) : nil)
             fresh = snapshot
             freshBytes = snapshot.estimatedBytes(keysShared: keysShared)
         }

@@ -92,6 +92,11 @@ public struct FlagServiceOptions: Sendable {
     public var transport: (any FlagTransport)? = nil
     /// The clock for ages, backoff and `Retry-After`; *default* ``SystemClock``.
     public var clock: any HalyardClock = SystemClock()
+    /// Not API (benchmarks compare both): whether snapshots share one detail per distinct served
+    /// result (``DetailInterner``; docs/service.md, "Shared details").
+    package var sharesServedDetails = true
+    /// Not API: the copies of each shared result (``DetailInterner/stripes``).
+    package var sharedDetailStripes = DetailInterner.defaultStripes
 
     /// Creates options with every other setting at its default.
     public init(baseURL: URL, key: String) {

@@ -53,6 +53,11 @@ public struct FlagServiceStats: Sendable, Hashable {
     /// Estimated bytes of the interned flag keys and key tables the snapshots share (bounded,
     /// outside `maxCacheBytes`; docs/service.md, "How bytes are counted").
     public var internedKeyBytes = 0
+    /// Served flag results held once for every cached context served them (bounded, outside
+    /// `maxCacheBytes`; docs/service.md, "Shared details").
+    public var sharedDetails = 0
+    /// Estimated bytes of ``sharedDetails`` (at most 4 MiB).
+    public var sharedDetailBytes = 0
     /// Estimated bytes of the fitted-context memo of the warm path (bounded, outside
     /// `maxCacheBytes`; docs/service.md, "The warm path").
     public var memoBytes = 0

@@ -6,14 +6,16 @@ extension Snapshot {
     /// no change listeners: the diff would be work for nobody).
     ///
     /// `table`, when given, is a key table to share (``FlagTableInterner``); it is used only if
-    /// it maps exactly `flags`' keys.
+    /// it maps exactly `flags`' keys; `details`, when given, one shared detail per flag
+    /// (``DetailInterner``), nil where the snapshot builds its own.
     static func make(
         flags: [ServedFlag], source: Source, confirmedAt: Date?, contextFingerprint: String, etag: String?,
-        inheritingFrom previous: Snapshot?, sharing table: FlagTable.Storage? = nil
+        inheritingFrom previous: Snapshot?, sharing table: FlagTable.Storage? = nil,
+        details: [EvaluationDetail?]? = nil
     ) -> Snapshot {
         let snapshot = Snapshot(
             flags: flags, source: source, confirmedAt: confirmedAt, contextFingerprint: contextFingerprint, etag: etag,
-            liveCounter: nil, sharing: table)
+            liveCounter: nil, sharing: table, details: details)
         if let previous { snapshot.inheritExposureSlots(from: previous) }
         return snapshot
     }

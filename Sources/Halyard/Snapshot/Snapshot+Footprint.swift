@@ -4,10 +4,10 @@ extension Snapshot {
     ///
     /// Every heap block is counted with malloc's rounding (16-byte granules, 16 bytes of
     /// header): the object itself, the entries, the details (the flags: a buffer of references
-    /// and one object per flag) and exposure slots, the key table's slots and arena, and what each served flag owns — strings longer than
-    /// 15 UTF-8 bytes (shorter ones are stored inline), JSON values (arrays and objects
-    /// recursively) and metadata dictionaries. Strings shared between a flag and its detail
-    /// row are counted once. `halyard-bench-service` compares the estimate with the bytes
+    /// and one object per flag) and exposure slots, the key table's slots and arena, and what
+    /// each served flag owns — strings longer than 15 UTF-8 bytes (shorter ones are stored
+    /// inline), JSON values (arrays and objects recursively) and metadata dictionaries. A
+    /// detail a ``DetailInterner`` shares is counted by the interner, not here. `halyard-bench-service` compares the estimate with the bytes
     /// malloc actually handed out. With `keysShared`, the flag keys are taken as interned
     /// (one copy shared by many snapshots, counted by their owner) and not counted here; a
     /// shared key table (``tableShared``) is counted by its interner, not here.
@@ -15,24 +15,12 @@ extension Snapshot {
         var total = Self.block(192)  // the object: header, fields, the table's words
         total += Self.block(max(count, 1) * MemoryLayout<Entry>.stride)
         total += Self.block(max(count, 1) * MemoryLayout<EvaluationDetail>.stride)
-        total += count * Self.block(EvaluationDetail.instanceBytes)
         total += Self.block(max(count, 1) * MemoryLayout<UInt>.stride)
         if !tableShared { total += Self.block(table.allocatedBytes) }
         total += Self.stringBytes(contextFingerprint) + Self.stringBytes(etag)
-        for index in 0..<count {
-            let flag = details[index]
-            if !keysShared { total += Self.stringBytes(flag.key) }
-            total += Self.stringBytes(flag.variant) + Self.stringBytes(flag.errorMessage)
-            total += Self.stringBytes(flag.reason.rawValue)
-            if let value = flag.value { total += Self.jsonBytes(value) }
-            if !flag.metadata.isEmpty {
-                // A native dictionary: header plus buckets of (String, value) at ~75 % load.
-                total += Self.block(64 + flag.metadata.count * 4 / 3 * 48)
-                for (name, value) in flag.metadata {
-                    total += Self.stringBytes(name)
-                    if case .string(let s) = value { total += Self.stringBytes(s) }
-                }
-            }
+        // A shared detail (``DetailInterner``) is counted by its interner, not here.
+        for index in 0..<count where !details[index].interned {
+            total += details[index].estimatedBytes(keyShared: keysShared)
         }
         return total
     }

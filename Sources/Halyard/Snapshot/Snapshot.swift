@@ -81,10 +81,11 @@ package final class Snapshot: @unchecked Sendable {
     ) {
         self.init(
             flags: unique, source: source, confirmedAt: confirmedAt, contextFingerprint: contextFingerprint, etag: etag,
-            liveCounter: liveCounter, sharing: nil)
+            liveCounter: liveCounter, sharing: nil, details: nil)
     }
 
-    /// The same, with a key table to share (used only if it maps exactly these keys).
+    /// The same, with a key table to share (used only if it maps exactly these keys) and shared
+    /// details (``DetailInterner``; one per flag, nil where the snapshot builds its own).
     init(
         flags unique: [ServedFlag],
         source: Source,
@@ -92,8 +93,10 @@ package final class Snapshot: @unchecked Sendable {
         contextFingerprint: String,
         etag: String?,
         liveCounter: LiveCounter?,
-        sharing table: FlagTable.Storage?
+        sharing table: FlagTable.Storage?,
+        details shared: [EvaluationDetail?]?
     ) {
+        precondition(shared.map { $0.count == unique.count } ?? true, "one shared detail (or nil) per flag")
         count = unique.count
         self.source = source
         self.confirmedAt = confirmedAt
@@ -112,7 +115,7 @@ package final class Snapshot: @unchecked Sendable {
         exposureSlots.initialize(repeating: hal_atomic_word(value: 0), count: count)
         for (index, flag) in unique.enumerated() {
             (entries + index).initialize(to: Snapshot.entry(for: flag))
-            (details + index).initialize(to: EvaluationDetail(served: flag))
+            (details + index).initialize(to: shared?[index] ?? EvaluationDetail(served: flag))
         }
         self.liveCounter = liveCounter
         liveSerial = liveCounter?.register() ?? 0

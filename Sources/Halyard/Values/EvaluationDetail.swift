@@ -45,6 +45,9 @@ final class EvaluationDetail: Sendable {
     // The one-byte error code right after the 17-byte value, in its padding: 112 bytes in all
     // (a 128-byte malloc block) instead of 128 (144). Stored properties are laid out in order.
     let errorCode: FlagErrorCode?
+    /// Whether a service's ``DetailInterner`` made it, to be shared by snapshots (its bytes are
+    /// counted there, not in theirs). In the padding after the error code: no bytes added.
+    let interned: Bool
     let variant: String?
     let reason: EvaluationReason
     let errorMessage: String?
@@ -55,9 +58,10 @@ final class EvaluationDetail: Sendable {
 
     init(
         key: String = "", value: JSONValue? = nil, variant: String?, reason: EvaluationReason,
-        errorCode: FlagErrorCode?, errorMessage: String?, metadata: FlagMetadata
+        errorCode: FlagErrorCode?, errorMessage: String?, metadata: FlagMetadata, interned: Bool = false
     ) {
         self.key = key
+        self.interned = interned
         self.value = value
         self.variant = variant
         self.reason = reason
@@ -73,10 +77,10 @@ final class EvaluationDetail: Sendable {
     }
 
     /// The detail of a served flag, as its snapshot keeps it.
-    convenience init(served flag: ServedFlag) {
+    convenience init(served flag: ServedFlag, interned: Bool = false) {
         self.init(
             key: flag.key, value: flag.value, variant: flag.variant, reason: flag.reason, errorCode: flag.errorCode,
-            errorMessage: flag.errorMessage, metadata: flag.metadata)
+            errorMessage: flag.errorMessage, metadata: flag.metadata, interned: interned)
     }
 
     /// The served flag this detail was made from (a snapshot keeps its flags only as details).
@@ -92,7 +96,93 @@ extension EvaluationDetail {
     static var instanceBytes: Int {
         16
             + MemoryLayout<
-                (String, JSONValue?, FlagErrorCode?, String?, EvaluationReason, String?, FlagMetadata)
+                (String, JSONValue?, FlagErrorCode?, Bool, String?, EvaluationReason, String?, FlagMetadata)
             >.size
+    }
+}
+
+extension EvaluationDetail {
+    /// Whether this detail holds exactly `flag`'s fields: strings byte for byte, doubles by bit
+    /// pattern (stricter than `ServedFlag`'s `==`, which takes canonically equivalent strings
+    /// and `0.0`/`-0.0` for equal), so a shared detail shows the very bytes a plane served.
+    func isExactly(_ flag: ServedFlag) -> Bool {
+        Exact.same(key, flag.key) && errorCode == flag.errorCode && Exact.same(variant, flag.variant)
+            && Exact.same(reason.rawValue, flag.reason.rawValue) && Exact.same(errorMessage, flag.errorMessage)
+            && Exact.same(value, flag.value) && Exact.same(metadata, flag.metadata)
+    }
+
+    /// The heap bytes of this detail: its block and what its fields own (the key's only when
+    /// `keyShared` is false), estimated as ``Snapshot/estimatedBytes(keysShared:)`` does.
+    func estimatedBytes(keyShared: Bool) -> Int {
+        var total = Snapshot.block(Self.instanceBytes)
+        if !keyShared { total += Snapshot.stringBytes(key) }
+        total += Snapshot.stringBytes(variant) + Snapshot.stringBytes(errorMessage)
+        total += Snapshot.stringBytes(reason.rawValue)
+        if let value { total += Snapshot.jsonBytes(value) }
+        if !metadata.isEmpty {
+            // A native dictionary: header plus buckets of (String, value) at ~75 % load.
+            total += Snapshot.block(64 + metadata.count * 4 / 3 * 48)
+            for (name, value) in metadata {
+                total += Snapshot.stringBytes(name)
+                if case .string(let s) = value { total += Snapshot.stringBytes(s) }
+            }
+        }
+        return total
+    }
+}
+
+/// Exact equality of served fields (``EvaluationDetail/isExactly(_:)``).
+enum Exact {
+    static func same(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
+
+    static func same(_ a: String?, _ b: String?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (let a?, let b?): same(a, b)
+        default: false
+        }
+    }
+
+    static func same(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (let a?, let b?): same(a, b)
+        default: false
+        }
+    }
+
+    static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): return true
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.int(let x), .int(let y)): return x == y
+        case (.double(let x), .double(let y)): return x.bitPattern == y.bitPattern
+        case (.string(let x), .string(let y)): return same(x, y)
+        case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { same($0, $1) }
+        case (.object(let x), .object(let y)):
+            guard x.count == y.count else { return false }
+            for (name, item) in x {
+                guard let at = y.index(forKey: name), same(y[at].key, name), same(y[at].value, item) else {
+                    return false
+                }
+            }
+            return true
+        default: return false
+        }
+    }
+
+    static func same(_ a: FlagMetadata, _ b: FlagMetadata) -> Bool {
+        guard a.count == b.count else { return false }
+        for (name, item) in a {
+            guard let at = b.index(forKey: name), same(b[at].key, name) else { return false }
+            switch (item, b[at].value) {
+            case (.bool(let x), .bool(let y)): if x != y { return false }
+            case (.int(let x), .int(let y)): if x != y { return false }
+            case (.number(let x), .number(let y)): if x.bitPattern != y.bitPattern { return false }
+            case (.string(let x), .string(let y)): if !same(x, y) { return false }
+            default: return false
+            }
+        }
+        return true
     }
 }
