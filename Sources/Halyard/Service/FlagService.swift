@@ -89,8 +89,8 @@ public final class FlagService: Sendable {
     /// (`PROVIDER_FATAL` once the key was refused) while the fetch completes. An invalid
     /// context gives a view serving defaults with `INVALID_CONTEXT`, and nothing is sent.
     public func flags(for context: EvaluationContext) async -> ContextFlags {
-        guard let fitted = fit(context) else { return invalidView() }
-        return await flags(for: fitted)
+        guard let entry = fit(context) else { return invalidView() }
+        return await flags(for: entry.fitted)
     }
 
     /// ``flags(for:)-(EvaluationContext)`` for a context fitted already (its fingerprint is
@@ -112,8 +112,8 @@ public final class FlagService: Sendable {
     /// The flag values for `context` if they are held now; never waits. On a miss the view
     /// serves defaults with `PROVIDER_NOT_READY` and the fetch starts (joined if in flight).
     public func flagsIfCached(for context: EvaluationContext) -> ContextFlags {
-        guard let fitted = fit(context) else { return invalidView() }
-        return flagsIfCached(for: fitted)
+        guard let entry = fit(context) else { return invalidView() }
+        return flagsIfCached(for: entry.fitted)
     }
 
     /// ``flagsIfCached(for:)-(EvaluationContext)`` for a context fitted already.
@@ -203,10 +203,12 @@ public final class FlagService: Sendable {
 
     // MARK: - Internals
 
-    private func fit(_ context: EvaluationContext) -> FittedContext? {
+    /// The memo's entry for `context` (its `fitted` is read in place), or nil when the context
+    /// is invalid.
+    private func fit(_ context: EvaluationContext) -> FittingMemo.Entry? {
         do {
             let limit = options.contextSizeLimit
-            return try memo.fitted(context) { (c) throws(ContextError) in try c.fitted(limit: limit) }
+            return try memo.entry(context) { (c) throws(ContextError) in try c.fitted(limit: limit) }
         } catch {
             _ = hal_fetch_add(words + 3, 1)
             return nil
