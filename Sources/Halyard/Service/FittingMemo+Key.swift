@@ -11,9 +11,9 @@ import Foundation
 // once; `EvaluationContext`'s own `Hashable` runs a seeded `Hasher` (a full SipHash
 // finalization) per attribute.
 //
-// **Equality: exact, byte for byte.** An entry keeps the records sorted by hash in one byte
-// array; a probe finds each of its records there by binary search on the hash and compares
-// the bytes (`memcmp`). No `String` or `JSONValue` is copied, retained or hashed again
+// **Equality: exact, byte for byte.** An entry keeps the records in one byte array with a
+// small open-addressing index by hash; a probe finds each of its records there (one or two
+// steps, whatever order its dictionary iterates in) and compares the bytes (`memcmp`). No `String` or `JSONValue` is copied, retained or hashed again
 // (`Dictionary.==` looks up every key in the other dictionary, hashing each name anew).
 // Strings are their UTF-8 bytes and doubles their bit patterns: stricter than `==` (which
 // treats canonically equivalent strings as equal although they fit to different canonical
@@ -49,7 +49,7 @@ extension FittingMemo {
     }
 
     /// A context written out: `bytes[0..<head]` is the head, `records` the attributes (in the
-    /// context's iteration order while probing; sorted by hash, contiguous, in an entry).
+    /// context's iteration order; an entry keeps them so, with an index by hash).
     struct Probe {
         let bytes: UnsafeRawBufferPointer
         let head: Int
@@ -227,21 +227,21 @@ extension FittingMemo.Entry {
         guard probe.records.count == recordCount, probe.head == head, let p = probe.bytes.baseAddress,
             memcmp(key, p, head) == 0
         else { return false }
+        // Each probe record is looked up in the entry's index by its hash and compared byte
+        // for byte. A context's records differ from each other (its attribute names do), so
+        // as many records all found, each in a distinct entry record, is the same set.
         for r in probe.records {
-            var lo = 0
-            var hi = recordCount
-            while lo < hi {
-                let mid = (lo + hi) >> 1
-                if records[mid].hash < r.hash { lo = mid + 1 } else { hi = mid }
-            }
+            var slot = Int(truncatingIfNeeded: r.hash) & indexMask
             var found = false
-            while lo < recordCount, records[lo].hash == r.hash {
-                let s = records[lo]
-                if s.count == r.count, memcmp(key + Int(s.start), p + Int(r.start), Int(r.count)) == 0 {
+            while index[slot] != 0 {
+                let s = records[Int(index[slot]) - 1]
+                if s.hash == r.hash, s.count == r.count,
+                    memcmp(key + Int(s.start), p + Int(r.start), Int(r.count)) == 0
+                {
                     found = true
                     break
                 }
-                lo += 1
+                slot = (slot + 1) & indexMask
             }
             if !found { return false }
         }

@@ -18,25 +18,37 @@ final class FittingMemo: Sendable {
         let head: Int
         let records: UnsafeMutablePointer<Record>
         let recordCount: Int
+        /// The records by hash: open addressing over ``indexMask`` + 1 slots (at most half
+        /// full), each a record's position + 1, 0 when empty; a probe finds each of its records
+        /// in one or two steps, whatever order its dictionary iterates in.
+        let index: UnsafeMutablePointer<Int32>
+        let indexMask: Int
         let privateAttributes: Set<String>
         let fitted: FittedContext
         let bytes: Int
 
-        /// The entry for a probed context: its bytes copied, the records sorted by hash.
+        /// The entry for a probed context: its bytes copied (head, then the records), and the
+        /// records' index.
         init(_ probe: Probe, privateAttributes: Set<String>, fitted: FittedContext) {
             let n = probe.records.count
             key = UnsafeMutableRawPointer.allocate(byteCount: max(1, probe.bytes.count), alignment: 8)
             records = UnsafeMutablePointer<Record>.allocate(capacity: max(1, n))
-            var sorted = Array(probe.records)
-            sorted.sort { $0.hash < $1.hash }
+            var slots = 4
+            while slots < 2 * n { slots <<= 1 }
+            index = UnsafeMutablePointer<Int32>.allocate(capacity: slots)
+            index.initialize(repeating: 0, count: slots)
+            indexMask = slots - 1
             if let from = probe.bytes.baseAddress { key.copyMemory(from: from, byteCount: probe.head) }
             var at = probe.head
-            for (i, r) in sorted.enumerated() {
+            for (i, r) in probe.records.enumerated() {
                 if let from = probe.bytes.baseAddress {
                     (key + at).copyMemory(from: from + Int(r.start), byteCount: Int(r.count))
                 }
                 records[i] = Record(hash: r.hash, start: Int32(at), count: r.count)
                 at += Int(r.count)
+                var slot = Int(truncatingIfNeeded: r.hash) & indexMask
+                while index[slot] != 0 { slot = (slot + 1) & indexMask }
+                index[slot] = Int32(i + 1)
             }
             head = probe.head
             recordCount = n
@@ -48,6 +60,7 @@ final class FittingMemo: Sendable {
         deinit {
             key.deallocate()
             records.deallocate()
+            index.deallocate()
         }
     }
 
@@ -170,7 +183,7 @@ final class FittingMemo: Sendable {
     /// fingerprint, and its members, about the JSON's size again), the key's binary form and
     /// records, and a fixed overhead for the table slot, the arrays' and objects' headers.
     static func estimatedBytes(_ fitted: FittedContext, key: Int, records: Int) -> Int {
-        2 * (fitted.canonicalJSON.utf8.count + 16) + key + 16 * records + 512
+        2 * (fitted.canonicalJSON.utf8.count + 16) + key + 16 * records + 8 * max(2, records) + 512
     }
 
     private func shard(_ hash: UInt64) -> Locked<Shard> {
