@@ -460,7 +460,9 @@ print(
     let reads = quick ? 1_000_000 : 4_000_000
     let rounds = quick ? 4 : 8
     print("\n## 9. detail reads from \(threads) threads, each its own context: shared vs own details")
-    func views(sharing: Bool, stripes: Int = DetailInterner.defaultStripes) async throws -> (FlagService, [ContextFlags]) {
+    /// A service and a view of each context the rounds read.
+    typealias Views = (service: FlagService, views: [ContextFlags])
+    func views(sharing: Bool, stripes: Int = DetailInterner.defaultStripes) async throws -> Views {
         let service = try makeService(
             transport: makePlane(latency: .zero), baseURL: InMemoryControlPlane.baseURL, clock: SystemClock(),
             sharesDetails: sharing, detailStripes: stripes)

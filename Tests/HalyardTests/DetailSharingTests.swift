@@ -49,7 +49,9 @@ import Testing
         let interner = DetailInterner()
         var held: [[EvaluationDetail?]] = []
         for user in 0..<(interner.maxPerKey + 10) {
-            held.append(interner.details(for: [Self.flag("who", .string("user-\(user)")), Self.flag("on", .bool(true))], keysShared: true))
+            held.append(
+                interner.details(
+                    for: [Self.flag("who", .string("user-\(user)")), Self.flag("on", .bool(true))], keysShared: true))
         }
         #expect(held.filter { $0[0] != nil }.count == interner.maxPerKey)
         #expect(held.allSatisfy { $0[1] != nil && $0[1] === held[0][1] }, "a bounded key kept another from sharing")
@@ -75,7 +77,9 @@ import Testing
     }
 
     @Test func aSharedDetailIsNotCountedInItsSnapshotsBytes() {
-        let flags = (0..<16).map { Self.flag("flag.number.\($0).with.a.long.key", .string("a value longer than 15 bytes")) }
+        let flags = (0..<16).map {
+            Self.flag("flag.number.\($0).with.a.long.key", .string("a value longer than 15 bytes"))
+        }
         let own = Snapshot.make(
             flags: flags, source: .network, confirmedAt: nil, contextFingerprint: "", etag: nil, inheritingFrom: nil)
         let details = DetailInterner().details(for: flags, keysShared: false)

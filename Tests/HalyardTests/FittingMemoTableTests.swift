@@ -44,8 +44,10 @@ import Testing
                 for other in 0..<universe {
                     let found = Self.find(table, other, keys: keys)
                     #expect(
-                        (found?.targetingKey == "user-\(other)") == model.contains(other) && (found == nil) != model.contains(other),
-                        "step \(step): user-\(other) held \(model.contains(other)), found \(found?.targetingKey ?? "nothing")")
+                        (found?.targetingKey == "user-\(other)") == model.contains(other)
+                            && (found == nil) != model.contains(other),
+                        "step \(step): user-\(other) held \(model.contains(other)), found \(found?.targetingKey ?? "nothing")"
+                    )
                 }
             }
         }

@@ -348,7 +348,8 @@ public final class FlagService: Sendable {
             let snapshot = Snapshot.make(
                 flags: flags, source: .network, confirmedAt: clock.wallNow, contextFingerprint: fingerprint, etag: etag,
                 inheritingFrom: previous, sharing: tables.table(for: flags),
-                details: options.sharesServedDetails ? details.details(for: flags, keysShared: keysShared, stripe: fingerprint.hashValue) : nil)
+                details: options.sharesServedDetails
+                    ? details.details(for: flags, keysShared: keysShared, stripe: fingerprint.hashValue) : nil)
             fresh = snapshot
             freshBytes = snapshot.estimatedBytes(keysShared: keysShared)
         }
