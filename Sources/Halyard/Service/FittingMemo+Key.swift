@@ -13,7 +13,8 @@ import Foundation
 //
 // **Equality: exact, byte for byte.** An entry keeps the records in one byte array with a
 // small open-addressing index by hash; a probe finds each of its records there (one or two
-// steps, whatever order its dictionary iterates in) and compares the bytes (`memcmp`). No `String` or `JSONValue` is copied, retained or hashed again
+// steps, whatever order its dictionary iterates in) and compares the bytes (`memcmp`). No
+// `String` or `JSONValue` is copied, retained or hashed again
 // (`Dictionary.==` looks up every key in the other dictionary, hashing each name anew).
 // Strings are their UTF-8 bytes and doubles their bit patterns: stricter than `==` (which
 // treats canonically equivalent strings as equal although they fit to different canonical

@@ -10,9 +10,10 @@
 /// (``Table/removeAny()``): a memo miss costs one fitting, nothing is fetched for it.
 final class FittingMemo: Sendable {
     /// One memoized context: its binary form (FittingMemo+Key.swift) in one buffer it owns —
-    /// the head, then the attribute records sorted by hash — and its fitted form. Immutable
-    /// after `init` (hence `@unchecked Sendable`: the pointers are written only there and freed
-    /// in `deinit`); one reference per table slot, so a lookup retains nothing but the hit.
+    /// the head, then the attribute records in the probe's order, indexed by hash — and its
+    /// fitted form. Immutable after `init` (hence `@unchecked Sendable`: the pointers are
+    /// written only there and freed in `deinit`); one reference per table slot, so a lookup
+    /// retains nothing but the hit.
     final class Entry: @unchecked Sendable {
         let key: UnsafeMutableRawPointer
         let head: Int
