@@ -392,7 +392,8 @@ final class FailingSleepClock: HalyardClock, Sendable {
     }
 
     /// Contexts that differ in one place each: the targeting key, the kind, an attribute's
-    /// value, its name, its type, a nested member, the private names.
+    /// value, its name, its type (every scalar, `0.0` and `-0.0`), a nested member, the private
+    /// names.
     static func neighbours() -> [EvaluationContext] {
         let base = serviceContext(5)
         var out = [base]
@@ -414,6 +415,14 @@ final class FailingSleepClock: HalyardClock, Sendable {
         c = base
         c.attributes["n"] = .double(1)
         out.append(c)
+        // Each scalar the encoder writes inline, against its neighbours.
+        for value: JSONValue in [
+            .null, .bool(true), .bool(false), .double(0.0), .double(-0.0), .string("1"), .string(""),
+        ] {
+            c = base
+            c.attributes["n"] = value
+            out.append(c)
+        }
         c = base
         c.attributes["o"] = .object(["a": .array([.bool(true), .null])])
         out.append(c)
