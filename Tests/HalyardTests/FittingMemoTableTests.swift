@@ -56,10 +56,10 @@ import Testing
     }
 }
 
-/// `sameBytes` (the memo's inlined comparison) against `==` of byte arrays, exhaustively over
-/// lengths 0-40 (below, at and across its 8-byte steps and the overlapping last step), with
-/// one byte changed at every position, and equal copies.
-@Suite struct SameBytesTests {
+/// `FlagTable.equal` (the byte comparison of the flag table's keys and the memo's records),
+/// exhaustively over lengths 0-40 (below, at and across its 4- and 8-byte steps and the
+/// overlapping last step), with one byte changed at every position, and equal copies.
+@Suite struct ByteEqualityTests {
     @Test func everyLengthAndEveryDifferingPosition() {
         var generator = SplitMix64(seed: 0x5A3E_B7E5)
         let a = UnsafeMutableRawPointer.allocate(byteCount: 48, alignment: 8)
@@ -74,17 +74,17 @@ import Testing
                 a.storeBytes(of: UInt8(truncatingIfNeeded: generator.next()), toByteOffset: i, as: UInt8.self)
             }
             b.copyMemory(from: a, byteCount: 48)
-            #expect(sameBytes(a + 1, b + 1, n), "equal copies of \(n) bytes")
+            #expect(FlagTable.equal(a + 1, b + 1, n), "equal copies of \(n) bytes")
             for i in 0..<n {
                 let flip = UInt8(1 + generator.next() % 255)
                 let old = b.load(fromByteOffset: 1 + i, as: UInt8.self)
                 b.storeBytes(of: old ^ flip, toByteOffset: 1 + i, as: UInt8.self)
-                #expect(!sameBytes(a + 1, b + 1, n), "\(n) bytes differing at \(i)")
+                #expect(!FlagTable.equal(a + 1, b + 1, n), "\(n) bytes differing at \(i)")
                 b.storeBytes(of: old, toByteOffset: 1 + i, as: UInt8.self)
             }
             // A difference just past the end is not looked at.
             b.storeBytes(of: ~a.load(fromByteOffset: 1 + n, as: UInt8.self), toByteOffset: 1 + n, as: UInt8.self)
-            #expect(sameBytes(a + 1, b + 1, n), "\(n) bytes, the byte after them differing")
+            #expect(FlagTable.equal(a + 1, b + 1, n), "\(n) bytes, the byte after them differing")
         }
     }
 }

@@ -13,8 +13,9 @@ import Foundation
 //
 // **Equality: exact, byte for byte.** An entry keeps the records in one byte array with a
 // small open-addressing index by hash; a probe finds each of its records there (one or two
-// steps, whatever order its dictionary iterates in) and compares the bytes (``sameBytes``). No
-// `String` or `JSONValue` is copied, retained or hashed again
+// steps, whatever order its dictionary iterates in) and compares the bytes inline, a word at
+// a time (`FlagTable.equal`, the flag table's own comparison: no `memcmp` call per record).
+// No `String` or `JSONValue` is copied, retained or hashed again
 // (`Dictionary.==` looks up every key in the other dictionary, hashing each name anew).
 // Strings are their UTF-8 bytes and doubles their bit patterns: stricter than `==` (which
 // treats canonically equivalent strings as equal although they fit to different canonical
@@ -235,33 +236,6 @@ extension FittingMemo {
     }
 }
 
-/// Whether the `n` bytes at `a` and `b` are equal: 8 bytes a step, the last step overlapping
-/// the one before it. Inlined into the record loop instead of calling `memcmp` through the
-/// PLT with the loop's registers saved around each of the 11 calls of a hit (records are
-/// 20-60 bytes): a hit's comparison ~670 → ~635 instructions (measured).
-@inline(__always)
-func sameBytes(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) -> Bool {
-    if n >= 8 {
-        var i = 0
-        while i + 8 < n {
-            if a.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                != b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            {
-                return false
-            }
-            i += 8
-        }
-        return a.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
-            == b.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self)
-    }
-    var i = 0
-    while i < n {
-        if a.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) { return false }
-        i += 1
-    }
-    return true
-}
-
 extension FittingMemo.Entry {
     /// Whether the probed context is exactly this entry's: the head's bytes first (targeting
     /// key, kind, counts), then each attribute record found by its hash and compared byte for
@@ -269,7 +243,7 @@ extension FittingMemo.Entry {
     /// array, string or closure context is retained.
     func matches(_ probe: FittingMemo.Probe, _ privateAttributes: Set<String>) -> Bool {
         guard probe.records.count == recordCount, probe.head == head, let p = probe.bytes.baseAddress,
-            sameBytes(key, p, head)
+            FlagTable.equal(key, p, head)
         else { return false }
         // Each probe record is looked up in the entry's index by its hash and compared byte
         // for byte. A context's records differ from each other (its attribute names do), so
@@ -279,7 +253,9 @@ extension FittingMemo.Entry {
             var found = false
             while index[slot] != 0 {
                 let s = records[Int(index[slot]) - 1]
-                if s.hash == r.hash, s.count == r.count, sameBytes(key + Int(s.start), p + Int(r.start), Int(r.count)) {
+                if s.hash == r.hash, s.count == r.count,
+                    FlagTable.equal(key + Int(s.start), p + Int(r.start), Int(r.count))
+                {
                     found = true
                     break
                 }
