@@ -5,10 +5,11 @@ import Foundation
 // **One pass.** The context is written once into a scratch buffer on the stack, in an
 // unambiguous binary form (lengths before bytes, a tag before each value): a head (targeting
 // key, kind, counts) and one record per attribute (name and value). Each record gets a 64-bit
-// hash (a folded-multiply hash keyed by per-memo random words); the record hashes are summed,
-// so a dictionary's iteration order (which differs between equal dictionaries) does not
-// matter, and mixed with the head's. The table keyed by the result finalizes it with `Hasher`
-// once; `EvaluationContext`'s own `Hashable` runs a seeded `Hasher` (a full SipHash
+// hash, mixed in while it is written (a folded multiply per word, tag or small string, keyed
+// by per-memo random words; `ContextEncoder.hash`), so no byte is read back; the record hashes
+// are summed, so a dictionary's iteration order (which differs between equal dictionaries)
+// does not matter, and mixed with the head's. The table keyed by the result finalizes it with
+// `Hasher` once; `EvaluationContext`'s own `Hashable` runs a seeded `Hasher` (a full SipHash
 // finalization) per attribute.
 //
 // **Equality: exact, byte for byte.** An entry keeps the records in one byte array with a
@@ -17,10 +18,13 @@ import Foundation
 // a time (`FlagTable.equal`, the flag table's own comparison: no `memcmp` call per record).
 // No `String` or `JSONValue` is copied, retained or hashed again
 // (`Dictionary.==` looks up every key in the other dictionary, hashing each name anew).
-// Strings are their UTF-8 bytes and doubles their bit patterns: stricter than `==` (which
-// treats canonically equivalent strings as equal although they fit to different canonical
-// JSON, so different fingerprints), so two contexts the memo takes for one always fit to the
-// same bytes. A hash collision costs a comparison, never a wrong answer. Private attribute
+// Strings are their UTF-8 bytes (a string of up to 15 bytes in Swift's small form: the two
+// words that hold those bytes, `SmallStringWords`) and doubles their bit patterns: stricter
+// than `==` (which treats canonically equivalent strings as equal although they fit to
+// different canonical JSON, so different fingerprints), so two contexts the memo takes for
+// one always fit to the same bytes. The same short content stored out of line (rare: a string
+// built with spare capacity) writes other bytes: a miss and a second entry, never a wrong
+// answer. A hash collision costs a comparison, never a wrong answer. Private attribute
 // names are compared with `Set`'s `==` (fitting tests names against that set with `String`'s
 // `==`, so equal sets fit alike).
 
@@ -33,6 +37,9 @@ extension FittingMemo {
         let k2: UInt64
         /// Test only: every context gets the same hash (all entries collide).
         let constant: Bool
+        /// Whether strings in Swift's small form are written as their two words
+        /// (``SmallStringWords``); fixed for the memo's life, so its entries and probes agree.
+        var smallStrings = SmallStringWords.available
 
         static func random() -> HashKeys {
             var g = SystemRandomNumberGenerator()
@@ -98,40 +105,115 @@ extension FittingMemo.HashKeys {
     }
 }
 
+/// A string of at most 15 UTF-8 bytes that Swift stores in the `String` value itself (its
+/// "small" form), read as the value's two words: the bytes, zero-padded, in the first 15
+/// bytes, and in the last (on 64-bit little-endian platforms) the count with three flag bits,
+/// `0b1x1` (the middle one set for ASCII). Equal contents in the small form have equal words
+/// (the standard library compares small strings' words for `==`), and different contents
+/// differ in a byte or in the count. Reading them costs a bit test; writing a small string
+/// through `utf8.withContiguousStorageIfAvailable` copies it to the stack, then into the
+/// buffer with a `memcpy` call (~35 instructions a string, 18 strings a warm request in the
+/// benchmark's workload).
+///
+/// The layout is the standard library's, not API: ``available`` checks it once against
+/// strings whose bytes are known, and where it does not hold (another platform, another
+/// toolchain) the memo writes every string's bytes instead.
+enum SmallStringWords {
+    /// The two words of `s` when it is in the small form, else `nil`.
+    @inline(__always)
+    static func of(_ s: String) -> (UInt64, UInt64)? {
+        #if (arch(x86_64) || arch(arm64)) && _endian(little)
+            let w = unsafeBitCast(s, to: (UInt64, UInt64).self)
+            return w.1 & (1 << 61) != 0 ? w : nil
+        #else
+            return nil
+        #endif
+    }
+
+    /// Whether ``of(_:)`` reads this toolchain's layout: checked on an empty, an ASCII, a
+    /// non-ASCII and a 15-byte string, and on a 16-byte one (never small).
+    static let available: Bool = {
+        let long = String(repeating: "x", count: 16)
+        guard of(long) == nil, let empty = of(""), let ab = of("ab"), let e = of("\u{E9}"),
+            let fifteen = of("abcdefghijklmno")
+        else { return false }
+        return empty == (0, 0xE0 << 56) && ab == (0x6261, 0xE2 << 56) && e == (0xA9C3, 0xA2 << 56)
+            && fifteen == (0x6867_6665_6463_6261, 0xEF6F_6E6D_6C6B_6A69)
+    }()
+}
+
 /// Writes the binary form of a context into a fixed buffer; past its end it only counts (the
 /// caller then retries with a buffer of ``count`` bytes).
 struct ContextEncoder {
     let base: UnsafeMutableRawPointer
     let capacity: Int
+    /// The memo's hash words, and whether small strings are written as their words
+    /// (``FittingMemo/HashKeys/smallStrings``).
+    let keys: FittingMemo.HashKeys
     var count = 0
+    /// The hash of what was written since the last ``startHash()``, mixed in as it is written:
+    /// a multiply per word or tag, one per small string (its two words together), and a keyed
+    /// hash of a long string's bytes. A function of the bytes written, since the encoding is
+    /// unambiguous (equal bytes are written by equal calls); it reads nothing back.
+    var hash: UInt64 = 0
+
+    /// The top byte of a length word: `0xFF`, which no UTF-8 byte is, so a length word never
+    /// reads as the first word of a small string (whose eighth byte is a UTF-8 byte or zero).
+    static let lengthMark: UInt64 = 0xFF << 56
 
     var overflowed: Bool { count > capacity }
 
     @inline(__always)
+    mutating func startHash() { hash = keys.k0 }
+
+    @inline(__always)
+    mutating func mix(_ a: UInt64, _ b: UInt64) { hash = fold(hash ^ a ^ keys.k1, b ^ keys.k2) }
+
+    @inline(__always)
     mutating func word(_ w: UInt64) {
-        if count + 8 <= capacity { base.storeBytes(of: w, toByteOffset: count, as: UInt64.self) }
-        count += 8
+        if count &+ 8 <= capacity { base.storeBytes(of: w, toByteOffset: count, as: UInt64.self) }
+        count &+= 8
+        mix(w, 0)
     }
 
     @inline(__always)
     mutating func byte(_ b: UInt8) {
         if count < capacity { base.storeBytes(of: b, toByteOffset: count, as: UInt8.self) }
-        count += 1
+        count &+= 1
+        mix(UInt64(b), 0)
     }
 
     @inline(__always)
     mutating func bytes(_ p: UnsafeRawBufferPointer) {
-        if count + p.count <= capacity, let from = p.baseAddress {
-            (base + count).copyMemory(from: from, byteCount: p.count)
-        }
-        count += p.count
+        guard let from = p.baseAddress else { return }
+        if count &+ p.count <= capacity { (base + count).copyMemory(from: from, byteCount: p.count) }
+        count &+= p.count
+        mix(keys.hash(from, p.count), 0)
     }
 
-    /// A string: its UTF-8 length, then its bytes.
+    /// A string: in the small form its two words (``SmallStringWords``), otherwise its UTF-8
+    /// length (marked with ``lengthMark``), then its bytes.
     @inline(__always)
     mutating func string(_ s: String) {
+        if keys.smallStrings, let (w0, w1) = SmallStringWords.of(s) {
+            if count &+ 16 <= capacity {
+                base.storeBytes(of: w0, toByteOffset: count, as: UInt64.self)
+                base.storeBytes(of: w1, toByteOffset: count &+ 8, as: UInt64.self)
+            }
+            count &+= 16
+            mix(w0, w1)
+            return
+        }
+        longString(s)
+    }
+
+    /// A string's UTF-8 length (marked with ``lengthMark``), then its bytes. Kept out of line:
+    /// inlined, it made the optimizer outline ``string(_:)`` itself, a call and a retain for
+    /// every small string (measured).
+    @inline(never)
+    mutating func longString(_ s: String) {
         let n = s.utf8.count
-        word(UInt64(truncatingIfNeeded: n))
+        word(UInt64(truncatingIfNeeded: n) | Self.lengthMark)
         if let done = s.utf8.withContiguousStorageIfAvailable({ bytes(UnsafeRawBufferPointer($0)) }) { return done }
         var copy = s
         copy.withUTF8 { bytes(UnsafeRawBufferPointer($0)) }
@@ -171,19 +253,26 @@ extension FittingMemo {
     /// Writes `context` into `encoder` and its records into `records` (iteration order);
     /// returns the head's length and the context's hash (meaningless after an overflow).
     static func encode(
-        _ context: EvaluationContext, _ encoder: inout ContextEncoder, _ records: UnsafeMutableBufferPointer<Record>,
+        _ context: EvaluationContext, _ out: inout ContextEncoder, _ records: UnsafeMutableBufferPointer<Record>,
         keys: HashKeys
     ) -> (head: Int, hash: UInt64) {
+        // A local copy: the optimizer keeps its count in a register instead of storing it
+        // through `out` after every write.
+        var encoder = out
+        defer { out = encoder }
+        encoder.startHash()
         encoder.string(context.targetingKey)
         encoder.string(context.kind)
         encoder.word(
             UInt64(truncatingIfNeeded: context.attributes.count) << 32
                 | UInt64(truncatingIfNeeded: context.privateAttributes.count))
         let head = encoder.count
+        let headHash = encoder.hash
         var sum: UInt64 = 0
         var n = 0
         for (name, value) in context.attributes {
             let start = encoder.count
+            encoder.startHash()
             encoder.string(name)
             // Scalars and strings written here, not through the call of `value` (which the
             // optimizer keeps out of line: ~250 instructions a request, measured); the same
@@ -202,7 +291,7 @@ extension FittingMemo {
                 encoder.string(s)
             default: encoder.value(value)
             }
-            let h = encoder.overflowed ? 0 : keys.hash(encoder.base + start, encoder.count - start)
+            let h = encoder.hash
             records[n] = Record(
                 hash: h, start: Int32(truncatingIfNeeded: start),
                 count: Int32(truncatingIfNeeded: encoder.count - start))
@@ -210,7 +299,7 @@ extension FittingMemo {
             n += 1
         }
         if keys.constant || encoder.overflowed { return (head, 0) }
-        return (head, fold(keys.hash(encoder.base, head) ^ keys.k2, sum ^ keys.k0))
+        return (head, fold(headHash ^ keys.k2, sum ^ keys.k0))
     }
 
     /// Runs `body` with `context` written out (on the stack when it fits 1 KiB: Swift keeps
@@ -219,7 +308,7 @@ extension FittingMemo {
         let n = context.attributes.count
         return withUnsafeTemporaryAllocation(of: Record.self, capacity: max(1, n)) { records in
             func run(_ raw: UnsafeMutableRawBufferPointer) -> (R?, Int) {
-                var encoder = ContextEncoder(base: raw.baseAddress!, capacity: raw.count)
+                var encoder = ContextEncoder(base: raw.baseAddress!, capacity: raw.count, keys: keys)
                 let (head, hash) = encode(context, &encoder, records, keys: keys)
                 if encoder.overflowed { return (nil, encoder.count) }
                 let probe = Probe(
