@@ -64,41 +64,24 @@
             _ request: TransportRequest, trustedCAFile: String?, backstop: Duration?
         ) throws(TransportError) {
             let context = Unmanaged.passUnretained(self).toOpaque()
-            try setLong(CurlABI.noSignal, 1, "NOSIGNAL")
-            try setString(CurlABI.url, request.url.absoluteString, "URL")  // libcurl copies strings
-            if library.hasProtocolsString {
-                try setString(CurlABI.protocolsString, "http,https", "PROTOCOLS_STR")
-            } else {
-                try setLong(CurlABI.protocols, CurlABI.protoHTTPAndHTTPS, "PROTOCOLS")
-            }
-            // libcurl never follows a redirect itself: CurlTransport applies RedirectPolicy (same
-            // origin only, at most 3, never https → http) and sends the next request.
-            try setLong(CurlABI.followLocation, 0, "FOLLOWLOCATION")
-            // HTTP/2 is a preference, not a guard: a libcurl built without it refuses this option
-            // (CURLE_UNSUPPORTED_PROTOCOL) and speaks HTTP/1.1, which is as safe.
-            _ = hal_curl_easy_setopt_long(library.api, easy, CurlABI.httpVersion, CurlABI.httpVersion2TLS)
-            try setLong(CurlABI.sslVerifyPeer, 1, "SSL_VERIFYPEER")
-            try setLong(CurlABI.sslVerifyHost, 2, "SSL_VERIFYHOST")
-            if let trustedCAFile { try setString(CurlABI.caInfo, trustedCAFile, "CAINFO") }
+            try options.setPolicy(url: request.url, trustedCAFile: trustedCAFile)
             // The deadline is the driver's (CurlMulti); libcurl's own timeouts are a backstop a little
             // after it, so the request ends even if the driver's timer were late.
             if let backstop {
-                let left = max(deadline - ContinuousClock.now, .zero) + backstop
-                let milliseconds = max(
-                    left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000, 1)
-                try setLong(CurlABI.timeoutMilliseconds, Int(clamping: milliseconds), "TIMEOUT_MS")
-                try setLong(CurlABI.connectTimeoutMilliseconds, Int(clamping: milliseconds), "CONNECTTIMEOUT_MS")
+                let milliseconds = CurlEasyOptions.milliseconds(max(deadline - ContinuousClock.now, .zero) + backstop)
+                try options.setLong(CurlABI.timeoutMilliseconds, milliseconds, "TIMEOUT_MS")
+                try options.setLong(CurlABI.connectTimeoutMilliseconds, milliseconds, "CONNECTTIMEOUT_MS")
             }
-            try setPointer(CurlABI.errorBuffer, errorBuffer, "ERRORBUFFER")
+            try options.setPointer(CurlABI.errorBuffer, errorBuffer, "ERRORBUFFER")
 
             switch request.method.uppercased() {
-            case "GET": try setLong(CurlABI.httpGet, 1, "HTTPGET")
-            case "HEAD": try setLong(CurlABI.noBody, 1, "NOBODY")
+            case "GET": try options.setLong(CurlABI.httpGet, 1, "HTTPGET")
+            case "HEAD": try options.setLong(CurlABI.noBody, 1, "NOBODY")
             default:
                 if request.method.uppercased() != "POST" {
-                    try setString(CurlABI.customRequest, request.method, "CUSTOMREQUEST")
+                    try options.setString(CurlABI.customRequest, request.method, "CUSTOMREQUEST")
                 }
-                try check(
+                try options.check(
                     hal_curl_easy_setopt_off_t(
                         library.api, easy, CurlABI.postFieldSizeLarge, Int64(request.body.count)),
                     "POSTFIELDSIZE_LARGE")
@@ -108,26 +91,15 @@
                     return hal_curl_easy_setopt_ptr(
                         library.api, easy, CurlABI.copyPostFields, raw.baseAddress ?? UnsafeRawPointer(empty.utf8Start))
                 }
-                try check(code, "COPYPOSTFIELDS")
+                try options.check(code, "COPYPOSTFIELDS")
             }
 
-            var lines: [String] = []
-            var hasAcceptEncoding = false
-            for (name, value) in request.headers {
-                let trimmed = value.trimmingCharacters(in: .whitespaces)
-                if name.lowercased() == "accept-encoding" { hasAcceptEncoding = true }
-                // "Name;" is libcurl's spelling of a header with an empty value.
-                lines.append(trimmed.isEmpty ? "\(name);" : "\(name): \(trimmed)")
+            var lines = request.headers.map { CurlEasyOptions.headerLine($0.key, $0.value) }
+            if !request.headers.keys.contains(where: { $0.lowercased() == "accept-encoding" }) {
+                lines.append("Accept-Encoding: gzip")
             }
-            if !hasAcceptEncoding { lines.append("Accept-Encoding: gzip") }
             lines.append("Expect:")  // no 100-continue round trip for large bodies
-            for line in lines {
-                guard let list = hal_curl_slist_append(library.api, headerList, line) else {
-                    throw .network("curl_slist_append failed")
-                }
-                headerList = list
-            }
-            try setPointer(CurlABI.httpHeader, headerList, "HTTPHEADER")
+            try options.setHeaders(lines, into: &headerList)
 
             let onHeader: hal_curl_data_callback = { data, size, count, context in
                 guard let data, let context else { return 0 }
@@ -135,41 +107,22 @@
                 let length = size * count
                 return exchange.receiveHeader(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
             }
-            try check(
+            try options.check(
                 hal_curl_easy_setopt_data_callback(library.api, easy, CurlABI.headerFunction, onHeader),
                 "HEADERFUNCTION")
-            try setPointer(CurlABI.headerData, context, "HEADERDATA")
+            try options.setPointer(CurlABI.headerData, context, "HEADERDATA")
             let onBody: hal_curl_data_callback = { data, size, count, context in
                 guard let context else { return 0 }
                 let exchange = Unmanaged<CurlExchange>.fromOpaque(context).takeUnretainedValue()
                 let length = size * count
                 return exchange.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
             }
-            try check(
+            try options.check(
                 hal_curl_easy_setopt_data_callback(library.api, easy, CurlABI.writeFunction, onBody), "WRITEFUNCTION")
-            try setPointer(CurlABI.writeData, context, "WRITEDATA")
+            try options.setPointer(CurlABI.writeData, context, "WRITEDATA")
         }
 
-        /// A refused option fails the request: Halyard never sends a request weaker than the one it
-        /// configured (no protocol restriction, no TLS verification, no timeout).
-        private func check(_ code: Int32, _ name: String) throws(TransportError) {
-            guard code == CurlABI.ok else {
-                throw .network("libcurl \(library.version) refused CURLOPT_\(name): \(library.describe(code))")
-            }
-        }
-
-        private func setLong(_ option: Int32, _ value: Int, _ name: String) throws(TransportError) {
-            try check(hal_curl_easy_setopt_long(library.api, easy, option, value), name)
-        }
-
-        private func setPointer(_ option: Int32, _ value: UnsafeRawPointer?, _ name: String) throws(TransportError) {
-            try check(hal_curl_easy_setopt_ptr(library.api, easy, option, value), name)
-        }
-
-        private func setString(_ option: Int32, _ value: String, _ name: String) throws(TransportError) {
-            let code = value.withCString { hal_curl_easy_setopt_ptr(library.api, easy, option, $0) }
-            try check(code, name)
-        }
+        private var options: CurlEasyOptions { CurlEasyOptions(library: library, easy: easy) }
 
         // MARK: - Callbacks (driver thread)
 

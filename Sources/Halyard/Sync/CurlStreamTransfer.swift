@@ -69,36 +69,17 @@
 
         private func configure(_ request: TransportRequest, trustedCAFile: String?) throws(TransportError) {
             let context = Unmanaged.passUnretained(self).toOpaque()
-            try setLong(CurlABI.noSignal, 1, "NOSIGNAL")
-            try setString(CurlABI.url, request.url.absoluteString, "URL")
-            if library.hasProtocolsString {
-                try setString(CurlABI.protocolsString, "http,https", "PROTOCOLS_STR")
-            } else {
-                try setLong(CurlABI.protocols, CurlABI.protoHTTPAndHTTPS, "PROTOCOLS")
-            }
-            try setLong(CurlABI.followLocation, 0, "FOLLOWLOCATION")
-            _ = hal_curl_easy_setopt_long(library.api, easy, CurlABI.httpVersion, CurlABI.httpVersion2TLS)
-            try setLong(CurlABI.sslVerifyPeer, 1, "SSL_VERIFYPEER")
-            try setLong(CurlABI.sslVerifyHost, 2, "SSL_VERIFYHOST")
-            if let trustedCAFile { try setString(CurlABI.caInfo, trustedCAFile, "CAINFO") }
-            let milliseconds = max(
-                request.timeout.components.seconds * 1000 + request.timeout.components.attoseconds
-                    / 1_000_000_000_000_000, 1)
+            try options.setPolicy(url: request.url, trustedCAFile: trustedCAFile)
+            let milliseconds = CurlEasyOptions.milliseconds(request.timeout)
             // Connecting is bounded by the head's timeout; the transfer as a whole is not.
-            try setLong(CurlABI.connectTimeoutMilliseconds, Int(clamping: milliseconds), "CONNECTTIMEOUT_MS")
-            try setLong(CurlABI.timeoutMilliseconds, 0, "TIMEOUT_MS")
-            try setPointer(CurlABI.errorBuffer, errorBuffer, "ERRORBUFFER")
-            try setLong(CurlABI.httpGet, 1, "HTTPGET")
+            try options.setLong(CurlABI.connectTimeoutMilliseconds, milliseconds, "CONNECTTIMEOUT_MS")
+            try options.setLong(CurlABI.timeoutMilliseconds, 0, "TIMEOUT_MS")
+            try options.setPointer(CurlABI.errorBuffer, errorBuffer, "ERRORBUFFER")
+            try options.setLong(CurlABI.httpGet, 1, "HTTPGET")
 
-            for (name, value) in StreamRedirects.headers(request.headers) {
-                let trimmed = value.trimmingCharacters(in: .whitespaces)
-                let line = trimmed.isEmpty ? "\(name);" : "\(name): \(trimmed)"
-                guard let list = hal_curl_slist_append(library.api, headerList, line) else {
-                    throw .network("curl_slist_append failed")
-                }
-                headerList = list
-            }
-            try setPointer(CurlABI.httpHeader, headerList, "HTTPHEADER")
+            try options.setHeaders(
+                StreamRedirects.headers(request.headers).map { CurlEasyOptions.headerLine($0.key, $0.value) },
+                into: &headerList)
 
             let onHeader: hal_curl_data_callback = { data, size, count, context in
                 guard let data, let context else { return 0 }
@@ -106,39 +87,22 @@
                 let length = size * count
                 return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
             }
-            try check(
+            try options.check(
                 hal_curl_easy_setopt_data_callback(library.api, easy, CurlABI.headerFunction, onHeader),
                 "HEADERFUNCTION")
-            try setPointer(CurlABI.headerData, context, "HEADERDATA")
+            try options.setPointer(CurlABI.headerData, context, "HEADERDATA")
             let onBody: hal_curl_data_callback = { data, size, count, context in
                 guard let context else { return 0 }
                 let transfer = Unmanaged<CurlStreamTransfer>.fromOpaque(context).takeUnretainedValue()
                 let length = size * count
                 return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
             }
-            try check(
+            try options.check(
                 hal_curl_easy_setopt_data_callback(library.api, easy, CurlABI.writeFunction, onBody), "WRITEFUNCTION")
-            try setPointer(CurlABI.writeData, context, "WRITEDATA")
+            try options.setPointer(CurlABI.writeData, context, "WRITEDATA")
         }
 
-        private func check(_ code: Int32, _ name: String) throws(TransportError) {
-            guard code == CurlABI.ok else {
-                throw .network("libcurl \(library.version) refused CURLOPT_\(name): \(library.describe(code))")
-            }
-        }
-
-        private func setLong(_ option: Int32, _ value: Int, _ name: String) throws(TransportError) {
-            try check(hal_curl_easy_setopt_long(library.api, easy, option, value), name)
-        }
-
-        private func setPointer(_ option: Int32, _ value: UnsafeRawPointer?, _ name: String) throws(TransportError) {
-            try check(hal_curl_easy_setopt_ptr(library.api, easy, option, value), name)
-        }
-
-        private func setString(_ option: Int32, _ value: String, _ name: String) throws(TransportError) {
-            let code = value.withCString { hal_curl_easy_setopt_ptr(library.api, easy, option, $0) }
-            try check(code, name)
-        }
+        private var options: CurlEasyOptions { CurlEasyOptions(library: library, easy: easy) }
 
         // MARK: - Callbacks (driver thread)
 
