@@ -56,14 +56,14 @@ final class EventStreamDriver: Sendable {
         case log(HalyardLogLevel, String)
     }
 
-    private struct State: Sendable {
+    private struct State: Sendable, OutboxState {
         var machine: EventStreamMachine
         var random: SplitMix64
         /// The stream followed (sensitive: its URL never leaves this struct but to the transport).
         var stream: OFREPEventStream?
         var lastEventID: String?
         var tasks: [UInt64: Task<Void, Never>] = [:]
-        var timer: (wake: Duration, task: Task<Void, Never>)?
+        var timer = WakeTimer()
         var outbox: [Delivery] = []
         var draining = false
     }
@@ -178,45 +178,16 @@ final class EventStreamDriver: Sendable {
     }
 
     private func reschedule(_ s: inout State, cancels: inout [Task<Void, Never>]) {
-        let wake = s.machine.nextWake
-        if let timer = s.timer {
-            if timer.wake == wake { return }
-            cancels.append(timer.task)
-            s.timer = nil
-        }
-        guard let wake else { return }
-        let clock = self.clock
-        let task = Task { [weak self] in
-            while case let delay = wake - clock.monotonicNow, delay > .zero {
-                do { try await clock.sleep(for: delay) } catch { return }
-            }
+        s.timer.schedule(s.machine.nextWake, clock: clock, cancels: &cancels) { [weak self] wake in
             self?.timerFired(wake)
         }
-        s.timer = (wake, task)
     }
 
     private func timerFired(_ wake: Duration) {
-        let current = state.withLock { s -> Bool in
-            guard let timer = s.timer, timer.wake == wake else { return false }
-            s.timer = nil
-            return true
-        }
-        if current { process(.timer) }
+        if state.withLock({ $0.timer.take(wake) }) { process(.timer) }
     }
 
-    private func drain() {
-        while true {
-            let batch: [Delivery]? = state.withLock { s in
-                if s.draining || s.outbox.isEmpty { return nil }
-                s.draining = true
-                defer { s.outbox.removeAll() }
-                return s.outbox
-            }
-            guard let batch else { return }
-            for delivery in batch { deliver(delivery) }
-            state.withLock { $0.draining = false }
-        }
-    }
+    private func drain() { state.drain(deliver) }
 
     private func deliver(_ delivery: Delivery) {
         switch delivery {

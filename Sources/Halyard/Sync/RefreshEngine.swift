@@ -81,7 +81,7 @@ final class RefreshEngine: Sendable {
         var timeout: Task<Void, Never>?
     }
 
-    private struct State {
+    private struct State: OutboxState {
         var machine: RefreshMachine
         var random: SplitMix64
         var context: FittedContext?
@@ -93,7 +93,7 @@ final class RefreshEngine: Sendable {
         var identifyWaiters: [UInt64: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
         var readyWaiters: [UInt64: ReadyWaiter] = [:]
         var nextID: UInt64 = 0
-        var timer: (wake: Duration, task: Task<Void, Never>)?
+        var timer = WakeTimer()
         var stats = SyncStats()
         /// Readiness as delivered (after the values it describes were published)...
         var reported = Readiness(confirmed: false, canBecomeReady: true)
@@ -450,31 +450,13 @@ final class RefreshEngine: Sendable {
     }
 
     private func reschedule(_ s: inout State, now: Duration, cancels: inout [Task<Void, Never>]) {
-        let wake = s.machine.nextWake
-        if let timer = s.timer {
-            if timer.wake == wake { return }
-            cancels.append(timer.task)
-            s.timer = nil
-        }
-        guard let wake else { return }
-        let clock = self.clock
-        let task = Task { [weak self] in
-            // Measured here, not when scheduled, so a clock that moved meanwhile is honoured.
-            while case let delay = wake - clock.monotonicNow, delay > .zero {
-                do { try await clock.sleep(for: delay) } catch { return }
-            }
+        s.timer.schedule(s.machine.nextWake, clock: clock, cancels: &cancels) { [weak self] wake in
             self?.timerFired(wake)
         }
-        s.timer = (wake, task)
     }
 
     private func timerFired(_ wake: Duration) {
-        let current = state.withLock { s -> Bool in
-            guard let timer = s.timer, timer.wake == wake else { return false }
-            s.timer = nil
-            return true
-        }
-        if current { process(.timer) }
+        if state.withLock({ $0.timer.take(wake) }) { process(.timer) }
     }
 
     private func execute(_ request: RefreshMachine.Request, contextJSON: String) async {
@@ -520,19 +502,7 @@ final class RefreshEngine: Sendable {
     }
 
     /// Delivers the outbox in order, from one thread at a time, with no lock held.
-    private func drain() {
-        while true {
-            let batch: [Delivery]? = state.withLock { s in
-                if s.draining || s.outbox.isEmpty { return nil }
-                s.draining = true
-                defer { s.outbox.removeAll() }
-                return s.outbox
-            }
-            guard let batch else { return }
-            for delivery in batch { deliver(delivery) }
-            state.withLock { $0.draining = false }
-        }
-    }
+    private func drain() { state.drain(deliver) }
 
     private func deliver(_ delivery: Delivery) {
         switch delivery {
