@@ -106,6 +106,26 @@ import Testing
         #expect(memo.totals.count == forms)
     }
 
+    /// The other half of the hash's contract: it is a function of the bytes written, so two
+    /// forms of one string that write the same bytes (both forms of a long string; every form
+    /// with small strings off) find the same entry.
+    @Test(arguments: [true, false])
+    func equalBytesHashAlike(smallStrings: Bool) {
+        var keys = FittingMemo.HashKeys.random()
+        keys.smallStrings = smallStrings && SmallStringWords.available
+        for s in Self.strings(count: 1_500, seed: 17) {
+            let forms = [s, Self.outOfLine(s), String(decoding: Array(s.utf8), as: UTF8.self)]
+            let written = forms.map { Self.bytes($0, keys: keys) }
+            let hashes = forms.map { form in
+                let context = EvaluationContext(targetingKey: "", attributes: ["v": .string(form)])
+                return FittingMemo.withProbe(context, keys: keys) { $0.hash }
+            }
+            for i in 1..<forms.count where written[i] == written[0] {
+                #expect(hashes[i] == hashes[0], "\(Array(s.utf8)): the same bytes, another hash (form \(i))")
+            }
+        }
+    }
+
     @Test(arguments: [true, false])
     func differentStringsHashApart(smallStrings: Bool) {
         var keys = FittingMemo.HashKeys.random()

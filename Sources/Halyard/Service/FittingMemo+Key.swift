@@ -185,7 +185,9 @@ struct ContextEncoder {
 
     @inline(__always)
     mutating func bytes(_ p: UnsafeRawBufferPointer) {
-        guard let from = p.baseAddress else { return }
+        // Nothing written, nothing mixed: an empty buffer (whose base may or may not be nil)
+        // leaves the hash as its length word made it.
+        guard p.count > 0, let from = p.baseAddress else { return }
         if count &+ p.count <= capacity { (base + count).copyMemory(from: from, byteCount: p.count) }
         count &+= p.count
         mix(keys.hash(from, p.count), 0)
