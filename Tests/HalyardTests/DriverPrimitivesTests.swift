@@ -10,6 +10,12 @@ import Testing
 @Suite struct DriverPrimitivesTests {
     // MARK: - WakeTimer
 
+    /// The wakes a timer fired, and the `fire` closure that records them.
+    static func recorder() -> (fired: Locked<[Duration]>, fire: @Sendable (Duration) -> Void) {
+        let fired = Locked<[Duration]>([])
+        return (fired, { wake in fired.withLock { $0.append(wake) } })
+    }
+
     @Test func aTimerKeepsATaskForTheSameWakeAndHandsBackOneItReplaces() {
         let clock = ManualClock()
         var timer = WakeTimer()
@@ -27,10 +33,10 @@ import Testing
 
     @Test func aTimerFiresWhenTheClockReachesItsWakeAndNotBefore() async {
         let clock = ManualClock()
-        let fired = Locked<[Duration]>([])
+        let (fired, fire) = Self.recorder()
         var timer = WakeTimer()
         var cancels: [Task<Void, Never>] = []
-        timer.schedule(.seconds(5), clock: clock, cancels: &cancels) { wake in fired.withLock { $0.append(wake) } }
+        timer.schedule(.seconds(5), clock: clock, cancels: &cancels, fire: fire)
         await clock.advanceWhenArmed(by: .seconds(4))
         // The sleeper is still due at 5 s: nothing fires until the clock gets there.
         #expect(await waitUntil { clock.sleeperCount == 1 }, "the timer's task must still be sleeping at 4 s")
@@ -43,19 +49,19 @@ import Testing
         #expect(!second, "a wake is taken once")
     }
 
-    @Test func aReplacedWakeIsNotTakenAndACancelledTaskNeverFires() async {
+    @Test func aReplacedWakeIsNotTakenAndACancelledTaskNeverFires() async throws {
         let clock = ManualClock()
-        let fired = Locked<[Duration]>([])
+        let (fired, fire) = Self.recorder()
         var timer = WakeTimer()
         var cancels: [Task<Void, Never>] = []
-        timer.schedule(.seconds(5), clock: clock, cancels: &cancels) { wake in fired.withLock { $0.append(wake) } }
+        timer.schedule(.seconds(5), clock: clock, cancels: &cancels, fire: fire)
         #expect(await waitUntil { clock.sleeperCount == 1 })
-        timer.schedule(.seconds(50), clock: clock, cancels: &cancels) { wake in fired.withLock { $0.append(wake) } }
+        timer.schedule(.seconds(50), clock: clock, cancels: &cancels, fire: fire)
         let replaced = timer.take(.seconds(5))
         #expect(!replaced, "the replaced wake must not count as pending")
         for task in cancels { task.cancel() }
         let ended = Locked(false)
-        let cancelled = cancels[0]
+        let cancelled = try #require(cancels.first, "the replaced timer task was not handed back")
         Task {
             await cancelled.value
             ended.withLock { $0 = true }

@@ -374,7 +374,7 @@ final class RefreshEngine: Sendable {
                 s.announced = readiness
                 s.outbox.append(.readiness(readiness))
             }
-            reschedule(&s, now: now, cancels: &cancels)
+            reschedule(&s, cancels: &cancels)
             return step.wait
         }
         for task in cancels { task.cancel() }
@@ -449,7 +449,7 @@ final class RefreshEngine: Sendable {
         }
     }
 
-    private func reschedule(_ s: inout State, now: Duration, cancels: inout [Task<Void, Never>]) {
+    private func reschedule(_ s: inout State, cancels: inout [Task<Void, Never>]) {
         s.timer.schedule(s.machine.nextWake, clock: clock, cancels: &cancels) { [weak self] wake in
             self?.timerFired(wake)
         }
