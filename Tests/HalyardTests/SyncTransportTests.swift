@@ -59,9 +59,12 @@ import Testing
         #expect(busy.header("Retry-After") == "7")
         #expect(String(decoding: busy.body, as: UTF8.self) == "busy")
 
-        try await server.script([["action": "delay", "seconds": 1]])
+        // The server holds the request 10 s (the send's timeout is 20 s), so the cancel below
+        // arrives first even on a loaded machine; with 1 s and the default 2 s timeout, a full
+        // parallel run once answered 200 before the cancel. A passing run does not wait it out.
+        try await server.script([["action": "delay", "seconds": 10]])
         let logged = try await server.requests().count
-        let task = Task { try await transport.send(Self.request(server)) }
+        let task = Task { try await transport.send(Self.request(server, timeout: .seconds(20))) }
         // Cancel once the server holds the request (it logs before the delay).
         try await Wait.untilAsync("the server to receive the request") { try await server.requests().count > logged }
         task.cancel()
