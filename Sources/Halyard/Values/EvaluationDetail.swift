@@ -110,25 +110,6 @@ extension EvaluationDetail {
             && Exact.same(reason.rawValue, flag.reason.rawValue) && Exact.same(errorMessage, flag.errorMessage)
             && Exact.same(value, flag.value) && Exact.same(metadata, flag.metadata)
     }
-
-    /// The heap bytes of this detail: its block and what its fields own (the key's only when
-    /// `keyShared` is false), estimated as ``Snapshot/estimatedBytes(keysShared:)`` does.
-    func estimatedBytes(keyShared: Bool) -> Int {
-        var total = Snapshot.block(Self.instanceBytes)
-        if !keyShared { total += Snapshot.stringBytes(key) }
-        total += Snapshot.stringBytes(variant) + Snapshot.stringBytes(errorMessage)
-        total += Snapshot.stringBytes(reason.rawValue)
-        if let value { total += Snapshot.jsonBytes(value) }
-        if !metadata.isEmpty {
-            // A native dictionary: header plus buckets of (String, value) at ~75 % load.
-            total += Snapshot.block(64 + metadata.count * 4 / 3 * 48)
-            for (name, value) in metadata {
-                total += Snapshot.stringBytes(name)
-                if case .string(let s) = value { total += Snapshot.stringBytes(s) }
-            }
-        }
-        return total
-    }
 }
 
 /// Exact equality of served fields (``EvaluationDetail/isExactly(_:)``).

@@ -32,5 +32,5 @@ extension FlagMetadataValue {
 
 extension Dictionary where Key == String, Value == FlagMetadataValue {
     /// The metadata as a JSON object.
-    var jsonObject: JSONValue { .object(mapValues(\.jsonValue)) }
+    package var jsonObject: JSONValue { .object(mapValues(\.jsonValue)) }
 }

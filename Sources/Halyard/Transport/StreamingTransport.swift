@@ -53,3 +53,22 @@ public final class TransportStream: Sendable {
         if onCancel.finish(true) { closeAction() }
     }
 }
+
+/// The headers a stream request is sent with: the caller's, plus `Accept: text/event-stream`
+/// and `Cache-Control: no-cache` unless it names its own, and no content coding (the chunks are
+/// handed over as they arrive, undecoded).
+func streamRequestHeaders(_ headers: [String: String]) -> [String: String] {
+    var result = headers
+    let names = Set(headers.keys.map { $0.lowercased() })
+    if !names.contains("accept") { result["Accept"] = "text/event-stream" }
+    if !names.contains("cache-control") { result["Cache-Control"] = "no-cache" }
+    for name in headers.keys where name.lowercased() == "accept-encoding" { result.removeValue(forKey: name) }
+    result["Accept-Encoding"] = "identity"
+    return result
+}
+
+/// A stream's response head as a transport received it (header names lowercased).
+struct StreamHead: Sendable {
+    var status: Int
+    var headers: [String: String]
+}

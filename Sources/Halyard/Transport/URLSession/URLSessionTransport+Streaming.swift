@@ -6,11 +6,11 @@ import Foundation
 
 extension URLSessionTransport: StreamingTransport {
     /// Opens an event stream on this transport's session (a data task with its own delegate
-    /// handling, `URLSessionStream`); §5's redirect rule applied by `StreamRedirects`.
+    /// handling, `URLSessionStream`); §5's redirect rule applied by `RedirectPolicy.openStream`.
     public func openStream(_ request: TransportRequest, inactivityTimeout: Duration) async throws
         -> TransportStream
     {
-        try await StreamRedirects.follow(request) { hop in
+        try await RedirectPolicy.openStream(request) { hop in
             try await openOnce(hop, inactivityTimeout: inactivityTimeout)
         }
     }
@@ -18,7 +18,7 @@ extension URLSessionTransport: StreamingTransport {
     private func openOnce(_ request: TransportRequest, inactivityTimeout: Duration) async throws -> TransportStream {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = "GET"
-        for (name, value) in StreamRedirects.headers(request.headers) {
+        for (name, value) in streamRequestHeaders(request.headers) {
             urlRequest.setValue(value, forHTTPHeaderField: name)
         }
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData

@@ -3,11 +3,11 @@
 
     extension CurlTransport: StreamingTransport {
         /// Opens an event stream: one more easy handle on the shared multi (see
-        /// `CurlStreamTransfer`), §5's redirect rule applied by `StreamRedirects`.
+        /// `CurlStreamTransfer`), §5's redirect rule applied by `RedirectPolicy.openStream`.
         public func openStream(_ request: TransportRequest, inactivityTimeout: Duration) async throws
             -> TransportStream
         {
-            try await StreamRedirects.follow(request) { hop in
+            try await RedirectPolicy.openStream(request) { hop in
                 try await openOnce(hop, inactivityTimeout: inactivityTimeout)
             }
         }

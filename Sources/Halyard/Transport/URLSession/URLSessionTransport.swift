@@ -267,7 +267,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     }
 
     // Event streams (issue 23): like every task, a stream task follows no redirect itself (see
-    // `willPerformHTTPRedirection` above); the 3xx is its head and StreamRedirects applies §5's rule.
+    // `willPerformHTTPRedirection` above); the 3xx is its head and RedirectPolicy.openStream applies §5's rule.
     private func stream(_ task: URLSessionTask) -> URLSessionStream? {
         streams.withLock { $0[task.taskIdentifier] }
     }

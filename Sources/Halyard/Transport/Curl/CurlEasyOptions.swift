@@ -17,7 +17,7 @@
 
         /// What every Halyard transfer on libcurl sets, whatever it is for: no signals, the URL,
         /// `http` and `https` only, redirects never followed by libcurl (``RedirectPolicy`` for requests and
-        /// ``StreamRedirects`` for streams apply SPEC §5's rule — same origin only, at most 3,
+        /// ``RedirectPolicy/openStream(_:open:)`` for streams apply SPEC §5's rule — same origin only, at most 3,
         /// never https → http — and send the next request), HTTP/2 preferred, the peer's certificate and
         /// host name verified, and `trustedCAFile` as the CA bundle when given.
         func setPolicy(url: URL, trustedCAFile: String?) throws(TransportError) {

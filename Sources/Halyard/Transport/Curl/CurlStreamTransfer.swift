@@ -9,7 +9,7 @@
     ///   connect and the wait for the head, then the deadline moves to "last byte +
     ///   inactivity timeout" on every byte; the driver enforces it (``CurlMulti`` removes the
     ///   handle at its deadline) → ``TransportError/timedOut``.
-    /// - Redirects are not followed here (``StreamRedirects`` applies §5's rule).
+    /// - Redirects are not followed here (``RedirectPolicy/openStream(_:open:)`` applies §5's rule).
     /// - Chunks are yielded from the write callback on the driver thread, with no lock held. At
     ///   most ``maxBufferedChunks`` wait for the consumer; more fail the stream with
     ///   ``TransportError/responseTooLarge(limit:)`` rather than grow without bound.
@@ -78,7 +78,7 @@
             try options.setLong(CurlABI.httpGet, 1, "HTTPGET")
 
             try options.setHeaders(
-                StreamRedirects.headers(request.headers).map { CurlEasyOptions.headerLine($0.key, $0.value) },
+                streamRequestHeaders(request.headers).map { CurlEasyOptions.headerLine($0.key, $0.value) },
                 into: &headerList)
 
             let onHeader: hal_curl_data_callback = { data, size, count, context in

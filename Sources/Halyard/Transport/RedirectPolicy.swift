@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// The redirect rule every transport applies (SPEC §5, docs/protocol.md "Redirects"): a redirect
 /// is followed only to the same origin (scheme, host, port), at most ``maxRedirects`` times, never
@@ -59,13 +59,15 @@ package enum RedirectPolicy {
         return .follow(next)
     }
 
-    /// Scheme, host and port (the default port of the scheme when the URL names none).
-    struct Origin: Equatable {
-        var scheme: String
-        var host: String
-        var port: Int
+    /// Scheme, host and port (the default port of the scheme when the URL names none): what
+    /// "same origin" compares, for requests, streams and the stream advertisement alike.
+    package struct Origin: Hashable, Sendable {
+        package var scheme: String
+        package var host: String
+        package var port: Int
 
-        init?(_ url: URL) {
+        /// `nil` unless the URL is `http` or `https` with a host.
+        package init?(_ url: URL) {
             guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
                 let host = url.host?.lowercased(), !host.isEmpty
             else { return nil }
@@ -74,10 +76,37 @@ package enum RedirectPolicy {
             port = url.port ?? (scheme == "https" ? 443 : 80)
         }
 
-        /// `host:port`, with an IPv6 host in brackets.
-        var hostPort: String {
+        /// `host:port`, with an IPv6 host in brackets: how a refusal names the target (never
+        /// its path or query, which may carry credentials).
+        package var hostPort: String {
             let bare = host.hasPrefix("[") ? host : (host.contains(":") ? "[\(host)]" : host)
             return "\(bare):\(port)"
+        }
+    }
+}
+
+extension RedirectPolicy {
+    /// Opens a stream with `open`, following redirects by the same rule as requests: the
+    /// transports never follow a redirect themselves when they open a stream. A refusal throws
+    /// ``TransportError/redirectRefused(origin:reason:)`` and nothing is sent to the target.
+    static func openStream(
+        _ request: TransportRequest, open: (TransportRequest) async throws -> TransportStream
+    ) async throws -> TransportStream {
+        var current = request
+        var followed = 0
+        while true {
+            let stream = try await open(current)
+            switch decide(current, status: stream.status, location: stream.header("Location"), followed: followed) {
+            case .answer:
+                return stream
+            case .follow(let next):
+                stream.cancel()
+                current = next
+                followed += 1
+            case .refuse(let error):
+                stream.cancel()
+                throw error
+            }
         }
     }
 }

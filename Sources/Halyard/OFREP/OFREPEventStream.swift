@@ -106,9 +106,8 @@ extension OFREPEventStream {
             return nil
         }
         guard Self.isAllowed(url) else { return nil }
-        let same =
-            controlPlane.map { EventStreamOrigin(url) == EventStreamOrigin($0) && EventStreamOrigin(url) != nil }
-            ?? false
+        let origin = RedirectPolicy.Origin(url)
+        let same = origin != nil && controlPlane.flatMap { RedirectPolicy.Origin($0) } == origin
         return OFREPEventStream(
             url: url, sameOriginAsControlPlane: same, inactivityDelay: inactivityDelay(members["inactivityDelaySec"]))
     }
@@ -151,30 +150,5 @@ extension OFREPEventStream {
         }
         guard seconds >= 0 else { return nil }
         return .seconds(min(seconds, maxInactivityDelaySeconds))
-    }
-}
-
-/// Scheme, host and port (the default port filled in) of a URL: what "same origin" compares.
-package struct EventStreamOrigin: Hashable, Sendable {
-    package var scheme: String
-    package var host: String
-    package var port: Int
-
-    /// `nil` when the URL has no scheme or host.
-    package init?(_ url: URL) {
-        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else {
-            return nil
-        }
-        self.scheme = scheme
-        self.host = host
-        if let port = url.port {
-            self.port = port
-        } else {
-            switch scheme {
-            case "https": self.port = 443
-            case "http": self.port = 80
-            default: self.port = -1
-            }
-        }
     }
 }
