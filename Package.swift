@@ -4,7 +4,9 @@ import PackageDescription
 // Halyard: a feature-flag engine with lock-free, nanosecond reads.
 //
 // Layout:
-//   Sources/Halyard            the library (Values, Context, Snapshot, Sync, Exposure, Cache, Client)
+//   Sources/Halyard            the library, one folder per concern (docs/architecture.md has the map):
+//                              Values, Context, Snapshot, Transport, OFREP, Streaming, Refresh,
+//                              Exposure, Cache, Reads, Client, Service, Support
 //   Sources/CHalyardAtomics    C11 atomics and the hazard-pointer records used by the snapshot store
 //   Sources/CZlib              zlib through a system-library target (Debian: zlib1g-dev)
 //   Sources/CHalyardCurl       libcurl loaded at run time (dlopen), Linux only: no libcurl header or -dev package
@@ -36,7 +38,7 @@ let package = Package(
         .executable(name: "halyard-bench-transport", targets: ["TransportBenchmarks"]),
         .executable(name: "halyard-bench-cache", targets: ["CacheBenchmarks"]),
         .executable(name: "halyard-bench-service", targets: ["ServiceBenchmarks"]),
-        .executable(name: "halyard-bench-stream", targets: ["StreamBenchmarks"]),  // issue 23
+        .executable(name: "halyard-bench-stream", targets: ["StreamBenchmarks"]),
         .executable(name: "halyard-release-stress", targets: ["ReleaseStress"]),
     ],
     targets: [
@@ -99,12 +101,12 @@ let package = Package(
             path: "Benchmarks/ServiceBenchmarks",
             swiftSettings: upcoming
         ),
-        // [issue 21] The warm path under callgrind (no async main: valgrind 3.19 crashes on one).
+        // The warm path under callgrind (no async main: valgrind 3.19 crashes on one).
         .executableTarget(
             name: "halyard-warm-path", dependencies: ["Halyard", "HalyardTesting", "BenchmarkSupport"],
             path: "Benchmarks/ServiceWarmPath",
             swiftSettings: upcoming),
-        // [issue 23] Propagation latency of changes: streaming vs polling.
+        // Propagation latency of changes: streaming vs polling.
         .executableTarget(
             name: "StreamBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"], path: "Benchmarks/StreamBenchmarks",
             swiftSettings: upcoming),
@@ -112,7 +114,7 @@ let package = Package(
         // there does the ARC optimizer move retains (docs/architecture.md).
         .executableTarget(
             name: "ReleaseStress", dependencies: ["Halyard"], path: "Tests/ReleaseStress", swiftSettings: upcoming),
-        // [issue 20] glibc's mallinfo2 / malloc_trim for TransportProcessTests (not in Swift's Glibc module).
+        // glibc's mallinfo2 / malloc_trim for TransportProcessTests (not in Swift's Glibc module).
         .target(name: "CHalyardTestMalloc", path: "Tests/CHalyardTestMalloc"),
         .testTarget(
             name: "HalyardTests",

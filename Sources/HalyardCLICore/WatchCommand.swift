@@ -44,7 +44,7 @@ enum WatchCommand {
         defer { stopper.disarm() }
 
         var printer = ChangePrinter(console: console, json: parsed.flags.contains("json"))
-        let events = client.events
+        let events = client.events()
         printer.show(flags: client.servedFlags, status: client.status)
         for await event in events {
             if case .error(_, let message) = event { printer.problem(message) }

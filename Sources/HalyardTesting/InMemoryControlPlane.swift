@@ -169,7 +169,7 @@ public final class InMemoryControlPlane: FlagTransport, Sendable {
     }
 
     /// A client of this plane for `context` (see ``makeOptions(key:)``).
-    public func makeClient(context: EvaluationContext = .anonymous) throws -> FlagClient {
+    public func makeClient(context: EvaluationContext = .anonymous) throws(FlagClientError) -> FlagClient {
         var options = makeOptions()
         options.initialContext = context
         return try FlagClient(options: options)

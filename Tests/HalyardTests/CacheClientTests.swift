@@ -41,7 +41,7 @@ import Testing
         plane.setValue(.int(4), for: "n")
         let client = try await Self.heldClient(plane, Self.options(plane, store))
         defer { client.close() }
-        let events = client.events
+        let events = client.events()
         #expect(client.boolDetail("a", default: false).reason == .cached)
         #expect(client.bool("a", default: false))
         #expect(client.int("n", default: 0) == 3)
@@ -73,7 +73,7 @@ import Testing
         try await CacheTests.warm(Self.options(plane, store))
         let client = try await Self.heldClient(plane, Self.options(plane, store))
         defer { client.close() }
-        let events = client.events
+        let events = client.events()
         #expect(plane.requests.last?.headers["If-None-Match"] == "\"v1\"")
         plane.completeInitialization()
         #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })

@@ -49,7 +49,7 @@ extension CacheClientTests {
         defer { client.close() }
         #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
         try await CacheTests.waitForWrites(client)
-        let events = client.events
+        let events = client.events()
 
         let before = plane.requests.count
         plane.holdInitialization()

@@ -43,6 +43,7 @@ import Testing
             describe(flags.intDetail(key, default: -1)), describe(flags.doubleDetail(key, default: -1)),
             describe(flags.stringDetail(key, default: "d")), describe(flags.detail(key, default: .null)),
             describe(flags.evaluation(key, default: JSONValue.bool(false))),
+            describe(flags.jsonDetail(key, default: .null)),
         ]
     }
 
@@ -54,6 +55,19 @@ import Testing
     static func describe<Value>(_ e: Evaluation<Value>) -> String {
         "\(e.key)|\(e.value)|\(e.variant ?? "-")|\(e.reason)|\(e.errorCode.map(\.rawValue) ?? "-")|"
             + "\(e.errorMessage ?? "-")|\(e.metadata.sorted { $0.key < $1.key })"
+    }
+
+    /// `detail` is `jsonDetail` under its shorter name (docs/public-api.md): the same result for
+    /// every key, served or not, on every reader.
+    @Test func detailIsJSONDetail() {
+        let readers: [any FlagReading] = [Self.client(), Self.view(), StaticFlags(flags: Self.served)]
+        for reader in readers {
+            for key in Self.keys {
+                #expect(
+                    Self.describe(reader.detail(key, default: .string("d")))
+                        == Self.describe(reader.jsonDetail(key, default: .string("d"))), "\(key)")
+            }
+        }
     }
 
     @Test func flagClientContextFlagsAndTheTestDoubleAnswerEveryReadAlike() {

@@ -75,8 +75,10 @@ final class ClientEventHub: Sendable {
     }
 
     /// A new stream of the events emitted from now on.
-    var events: AsyncStream<ClientEvent> {
-        let (stream, continuation) = AsyncStream<ClientEvent>.makeStream(bufferingPolicy: .unbounded)
+    func events(
+        bufferingPolicy: AsyncStream<ClientEvent>.Continuation.BufferingPolicy = .unbounded
+    ) -> AsyncStream<ClientEvent> {
+        let (stream, continuation) = AsyncStream<ClientEvent>.makeStream(bufferingPolicy: bufferingPolicy)
         let finished = state.withLock { s -> Bool in
             if s.finished { return true }
             s.nextID &+= 1

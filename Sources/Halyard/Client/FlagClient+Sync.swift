@@ -94,23 +94,55 @@ extension FlagClient {
     /// or error), or that were added or removed, after each new snapshot; never with an empty set.
     ///
     /// Each handler runs on a serial queue of its own, never on the read path and never under a
-    /// lock: a slow handler delays only itself, and a thrown error is ignored. Keep the returned
-    /// subscription and call ``ChangeSubscription/cancel()`` to stop. Offline clients never call it.
+    /// lock: a slow handler delays only itself. Keep the returned subscription and call
+    /// ``ChangeSubscription/cancel()`` to stop. Offline clients never call it.
+    ///
+    /// ```swift
+    /// let subscription = client.onChange { keys in
+    ///     if keys.contains("checkout.new") { reloadCheckout() }
+    /// }
+    /// ```
+    public func onChange(_ handler: @escaping @Sendable (Set<String>) -> Void) -> ChangeSubscription {
+        guard let sync else { return ChangeSubscription {} }
+        return sync.hub.onChange(handler)
+    }
+
+    /// The throwing form of ``onChange(_:)``: a thrown error is ignored (it neither stops the
+    /// subscription nor reaches another listener). Handle errors in the handler instead.
+    @available(*, deprecated, message: "pass a non-throwing handler: a thrown error was always ignored")
+    @_disfavoredOverload
     public func onChange(_ handler: @escaping @Sendable (Set<String>) throws -> Void) -> ChangeSubscription {
         guard let sync else { return ChangeSubscription {} }
         return sync.hub.onChange(handler)
     }
 
-    /// A new stream of the client's events from now on (each access makes an independent,
-    /// unbounded stream). The stream ends when the client is closed; offline it ends at once.
-    public var events: AsyncStream<ClientEvent> {
+    /// A new, independent stream of the client's events from now on. It ends when the client
+    /// is closed; offline it ends at once. Each call makes a stream of its own: call it once
+    /// per consumer and keep the stream.
+    ///
+    /// ```swift
+    /// for await event in client.events() {
+    ///     if case .configurationChanged(let keys) = event { print("changed:", keys) }
+    /// }
+    /// ```
+    ///
+    /// - Parameter bufferingPolicy: how many events the stream keeps while its consumer is
+    ///   behind; *default* `.unbounded` (every event is delivered).
+    public func events(
+        bufferingPolicy: AsyncStream<ClientEvent>.Continuation.BufferingPolicy = .unbounded
+    ) -> AsyncStream<ClientEvent> {
         guard let sync else {
             let (stream, continuation) = AsyncStream<ClientEvent>.makeStream()
             continuation.finish()
             return stream
         }
-        return sync.hub.events
+        return sync.hub.events(bufferingPolicy: bufferingPolicy)
     }
+
+    /// A new stream of the client's events at each access: use ``events(bufferingPolicy:)``,
+    /// whose call makes that visible.
+    @available(*, deprecated, renamed: "events()", message: "each access makes a new stream: call events() once")
+    public var events: AsyncStream<ClientEvent> { events() }
 
     /// Counters: reads that did not succeed by outcome, and the control-plane sync.
     public var stats: FlagClientStats {

@@ -44,7 +44,7 @@ public final class FlagClient: Sendable {
     /// - Throws: ``FlagClientError/emptyFlagKey`` for an empty key,
     ///   ``FlagClientError/invalidOfflineValue(key:reason:)`` for a value that cannot be served
     ///   (a non-finite double anywhere inside it).
-    public init(offlineValues: [String: JSONValue]) throws {
+    public init(offlineValues: [String: JSONValue]) throws(FlagClientError) {
         mode = .offline
         store = SnapshotStore()
         readCounters = ReadCounters()
@@ -81,13 +81,13 @@ public final class FlagClient: Sendable {
     ///
     /// - Throws: ``FlagClientError/notOffline`` on a client that is not offline, and the same
     ///   errors as ``init(offlineValues:)`` for bad values (then nothing changes).
-    public func setOfflineValues(_ values: [String: JSONValue]) throws {
+    public func setOfflineValues(_ values: [String: JSONValue]) throws(FlagClientError) {
         guard mode == .offline else { throw FlagClientError.notOffline }
         let snapshot = try Self.offlineSnapshot(values)
         store.publish(snapshot)
     }
 
-    static func offlineSnapshot(_ values: [String: JSONValue]) throws -> Snapshot {
+    static func offlineSnapshot(_ values: [String: JSONValue]) throws(FlagClientError) -> Snapshot {
         var flags: [ServedFlag] = []
         flags.reserveCapacity(values.count)
         for (key, value) in values.sorted(by: { $0.key < $1.key }) {

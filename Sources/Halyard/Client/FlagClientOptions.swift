@@ -36,14 +36,12 @@ public struct FlagClientOptions: Sendable {
     public var pollInterval: Duration = .seconds(30)
     /// The relative jitter applied to each poll delay, in [0, 1]; *default* 0.1 (±10 %).
     public var pollJitter: Double = 0.1
-    // [issue 23: event streams]
     /// How changes on the control plane are noticed; *default* ``ChangeDetection/automatic``
     /// (the advertised event stream, else polling). See docs/protocol.md, "Event streams".
     public var changeDetection: ChangeDetection = .automatic
     /// How long after ``FlagClient/setActive(_:)`` with `false` the event stream is closed;
     /// *default* `nil` = the server's `inactivityDelaySec`, else 120 s.
     public var streamInactivityDelay: Duration? = nil
-    // [end issue 23]
     /// How long one fetch may take in total before it counts as a timeout; *default* 10 s
     /// (a value ≤ 0 means the default).
     public var requestTimeout: Duration = .seconds(10)

@@ -2,18 +2,21 @@ import Dispatch
 import Foundation
 
 /// The online parts of a ``FlagClient`` and their wiring: one ``ClientIdentity`` shared by every
-/// request, the transport, the refresh engine (Sync), the exposure recorder (Exposure), and the
+/// request, the transport (Transport), the refresh engine (Refresh), its event streams
+/// (Streaming), the exposure recorder (Exposure), and the
 /// client's own status and events (``ClientEventHub``). One per online client (`client.sync`);
 /// nil offline.
 ///
-/// Dependencies point one way (docs/architecture.md, "Map"): this file knows Sync, Exposure and
-/// Snapshot; none of them knows the client.
+/// Dependencies point one way (docs/architecture.md, "Map"): this file knows Refresh,
+/// Streaming, Transport, Exposure and Snapshot; none of them knows the client.
 package final class OnlineSession: Sendable {
     /// The options the client was created with.
     let options: FlagClientOptions
     /// Who the client is to the control plane (credential, install id, app id, user agent).
     let identity: ClientIdentity
-    /// The transport in use (``FlagClientOptions/transport`` or a ``URLSessionTransport``).
+    /// The transport in use, wrapped in Halyard's deadline and redirect log: the
+    /// ``FlagClientOptions/transport``, else the platform default (``CurlTransport`` on Linux
+    /// when libcurl loads, else a ``URLSessionTransport``).
     let transport: any FlagTransport
     /// The refresh engine.
     let engine: RefreshEngine

@@ -17,9 +17,10 @@
 /// method of that type would: one direct call of the requirement, no witness table, no
 /// existential (docs/architecture.md, "One read surface").
 ///
-/// The requirements are implementation details (leading underscore: not API); conform a type of
-/// your own by forwarding them to a conformer (e.g. a `StaticFlags` or a ``ContextFlags`` you
-/// hold), not by implementing them.
+/// The protocol is closed to conformers outside Halyard (docs/public-api.md): take
+/// `some FlagReading` and pass one of the three conformers, never conform a type of your own.
+/// Its requirements are the read path's calling convention (leading underscore: not API), and
+/// they change with it.
 public protocol FlagReading: Sendable {
     /// Not API: reads `key` as `kind` (Bool, Int or Double) and returns the value's bits, or nil
     /// when the caller's default is served. Counts a failure and records a due exposure; a
@@ -120,11 +121,26 @@ extension FlagReading {
     }
 
     /// Reads a flag of any JSON type with the full result: value, variant, reason, error code
-    /// and metadata.
+    /// and metadata (same rules as ``json(_:default:)``).
+    ///
+    /// ```swift
+    /// let banner = flags.jsonDetail("banner", default: .string("x"))
+    /// print(banner.reason, banner.variant ?? "-")
+    /// ```
+    ///
+    /// The detail reads are one family, `<type>Detail`: ``boolDetail(_:default:)``,
+    /// ``stringDetail(_:default:)``, ``intDetail(_:default:)``, ``doubleDetail(_:default:)`` and
+    /// this one. ``detail(_:default:)`` is the same read under its shorter name.
+    @inlinable
+    public func jsonDetail(_ key: String, default defaultValue: JSONValue) -> Evaluation<JSONValue> {
+        evaluation(key, default: defaultValue)
+    }
+
+    /// The same read as ``jsonDetail(_:default:)`` (an alias, kept: SPEC §2 names it): a flag
+    /// of any JSON type with the full result.
     ///
     /// ```swift
     /// let banner = flags.detail("banner", default: .string("x"))
-    /// print(banner.reason, banner.variant ?? "-")
     /// ```
     @inlinable
     public func detail(_ key: String, default defaultValue: JSONValue) -> Evaluation<JSONValue> {
@@ -155,7 +171,8 @@ extension FlagReading {
         evaluation(key, default: defaultValue)
     }
 
-    /// Reads a flag as any ``FlagValue`` type with the full result.
+    /// Reads a flag as any ``FlagValue`` type with the full result: the generic form the typed
+    /// detail reads call (`flags.evaluation("max.items", default: 3)` is ``intDetail(_:default:)``).
     @inlinable
     public func evaluation<Value: FlagValue>(_ key: String, default defaultValue: Value) -> Evaluation<Value> {
         _readDetail(key, as: Value._flagValueKind) { _exposedDefault(defaultValue) }._evaluation(key, defaultValue)

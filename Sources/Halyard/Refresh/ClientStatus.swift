@@ -22,6 +22,9 @@ public enum ClientStatus: String, Sendable, Hashable, CaseIterable, CustomString
 }
 
 /// An event a ``FlagClient`` emits, in the order it happened.
+///
+/// Frozen: its cases are SPEC §6's events, and a `switch` over them may be exhaustive. A new
+/// case would be a new major version (docs/public-api.md).
 public enum ClientEvent: Sendable, Hashable {
     /// Values confirmed by the control plane are served (after start, or after recovering from
     /// `stale` or `error`). Not emitted after an `identify`: that emits ``contextChanged``.

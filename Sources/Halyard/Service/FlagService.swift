@@ -34,7 +34,7 @@ public final class FlagService: Sendable {
     let details: DetailInterner
     /// The warm path: contexts seen recently, fitted (docs/service.md, "The warm path").
     let memo: FittingMemo
-    /// The event stream (issue 23; ServiceStreaming.swift, FlagService+Streaming.swift), nil without one.
+    /// The event stream (ServiceStreaming.swift, FlagService+Streaming.swift), nil without one.
     let streaming: ServiceStreaming?
     private let clock: any HalyardClock
     /// [closed, cold waits, timeouts, invalid contexts, background refreshes].
@@ -256,7 +256,7 @@ public final class FlagService: Sendable {
         let shutCode: FlagErrorCode = gate.fatal ? .providerFatal : .providerNotReady
         var start: Start?
         var refused = false
-        // [issue 23] Held values confirmed before the last stream wave are stale.
+        // Held values confirmed before the last stream wave are stale.
         let stale = streaming?.noteUse(fitted, now: now) ?? nil
         let decision = cache.shard(for: fingerprint).withLock { s -> Decision in
             var previous: Snapshot?
@@ -342,7 +342,7 @@ public final class FlagService: Sendable {
         var fresh: Snapshot?
         var freshBytes = 0
         if case .updated(let response, let etag) = result {
-            streaming?.advertised(response.eventStreams)  // [issue 23]
+            streaming?.advertised(response.eventStreams)
             var flags = response.flags
             let keysShared = keys.intern(&flags)
             let snapshot = Snapshot.make(

@@ -24,13 +24,11 @@ public struct FlagServiceOptions: Sendable {
     /// Values older than this are still served, and refreshed in the background with
     /// `If-None-Match`; *default* 30 s.
     public var refreshAfter: Duration = .seconds(30)
-    // [issue 23: event streams]
     /// How changes on the control plane are noticed; *default* ``ChangeDetection/automatic``:
     /// the event stream the first bulk response advertises refreshes the held contexts
     /// (docs/service.md, "Event streams"); ``ChangeDetection/polling`` and
     /// ``ChangeDetection/none`` ignore it (`refreshAfter` alone then).
     public var changeDetection: ChangeDetection = .automatic
-    // [end issue 23]
     /// Values older than this are not served (a read serves defaults, as on a miss, while
     /// they are re-fetched); *default* 10 min.
     public var maxStaleness: Duration = .seconds(600)

@@ -7,7 +7,8 @@ import Foundation
 /// followed stream asks for, so one failing stream brings back normal polling even while
 /// another is healthy (its changes may be announced on the failing one only).
 ///
-/// Usually a control plane advertises one stream, and the group is then one driver.
+/// The ``maxStreams`` drivers are created up front (idle ones hold no connection and no task);
+/// usually a control plane advertises one stream, and only the first driver then follows one.
 final class EventStreamGroup: Sendable {
     /// The most streams followed at once.
     static let maxStreams = 4

@@ -18,7 +18,8 @@ public struct EventStreamStats: Sendable, Hashable {
     public var ignoredEvents = 0
     /// Events folded into the one pending fetch (coalesced).
     public var coalescedEvents = 0
-    /// Streams closed because no byte arrived within the read-inactivity timeout.
+    /// Connections closed by a timeout: no response head within the connect timeout, or no
+    /// byte within the read-inactivity timeout after it.
     public var inactivityCloses = 0
 
     /// Creates empty counters.

@@ -62,6 +62,10 @@ public struct TransportResponse: Sendable {
 }
 
 /// Why a transport could not produce a response.
+///
+/// Frozen: a custom ``FlagTransport`` throws these, and the client's status policy switches over
+/// them exhaustively; a new case would be a new major version (docs/public-api.md). Details
+/// beyond the case go in its text (``network(_:)``).
 public enum TransportError: Error, Sendable, Hashable {
     /// The request did not complete within its timeout.
     case timedOut

@@ -9,7 +9,7 @@ final class EventRecorder: Sendable {
     private let task = Locked<Task<Void, Never>?>(nil)
 
     init(_ client: FlagClient) {
-        let stream = client.events
+        let stream = client.events()
         let events = self.events
         task.withLock {
             $0 = Task {

@@ -99,7 +99,7 @@
             return try outcome.get()
         }
 
-        /// The multi handle, or the reason libcurl cannot be used (event streams, issue 23).
+        /// The multi handle, or the reason libcurl cannot be used (event streams).
         func multiOrThrow() throws(TransportError) -> CurlMulti {
             switch multi {
             case .success(let shared): return shared

@@ -266,7 +266,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         exchange.finish(.success((response, data)))
     }
 
-    // Event streams (issue 23): like every task, a stream task follows no redirect itself (see
+    // Event streams: like every task, a stream task follows no redirect itself (see
     // `willPerformHTTPRedirection` above); the 3xx is its head and RedirectPolicy.openStream applies §5's rule.
     private func stream(_ task: URLSessionTask) -> URLSessionStream? {
         streams.withLock { $0[task.taskIdentifier] }
