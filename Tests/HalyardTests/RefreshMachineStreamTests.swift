@@ -82,12 +82,11 @@ struct RefreshMachineStreamTests {
     func flagConfigEncoding() throws {
         let base = try #require(URL(string: "http://127.0.0.1:8080/ofrep/v1/evaluate/flags"))
         let url = OFREPRequestBuilder.endpoint(
-            base, flagConfig: FlagConfigVersion(etag: "\"a+b/c d\"", lastModified: "1733061234"))
+            base, flagConfigEtag: "\"a+b/c d\"", flagConfigLastModified: "1733061234")
         #expect(
             url.absoluteString
                 == "http://127.0.0.1:8080/ofrep/v1/evaluate/flags?flagConfigEtag=%22a%2Bb%2Fc%20d%22&flagConfigLastModified=1733061234"
         )
-        #expect(OFREPRequestBuilder.endpoint(base, flagConfig: nil) == base)
-        #expect(FlagConfigVersion(etag: nil, lastModified: nil) == nil)
+        #expect(OFREPRequestBuilder.endpoint(base, flagConfigEtag: nil, flagConfigLastModified: nil) == base)
     }
 }

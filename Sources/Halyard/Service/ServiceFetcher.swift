@@ -217,7 +217,7 @@ final class ServiceFetcher: Sendable {
     /// `flight` leaves first.
     func fetch(
         _ context: FittedContext, etag: String?, priority: FetchPriority = .cold, flight: ContextFlight? = nil,
-        flagConfig: FlagConfigVersion? = nil
+        flagConfig: FlagConfigParameters? = nil
     ) async -> Result {
         switch await acquire(priority, flight: flight) {
         case .granted: break
@@ -232,7 +232,8 @@ final class ServiceFetcher: Sendable {
             return .skipped(until: gate.pausedUntil)
         }
         let request = builder.request(
-            contextJSON: context.canonicalJSON, ifNoneMatch: etag, flagConfig: flagConfig)
+            contextJSON: context.canonicalJSON, ifNoneMatch: etag, flagConfigEtag: flagConfig?.etag,
+            flagConfigLastModified: flagConfig?.lastModified)
         state.withLock { $0.stats.requestsSent += 1 }
         let outcome: RefreshMachine.Outcome
         var decoded: OFREPResponse?

@@ -86,58 +86,25 @@ package enum RedirectPolicy {
 }
 
 extension RedirectPolicy {
-    /// Sends `request` with `perform`, following redirects by ``decide(_:status:location:followed:)``
-    /// within one deadline: the transports' `send` loop, written once. `perform` sends one hop and
-    /// is given the deadline of the whole request (`timeout` from now, at least 1 ms), which every
-    /// hop shares. A refusal throws ``TransportError/redirectRefused(origin:reason:)`` and nothing
-    /// is sent to the target.
-    static func send(
-        _ request: TransportRequest,
-        perform: (TransportRequest, ContinuousClock.Instant) async throws -> TransportResponse
-    ) async throws -> TransportResponse {
-        let deadline = ContinuousClock.now + max(request.timeout, .milliseconds(1))
-        return try await follow(request) { hop in
-            let response = try await perform(hop, deadline)
-            return (response, response.status, response.header("location"))
-        }
-    }
-
     /// Opens a stream with `open`, following redirects by the same rule as requests: the
     /// transports never follow a redirect themselves when they open a stream. A refusal throws
     /// ``TransportError/redirectRefused(origin:reason:)`` and nothing is sent to the target.
     static func openStream(
         _ request: TransportRequest, open: (TransportRequest) async throws -> TransportStream
     ) async throws -> TransportStream {
-        try await follow(request) { hop in
-            let stream = try await open(hop)
-            return (stream, stream.status, stream.header("Location"))
-        } discard: { stream in
-            stream.cancel()
-        }
-    }
-
-    /// The redirect loop of ``send(_:perform:)`` and ``openStream(_:open:)``: `hop` sends one
-    /// request and returns its answer with the status and `Location` that
-    /// ``decide(_:status:location:followed:)`` reads; an answer that is a redirect, followed or
-    /// refused, goes to `discard` first (*default*: nothing to release).
-    private static func follow<Answer>(
-        _ request: TransportRequest,
-        hop: (TransportRequest) async throws -> (answer: Answer, status: Int, location: String?),
-        discard: (Answer) -> Void = { _ in }
-    ) async throws -> Answer {
         var current = request
         var followed = 0
         while true {
-            let (answer, status, location) = try await hop(current)
-            switch decide(current, status: status, location: location, followed: followed) {
+            let stream = try await open(current)
+            switch decide(current, status: stream.status, location: stream.header("Location"), followed: followed) {
             case .answer:
-                return answer
+                return stream
             case .follow(let next):
-                discard(answer)
+                stream.cancel()
                 current = next
                 followed += 1
             case .refuse(let error):
-                discard(answer)
+                stream.cancel()
                 throw error
             }
         }
