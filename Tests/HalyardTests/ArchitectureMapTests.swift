@@ -93,7 +93,9 @@ import Testing
     @Test func anUpwardMemberAccessIsReported() throws {
         let folders = [
             "Values": ["func size() -> Int { Snapshot.block(16) }"],
-            "Snapshot": ["package final class Snapshot {}\nextension Snapshot { static func block(_ n: Int) -> Int { n } }"],
+            "Snapshot": [
+                "package final class Snapshot {}\nextension Snapshot { static func block(_ n: Int) -> Int { n } }"
+            ],
             "Support": ["let x: Snapshot? = nil"],
         ]
         let allowed: [String: Set<String>] = ["Values": ["Support"], "Snapshot": ["Values", "Support"], "Support": []]

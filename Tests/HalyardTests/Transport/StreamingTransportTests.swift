@@ -223,7 +223,8 @@ import Testing
         let visited = Locked<[String]>([])
         let queue = Locked(hops)
         do {
-            let stream = try await RedirectPolicy.openStream(TransportRequest(method: "GET", url: URL(string: start)!)) {
+            let stream = try await RedirectPolicy.openStream(TransportRequest(method: "GET", url: URL(string: start)!))
+            {
                 request in
                 visited.withLock { $0.append(request.url.absoluteString) }
                 return queue.withLock {
