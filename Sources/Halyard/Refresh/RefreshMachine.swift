@@ -462,10 +462,10 @@ struct RefreshMachine: Sendable {
                 step.effects.append(.confirm)
                 succeed(request: request, etag: values.etag, now: now, random: &random, into: &step)
             } else {
-                // A 304 we did not ask for confirms nothing: treat as a bad answer.
+                // A 304 we did not ask for confirms nothing: treat as a bad answer (the request
+                // is over all the same: its callers are released below).
                 fail(
                     .transient(.invalidBody, retryAfter: nil), request: request, now: now, random: &random, into: &step)
-                return
             }
         default:
             fail(outcome, request: request, now: now, random: &random, into: &step)
