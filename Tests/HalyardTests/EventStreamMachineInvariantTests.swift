@@ -9,25 +9,18 @@ import Testing
 struct EventStreamMachineInvariantTests {
     @Test("500 seeded sequences of 60 inputs: every invariant holds after every step")
     func randomSequences() {
-        var seen = Set<String>()
-        RandomSequences.run("EventStreamMachine", start: StreamScenario.init(seed:)) { scenario, random in
-            let result = scenario.step(&random)
-            seen.formUnion(scenario.coverage)
-            return result
-        }
-        let expected: Set<String> = [
-            "idle", "waiting", "connecting", "connected", "suspended", "stopped", "healthy", "degraded",
-            "fetch pending", "activated pending", "inactive",
-        ]
-        if RandomSequences.seeds.count == RandomSequences.count {
-            #expect(seen.isSuperset(of: expected), "never reached: \(expected.subtracting(seen).sorted())")
-        }
+        RandomSequences.run(
+            StreamScenario.self,
+            reaching: [
+                "idle", "waiting", "connecting", "connected", "suspended", "stopped", "healthy", "degraded",
+                "fetch pending", "activated pending", "inactive",
+            ])
     }
 }
 
 /// One random scenario: the machine, the clock and the random source the machine draws from,
 /// and what the driver has seen (``StreamInvariants``).
-struct StreamScenario {
+struct StreamScenario: RandomScenario {
     /// The machine under test.
     var machine: EventStreamMachine
     /// The machine's own random source (reconnect jitter).

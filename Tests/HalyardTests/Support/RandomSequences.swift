@@ -21,31 +21,48 @@ enum RandomSequences {
         return (1...UInt64(count)).map { $0 }
     }
 
-    /// Runs `step` ``length`` times for every seed; `step` feeds one input and returns the
-    /// broken invariants (empty when all hold) and a description of the input. Records the
-    /// first failure of each sequence with its seed and step index, and stops after 5 failing
-    /// sequences (one bug usually breaks many).
-    static func run<State>(
-        _ what: String, sourceLocation: SourceLocation = #_sourceLocation, start: (UInt64) -> State,
-        step: (inout State, inout SplitMix64) -> (input: String, violations: [String])
+    /// Runs a `Scenario` of every seed for ``length`` steps. Records the first broken invariant
+    /// of each sequence with its seed and step index, stops after 5 failing sequences (one bug
+    /// usually breaks many), and, over a full run, expects the sequences to have reached every
+    /// state named in `expected` (else they would prove little).
+    static func run<Scenario: RandomScenario>(
+        _ scenario: Scenario.Type, reaching expected: Set<String>, sourceLocation: SourceLocation = #_sourceLocation
     ) {
         var failing = 0
+        var reached = Set<String>()
         for seed in seeds {
             var random = SplitMix64(seed: seed)
-            var state = start(seed)
+            var state = Scenario(seed: seed)
             for index in 0..<length {
-                let (input, violations) = step(&state, &random)
+                let (input, violations) = state.step(&random)
                 guard violations.isEmpty else {
                     Issue.record(
-                        "\(what): seed \(seed), step \(index) (\(input)): \(violations.joined(separator: "; "))",
+                        "\(Scenario.self): seed \(seed), step \(index) (\(input)): \(violations.joined(separator: "; "))",
                         sourceLocation: sourceLocation)
                     failing += 1
                     break
                 }
             }
+            reached.formUnion(state.coverage)
             if failing == 5 { return }
         }
+        if seeds.count == count {
+            #expect(
+                reached.isSuperset(of: expected), "never reached: \(expected.subtracting(reached).sorted())",
+                sourceLocation: sourceLocation)
+        }
     }
+}
+
+/// A random scenario against one machine, for ``RandomSequences/run(_:reaching:sourceLocation:)``.
+protocol RandomScenario {
+    /// A scenario whose configuration and randomness derive from `seed`.
+    init(seed: UInt64)
+    /// The names of the states the scenario has reached so far.
+    var coverage: Set<String> { get }
+    /// Draws one input (moving the clock), feeds it, and returns it described with the broken
+    /// invariants (empty when all hold).
+    mutating func step(_ random: inout SplitMix64) -> (input: String, violations: [String])
 }
 
 extension SplitMix64 {
