@@ -88,7 +88,7 @@ struct EventStreamMachineTests {
         d.feed(.fetchFinished)
         d.feed(.message(connection: 1, data: #"{"type":"configurationChanged"}"#))
         #expect(d.fetches.count == 1)
-        #expect(d.machine.counters.ignoredEvents == 1)
+        #expect(d.machine.stats.ignoredEvents == 1)
     }
 
     @Test("ten events in a burst: one fetch in flight, one pending carrying the latest parameters")
@@ -106,7 +106,7 @@ struct EventStreamMachineTests {
         #expect(d.fetches.last?.flagConfigEtag == "e10")
         d.feed(.fetchFinished)
         #expect(d.fetches.count == 3)
-        #expect(d.machine.fetchInFlight == false)
+        #expect(d.machine.fetch == .idle)
     }
 
     @Test("events on a superseded connection are ignored")
@@ -264,7 +264,7 @@ struct EventStreamMachineTests {
         #expect(try #require(d.machine.nextWake) == .seconds(500))
         try d.fireTimer()
         #expect(d.disconnects == [1])
-        #expect(d.machine.counters.inactivityCloses == 1)
+        #expect(d.machine.stats.inactivityCloses == 1)
         try d.fireTimer()
         #expect(d.connects == [1, 2])
     }

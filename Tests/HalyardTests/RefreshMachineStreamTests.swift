@@ -32,11 +32,11 @@ struct RefreshMachineStreamTests {
         let step = d.feed(.streamFetch(.init(reason: .event)))
         #expect(d.sent.count == 1)
         #expect(step.wait == .request(try d.inFlightID))
-        #expect(d.machine.streamJoinedInFlight)
+        #expect(step.streamJoined)
         try d.respond(.updated(etag: nil))
-        d.feed(.streamFetch(.init(reason: .event)))
+        let own = d.feed(.streamFetch(.init(reason: .event)))
         #expect(d.sent.count == 2)
-        #expect(d.machine.streamJoinedInFlight == false)
+        #expect(own.streamJoined == false)
     }
 
     @Test("a stream fetch never bypasses backoff, Retry-After or a refused key")

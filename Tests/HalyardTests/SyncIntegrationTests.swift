@@ -119,6 +119,19 @@ import Testing
         #expect(requests.last?.body.contains(#""targetingKey":"u1""#) == true)
     }
 
+    /// A key change's fetch goes without `If-None-Match`; a 304 to it is a bad answer, and
+    /// `setKey` still returns (the request is over).
+    @Test func unsolicited304StillEndsTheCall() async throws {
+        let h = try await SyncHarness.make()
+        defer { h.close() }
+        try await h.started()
+        try await h.server.script([["action": "status", "status": 304]])
+        let client = h.client
+        try await Wait.result("setKey answered by an unsolicited 304") { try? await client.setKey("key-two") }
+        #expect(h.client.status == .ready)  // the values are confirmed, a failed fetch is not stale yet
+        #expect(try h.engine.stats.consecutiveFailures == 1)
+    }
+
     @Test func status403WhileServingIsAnErrorAndKeepsValues() async throws {
         let h = try await SyncHarness.make { $0.pollInterval = .seconds(30) }
         defer { h.close() }

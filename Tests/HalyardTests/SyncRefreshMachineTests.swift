@@ -134,6 +134,18 @@ struct MachineDriver {
         #expect(d.machine.failures == 1)
     }
 
+    /// An unsolicited 304 still ends its request: without `finished`, the `refresh()`,
+    /// `setKey` and stream callers waiting on it were never resumed (found by
+    /// RefreshMachineInvariantTests).
+    @Test func unsolicited304FinishesItsRequest() throws {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "A"))
+        #expect(d.feed(.refresh).wait == .request(1))
+        try d.respond(.notModified)
+        #expect(d.effects.last == .finished(requestID: 1))
+        #expect(d.machine.inFlight == nil)
+    }
+
     @Test func serverErrorsBackOffExponentiallyWithinBounds() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))

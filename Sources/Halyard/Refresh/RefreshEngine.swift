@@ -139,14 +139,14 @@ final class RefreshEngine: Sendable {
                 var resumeNow = false
                 let now = clock.monotonicNow
                 process(.identify(fingerprint: context.fingerprint)) { s in
-                    guard !s.machine.closed else { return }
+                    guard !s.machine.isClosed else { return }
                     s.context = context
                     Self.noteTrim(context, in: &s)
                 } after: { s, step in
                     let deferredTooLong =
                         step.wait == .none && s.machine.pendingFetch
                         && (s.machine.retryNotBefore ?? .zero) - now > maxWait
-                    if s.machine.closed || deferredTooLong || Task.isCancelled {
+                    if s.machine.isClosed || deferredTooLong || Task.isCancelled {
                         resumeNow = true
                     } else {
                         s.identifyWaiters[s.machine.generation, default: [:]][id] = c
@@ -197,7 +197,7 @@ final class RefreshEngine: Sendable {
                 process(.streamFetch(fetch)) { _ in
                 } after: { s, step in
                     if case .request(let id) = step.wait {
-                        let wasJoined = s.machine.streamJoinedInFlight
+                        let wasJoined = step.streamJoined
                         joined = wasJoined
                         if !wasJoined { s.stats.streamFetches += 1 }
                         s.streamWaiters[id, default: []].append((c, wasJoined))

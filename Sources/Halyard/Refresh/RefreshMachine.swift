@@ -3,6 +3,11 @@
 /// No threads, no clock, no I/O: every input carries `now` (monotonic) and a random source, and
 /// the output is a list of ``Effect``s for the engine to perform (outside its lock) plus the
 /// state queried through ``status`` and ``nextWake``. Tests drive it directly.
+///
+/// The state is a ``Lifecycle`` whose cases carry their data (a running ``Session`` holds the
+/// one fetch slot, the ``Health`` and the ``ContextSwitch``), the ``HeldValues`` as one
+/// optional, and the few numbers every state shares; the status is derived from them after each
+/// input (`RefreshMachine+State.swift`). Transitions that cannot happen stop the process.
 struct RefreshMachine: Sendable {
     struct Configuration: Sendable, Hashable {
         var pollInterval: Duration = .seconds(30)
@@ -74,7 +79,7 @@ struct RefreshMachine: Sendable {
         /// them; `If-None-Match` carries the ETag only while the fingerprint is the current one.
         /// Ignored once other values are held, after an `identify`, or when closed.
         case cachedValues(fingerprint: String, etag: String?)
-        /// The event stream asks for a fetch (see `RefreshMachine+Stream.swift`).
+        /// The event stream asks for a fetch (see ``Step/streamJoined``).
         case streamFetch(EventStreamMachine.Fetch)
         /// The event stream changes the polling interval (safety net while it is healthy).
         case setPollInterval(Duration)
@@ -109,61 +114,42 @@ struct RefreshMachine: Sendable {
         case request(UInt64)
     }
 
+    /// What one input produced.
     struct Step: Sendable {
+        /// What the engine must do, in order.
         var effects: [Effect] = []
+        /// What the caller of the input waits for.
         var wait: Wait = .none
+        /// The event stream's fetch joined the request already in flight: the stream asks again
+        /// once it is over (the change it announces may postdate that request).
+        var streamJoined = false
     }
 
+    /// A request in flight.
     struct InFlight: Sendable, Hashable {
+        /// The request.
         var request: Request
+        /// When it was sent.
         var sentAt: Duration
     }
 
     let configuration: Configuration
 
-    // Context.
+    /// Where the machine is; the session it follows carries the fetch slot, the health and the
+    /// context switch (see `RefreshMachine+State.swift`).
+    private(set) var lifecycle: Lifecycle = .idle
+    /// The values the owner serves (nil: none yet), with their ETag and confirmation.
+    private(set) var values: HeldValues?
+    /// Bumped by every `identify`; requests and `identify` callers carry it.
     private(set) var generation: UInt64 = 0
-    private(set) var currentFingerprint: String?
-    private(set) var contextInvalid = false
-    // Values.
-    private(set) var hasValues = false
-    private(set) var valuesFingerprint: String?
-    private(set) var valuesConfirmed = false
-    private(set) var lastConfirmation: Duration?
-    private(set) var etag: String?
-    private(set) var etagFingerprint: String?
-    // Requests.
-    private(set) var inFlight: InFlight?
-    private var nextRequestID: UInt64 = 0
-    private(set) var started = false
-    private(set) var closed = false
-    /// A fetch for the current context is owed: a start, identify, key change or refresh that
-    /// a `Retry-After` deferred. Sent (ignoring backoff) as soon as the `Retry-After` ends.
-    private(set) var pendingFetch = false
-    /// Why the owed fetch is owed (the trigger it is sent with).
-    private var owedTrigger: Trigger = .identify
-    // Failures.
-    private(set) var failures = 0
-    private(set) var backoffUntil: Duration?
+    /// The end of the latest `Retry-After` received: no request goes before it, whatever its
+    /// trigger or context (a superseded request's 429 binds too).
     private(set) var retryNotBefore: Duration?
-    private(set) var nextPollAt: Duration?
     /// The polling interval in force (the configuration's, until the event stream changes it).
     private(set) var pollInterval: Duration
-    /// When the last poll delay was drawn from (the last success or 400).
-    private(set) var pollBase: Duration?
-    /// The stream's fetch was joined to a request already in flight (the stream asks again).
-    private(set) var streamJoinedInFlight = false
-    private(set) var authBlocked = false
-    /// A 400/401/403 for the current context and key that no success has cleared yet.
-    private(set) var hardError = false
-    /// An identify whose values are not served yet.
-    private(set) var contextChangePending = false
-    /// An identify is in flight (or owed): status `reconciling`.
-    private(set) var reconciling = false
-    /// A fetch failed since the last success (start failure included).
-    private(set) var lastFetchFailed = false
-
-    /// The current status, as of the last input.
+    /// The id of the last request sent.
+    private var lastRequestID: UInt64 = 0
+    /// The current status, as of the last input (derived from the state at that `now`).
     private(set) var status: ClientStatus = .notReady
 
     init(configuration: Configuration) {
@@ -171,100 +157,175 @@ struct RefreshMachine: Sendable {
         pollInterval = configuration.pollInterval
     }
 
+    // MARK: - Derived state
+
+    /// The session followed, open or closed (nil before a valid context).
+    var session: Session? {
+        switch lifecycle {
+        case .running(let session), .closed(.running(let session)): session
+        case .idle, .invalidContext, .closed: nil
+        }
+    }
+
+    /// Whether ``Input/close`` was fed.
+    var isClosed: Bool {
+        if case .closed = lifecycle { return true }
+        return false
+    }
+
+    /// The request in flight, if any.
+    var inFlight: InFlight? {
+        guard case .running(let session) = lifecycle, case .inFlight(let inFlight) = session.fetch else { return nil }
+        return inFlight
+    }
+
+    /// Whether a fetch a `Retry-After` deferred is owed (sent as soon as it ends).
+    var pendingFetch: Bool {
+        guard case .running(let session) = lifecycle, case .owed = session.fetch else { return false }
+        return true
+    }
+
+    /// Transient failures in a row (the backoff's count).
+    var failures: Int { session?.health.retries?.count ?? 0 }
+
+    /// Whether values are served.
+    var hasValues: Bool { values != nil }
+
+    /// The fingerprint of the context the served values are for.
+    var valuesFingerprint: String? { values?.fingerprint }
+
+    /// The ETag of the served values.
+    var etag: String? { values?.etag }
+
     /// Whether values confirmed by the control plane for the current context are served.
     var isConfirmedForCurrentContext: Bool {
-        hasValues && valuesConfirmed && currentFingerprint != nil && valuesFingerprint == currentFingerprint
-            && !contextChangePending
+        guard let session, let values, values.confirmedAt != nil else { return false }
+        return values.fingerprint == session.fingerprint && session.contextSwitch == .settled
     }
 
     /// Whether waiting longer can still make ``isConfirmedForCurrentContext`` true.
     var canBecomeReady: Bool {
-        !closed && !authBlocked && !contextInvalid
+        switch lifecycle {
+        case .idle: true
+        case .running(let session): !session.health.isKeyRefused
+        case .invalidContext, .closed: false
+        }
     }
 
     /// When the engine should feed ``Input/timer`` next; `nil` for never.
     var nextWake: Duration? {
-        if closed || !started || inFlight != nil || contextInvalid || currentFingerprint == nil { return nil }
+        guard case .running(let session) = lifecycle else { return nil }
+        let notBefore = retryNotBefore ?? .zero
         var wake: Duration?
-        if pendingFetch {
-            wake = retryNotBefore ?? .zero
-        } else if authBlocked {
+        switch session.fetch {
+        case .inFlight:
             return nil
-        } else if failures > 0 {
-            wake = max(backoffUntil ?? .zero, retryNotBefore ?? .zero)
-        } else if pollInterval > .zero, let poll = nextPollAt {
-            wake = max(poll, retryNotBefore ?? .zero)
+        case .owed:
+            wake = notBefore
+        case .idle:
+            if session.health.isKeyRefused { return nil }
+            if let retries = session.health.retries {
+                wake = max(retries.until, notBefore)
+            } else if pollInterval > .zero, let poll = session.poll?.next {
+                wake = max(poll, notBefore)
+            }
         }
-        if status == .ready, lastFetchFailed, let confirmed = lastConfirmation {
+        if status == .ready, session.health != .ok, let confirmed = values?.confirmedAt {
             let staleAt = confirmed + configuration.staleAfter
             wake = wake.map { min($0, staleAt) } ?? staleAt
         }
         return wake
     }
 
+    /// The status the state describes at `now`.
+    private func derivedStatus(of lifecycle: Lifecycle, now: Duration) -> ClientStatus {
+        switch lifecycle {
+        case .idle:
+            // Values held before the start came from the cache: never confirmed yet.
+            return values == nil ? .notReady : .stale
+        case .invalidContext:
+            return .error
+        case .running(let session):
+            return session.status(values: values, now: now, staleAfter: configuration.staleAfter)
+        case .closed(let last):
+            return derivedStatus(of: last, now: now)
+        }
+    }
+
+    /// The session of a running machine, read and updated in place (only while running).
+    private var running: Session {
+        get {
+            guard case .running(let session) = lifecycle else { preconditionFailure("the machine is not running") }
+            return session
+        }
+        set {
+            guard case .running = lifecycle else { preconditionFailure("the machine is not running") }
+            lifecycle = .running(newValue)
+        }
+    }
+
     // MARK: - Inputs
 
+    /// Feeds one input at `now` (monotonic); `random` draws the poll jitter and backoff delays.
     mutating func event(_ input: Input, now: Duration, random: inout SplitMix64) -> Step {
         var step = Step()
         let before = status
         switch input {
         case .start(let fingerprint):
-            guard !started, !closed else { break }
-            started = true
+            guard case .idle = lifecycle else { break }
             if let fingerprint {
-                currentFingerprint = fingerprint
+                lifecycle = .running(Session(fingerprint: fingerprint, contextSwitch: .settled))
                 step.wait = send(.start, now: now, into: &step, ignoreBackoff: true)
             } else {
-                contextInvalid = true
+                lifecycle = .invalidContext
                 let message = "the initial context is invalid"
                 step.effects.append(.log(.warning, message))
                 step.effects.append(.emit(.error(code: .invalidContext, message: message)))
             }
         case .refresh:
-            guard started, !closed, !contextInvalid else { break }
+            guard case .running = lifecycle else { break }
             step.wait = send(.refresh, now: now, into: &step, ignoreBackoff: false)
         case .refreshIfStale:
-            guard started, !closed, !contextInvalid else { break }
-            if let confirmed = lastConfirmation, valuesFingerprint == currentFingerprint,
+            guard case .running(let session) = lifecycle else { break }
+            if let values, let confirmed = values.confirmedAt, values.fingerprint == session.fingerprint,
                 now - confirmed < configuration.refreshIfStaleThreshold
             {
-                if let inFlight, inFlight.request.generation == generation { step.wait = .request(inFlight.request.id) }
+                if case .inFlight(let inFlight) = session.fetch { step.wait = .request(inFlight.request.id) }
                 break
             }
             step.wait = send(.refreshIfStale, now: now, into: &step, ignoreBackoff: false)
         case .identify(let fingerprint):
-            guard !closed else { break }
-            started = true
+            guard !isClosed else { break }
             generation &+= 1
             step.effects.append(.supersede(below: generation))
             cancelInFlight(into: &step)
-            currentFingerprint = fingerprint
-            contextInvalid = false
-            authBlocked = false
-            hardError = false
-            failures = 0
-            backoffUntil = nil
-            lastFetchFailed = false
-            contextChangePending = true
-            reconciling = true
+            // A new context starts healthy, with nothing in flight or owed (the identify's own
+            // fetch is sent or owed below); the poll schedule carries over.
+            lifecycle = .running(Session(fingerprint: fingerprint, contextSwitch: .reconciling, poll: session?.poll))
             step.effects.append(.emit(.reconciling))
             step.wait = send(.identify, now: now, into: &step, ignoreBackoff: true)
         case .keyChanged:
-            guard started, !closed, !contextInvalid else { break }
-            authBlocked = false
-            hardError = false
-            failures = 0
-            backoffUntil = nil
-            etag = nil
-            etagFingerprint = nil
+            guard case .running = lifecycle else { break }
+            // Lifts a refusal and resets the backoff; a failure stays the last outcome until the
+            // new key's fetch is answered.
+            running.health = running.health == .ok ? .ok : .failing(nil)
+            values?.etag = nil
             cancelInFlight(into: &step)
             step.wait = send(.refresh, now: now, into: &step, ignoreBackoff: true)
         case .timer:
-            guard let wake = nextWake, wake <= now else { break }
-            let dueFetch = pendingFetch || failures > 0 || (nextPollAt.map { $0 <= now } ?? false)
-            if dueFetch {
-                let trigger: Trigger = pendingFetch ? owedTrigger : (failures > 0 ? .retry : .poll)
-                _ = send(trigger, now: now, into: &step, ignoreBackoff: pendingFetch)
+            guard let wake = nextWake, wake <= now, case .running(let session) = lifecycle else { break }
+            switch session.fetch {
+            case .inFlight:
+                preconditionFailure("a wake while a request is in flight")
+            case .owed(let trigger):
+                _ = send(trigger, now: now, into: &step, ignoreBackoff: true)
+            case .idle:
+                if session.health.retries != nil {
+                    _ = send(.retry, now: now, into: &step, ignoreBackoff: false)
+                } else if let poll = session.poll?.next, poll <= now {
+                    _ = send(.poll, now: now, into: &step, ignoreBackoff: false)
+                }
+            // Otherwise the wake was the stale check: only the status changes.
             }
         case .response(let requestID, let outcome):
             if let inFlight, inFlight.request.id == requestID {
@@ -274,30 +335,30 @@ struct RefreshMachine: Sendable {
                 retryNotBefore = max(retryNotBefore ?? .zero, now + retryAfter)
             }
         case .cachedValues(let fingerprint, let cachedETag):
-            guard !closed, !hasValues, generation == 0, !contextChangePending else { break }
-            hasValues = true
-            valuesFingerprint = fingerprint
-            valuesConfirmed = false
-            if let cachedETag {
-                etag = cachedETag
-                etagFingerprint = fingerprint
-            }
+            guard !isClosed, values == nil, generation == 0 else { break }
+            values = HeldValues(fingerprint: fingerprint, etag: cachedETag, confirmedAt: nil)
         case .streamFetch(let fetch):
-            streamJoinedInFlight = false
-            guard started, !closed, !contextInvalid else { break }
-            step.wait = sendForStream(fetch, now: now, into: &step)
+            // Never while the key is refused; never past a `Retry-After` or backoff either (the
+            // stream never makes a failing control plane retry faster); `activated` fetches go
+            // without `If-None-Match`.
+            guard case .running(let session) = lifecycle, !session.health.isKeyRefused else { break }
+            step.wait = send(.stream, now: now, into: &step, ignoreBackoff: false, stream: fetch)
         case .setPollInterval(let interval):
             changePollInterval(to: interval, random: &random)
         case .close:
-            guard !closed else { break }
-            closed = true
+            guard !isClosed else { break }
             cancelInFlight(into: &step)
             step.effects.append(.supersede(below: generation &+ 1))
-            pendingFetch = false
-            reconciling = false
+            if case .running(var session) = lifecycle {
+                session.fetch = .idle
+                if session.contextSwitch == .reconciling { session.contextSwitch = .unresolved }
+                lifecycle = .closed(.running(session))
+            } else {
+                lifecycle = .closed(lifecycle)
+            }
         }
-        status = computeStatus(now: now)
-        if status != before && !closed {
+        status = derivedStatus(of: lifecycle, now: now)
+        if status != before && !isClosed {
             switch status {
             case .ready where !step.effects.contains(.emit(.contextChanged)): step.effects.append(.emit(.ready))
             case .stale: step.effects.append(.emit(.stale))
@@ -309,57 +370,77 @@ struct RefreshMachine: Sendable {
 
     // MARK: - Internals
 
-    /// Storage setters for `RefreshMachine+Stream.swift` (the properties stay `private(set)`).
-    mutating func setPollIntervalStorage(_ interval: Duration) { pollInterval = interval }
-    mutating func resetNextPoll(_ at: Duration?) { nextPollAt = at }
-
-    /// Cancels the request in flight, if any, and releases its `refresh()` callers.
-    private mutating func cancelInFlight(into step: inout Step) {
-        guard let inFlight else { return }
-        step.effects.append(.cancel(requestID: inFlight.request.id))
-        step.effects.append(.finished(requestID: inFlight.request.id))
-        self.inFlight = nil
+    /// Polls at `interval` from now on (`.zero`: no polling). The next poll is re-drawn from the
+    /// last success so that lengthening it (a healthy stream) or shortening it (a failed one)
+    /// takes effect at once rather than after the poll already scheduled.
+    private mutating func changePollInterval(to interval: Duration, random: inout SplitMix64) {
+        let interval = max(interval, .zero)
+        guard interval != pollInterval else { return }
+        pollInterval = interval
+        guard case .running(let session) = lifecycle, let base = session.poll?.base, session.health.retries == nil,
+            !session.health.isKeyRefused
+        else { return }
+        let next = jitteredPoll(random: &random).map { base + $0 }
+        running.poll?.next = next
     }
 
-    mutating func send(
+    /// Cancels the request in flight, if any, and releases its `refresh()` callers (an owed
+    /// fetch stays owed).
+    private mutating func cancelInFlight(into step: inout Step) {
+        guard case .running(let session) = lifecycle, case .inFlight(let inFlight) = session.fetch else { return }
+        step.effects.append(.cancel(requestID: inFlight.request.id))
+        step.effects.append(.finished(requestID: inFlight.request.id))
+        running.fetch = .idle
+    }
+
+    /// Sends a request for the current context (running only), joins the one in flight, owes
+    /// it while a `Retry-After` is in force, or drops it during a backoff `ignoreBackoff` does
+    /// not override (a retry never waits for its own backoff).
+    private mutating func send(
         _ trigger: Trigger, now: Duration, into step: inout Step, ignoreBackoff: Bool,
         stream: EventStreamMachine.Fetch? = nil
     ) -> Wait {
-        guard let fingerprint = currentFingerprint else { return .none }
-        streamJoinedInFlight = false
-        if let inFlight, inFlight.request.generation == generation {
-            streamJoinedInFlight = stream != nil
+        let session = running
+        switch session.fetch {
+        case .inFlight(let inFlight):
+            guard inFlight.request.generation == generation else {
+                preconditionFailure("a request of a superseded context is still in flight")
+            }
+            step.streamJoined = stream != nil
             return .request(inFlight.request.id)
+        case .owed:
+            if let notBefore = retryNotBefore, now < notBefore {
+                // Still owed; an identify or start takes over its reason.
+                if trigger == .identify || trigger == .start { running.fetch = .owed(trigger) }
+                return .none
+            }
+        case .idle:
+            if let notBefore = retryNotBefore, now < notBefore {
+                running.fetch = .owed(trigger)
+                return .none
+            }
         }
-        cancelInFlight(into: &step)
-        if let notBefore = retryNotBefore, now < notBefore {
-            // Owed whatever caused it: a deferred key change or refresh must not be lost when
-            // nothing else (no poll, no retry) would wake the engine later.
-            if !pendingFetch || trigger == .identify || trigger == .start { owedTrigger = trigger }
-            pendingFetch = true
+        if !ignoreBackoff, trigger != .retry, let until = session.health.retries?.until, now < until {
             return .none
         }
-        if !ignoreBackoff, trigger != .retry, let until = backoffUntil, now < until {
-            return .none
-        }
-        pendingFetch = false
-        nextRequestID &+= 1
+        lastRequestID &+= 1
+        let conditional = stream?.unconditional != true && values?.fingerprint == session.fingerprint
         let request = Request(
-            id: nextRequestID,
+            id: lastRequestID,
             generation: generation,
-            fingerprint: fingerprint,
-            ifNoneMatch: (etagFingerprint == fingerprint && valuesFingerprint == fingerprint && hasValues
-                && stream?.unconditional != true) ? etag : nil,
+            fingerprint: session.fingerprint,
+            ifNoneMatch: conditional ? values?.etag : nil,
             trigger: trigger,
             flagConfigEtag: stream?.flagConfigEtag,
             flagConfigLastModified: stream?.flagConfigLastModified
         )
-        inFlight = InFlight(request: request, sentAt: now)
+        running.fetch = .inFlight(InFlight(request: request, sentAt: now))
         step.effects.append(.send(request))
         return .request(request.id)
     }
 
-    mutating func jitteredPoll(random: inout SplitMix64) -> Duration? {
+    /// The next poll delay: the interval in force with ±`pollJitter` (nil when polling is off).
+    private func jitteredPoll(random: inout SplitMix64) -> Duration? {
         let interval = pollInterval
         guard interval > .zero else { return nil }
         let jitter = min(max(configuration.pollJitter, 0), 1)
@@ -367,86 +448,75 @@ struct RefreshMachine: Sendable {
         return interval * factor
     }
 
+    /// The answer to the request in flight.
     private mutating func handle(
         _ outcome: Outcome, for request: Request, now: Duration, random: inout SplitMix64, into step: inout Step
     ) {
-        inFlight = nil
+        running.fetch = .idle
         switch outcome {
         case .updated(let newETag):
             step.effects.append(.apply(requestID: request.id))
-            etag = newETag
-            etagFingerprint = newETag == nil ? nil : request.fingerprint
-            succeed(request: request, now: now, random: &random, into: &step)
+            succeed(request: request, etag: newETag, now: now, random: &random, into: &step)
         case .notModified:
-            guard request.ifNoneMatch != nil, valuesFingerprint == request.fingerprint else {
-                // A 304 we did not ask for confirms nothing: treat as a bad answer.
+            if request.ifNoneMatch != nil, let values, values.fingerprint == request.fingerprint {
+                step.effects.append(.confirm)
+                succeed(request: request, etag: values.etag, now: now, random: &random, into: &step)
+            } else {
+                // A 304 we did not ask for confirms nothing: treat as a bad answer (the request
+                // is over all the same: its callers are released below).
                 fail(
                     .transient(.invalidBody, retryAfter: nil), request: request, now: now, random: &random, into: &step)
-                return
             }
-            step.effects.append(.confirm)
-            succeed(request: request, now: now, random: &random, into: &step)
         default:
             fail(outcome, request: request, now: now, random: &random, into: &step)
         }
         step.effects.append(.finished(requestID: request.id))
     }
 
-    private mutating func succeed(request: Request, now: Duration, random: inout SplitMix64, into step: inout Step) {
-        hasValues = true
-        valuesFingerprint = request.fingerprint
-        valuesConfirmed = true
-        lastConfirmation = now
-        failures = 0
-        backoffUntil = nil
-        hardError = false
-        authBlocked = false
-        lastFetchFailed = false
-        nextPollAt = jitteredPoll(random: &random).map { now + $0 }
-        pollBase = now
-        reconciling = false
-        if contextChangePending {
-            contextChangePending = false
-            step.effects.append(.emit(.contextChanged))
-        }
+    /// A 200 or a solicited 304: the values are confirmed for the request's context.
+    private mutating func succeed(
+        request: Request, etag: String?, now: Duration, random: inout SplitMix64, into step: inout Step
+    ) {
+        values = HeldValues(fingerprint: request.fingerprint, etag: etag, confirmedAt: now)
+        var session = running
+        session.health = .ok
+        session.poll = PollSchedule(base: now, next: jitteredPoll(random: &random).map { now + $0 })
+        let switched = session.contextSwitch != .settled
+        session.contextSwitch = .settled
+        running = session
+        if switched { step.effects.append(.emit(.contextChanged)) }
         step.effects.append(.identifyResolved(generation: request.generation, true))
     }
 
+    /// A failed fetch: a refusal (400, 401/403) or a transient failure (backoff, `Retry-After`).
     private mutating func fail(
         _ outcome: Outcome, request: Request, now: Duration, random: inout SplitMix64, into step: inout Step
     ) {
-        lastFetchFailed = true
-        reconciling = false
+        var session = running
+        if session.contextSwitch == .reconciling { session.contextSwitch = .unresolved }
         let code: FlagErrorCode
         let message: String
         var level = HalyardLogLevel.warning
         switch outcome {
         case .badRequest:
-            hardError = true
-            failures = 0
-            backoffUntil = nil
-            nextPollAt = jitteredPoll(random: &random).map { now + $0 }
-            pollBase = now
+            // A refused key stays refused: only a success, a key change or an identify lifts it.
+            session.health = .rejected(session.health.isKeyRefused ? .key : .context, nil)
+            session.poll = PollSchedule(base: now, next: jitteredPoll(random: &random).map { now + $0 })
             code = .invalidContext
             message = "the control plane rejected the context (400)"
         case .unauthorized(let statusCode):
-            hardError = true
-            authBlocked = true
-            failures = 0
-            backoffUntil = nil
-            nextPollAt = nil
-            code = hasValues ? .general : .providerFatal
+            session.health = .rejected(.key, nil)
+            session.poll?.next = nil
+            code = values == nil ? .providerFatal : .general
             level = .error
             message = "the control plane refused the key (\(statusCode)); background refresh stopped"
         case .rateLimited(let retryAfter):
-            failures += 1
-            backoffUntil = now + configuration.backoff.delay(failures: failures, unit: random.unit())
+            session.health = session.health.failedAgain(nextRetries(after: session.health, now: now, random: &random))
             if let retryAfter { retryNotBefore = max(retryNotBefore ?? .zero, now + retryAfter) }
             code = .general
             message = "rate limited (429)" + (retryAfter.map { "; retry after \($0)" } ?? "")
         case .transient(let cause, let retryAfter):
-            failures += 1
-            backoffUntil = now + configuration.backoff.delay(failures: failures, unit: random.unit())
+            session.health = session.health.failedAgain(nextRetries(after: session.health, now: now, random: &random))
             if let retryAfter { retryNotBefore = max(retryNotBefore ?? .zero, now + retryAfter) }
             code = .general
             message =
@@ -458,26 +528,17 @@ struct RefreshMachine: Sendable {
                 case .tooLarge: "the response body exceeded the size limit"
                 }
         case .updated, .notModified:
-            return
+            preconditionFailure("a success handled as a failure")
         }
+        running = session
         step.effects.append(.log(level, message))
         step.effects.append(.emit(.error(code: code, message: message)))
         step.effects.append(.identifyResolved(generation: request.generation, false))
     }
 
-    private func computeStatus(now: Duration) -> ClientStatus {
-        guard hasValues else {
-            if authBlocked { return .fatal }
-            if reconciling { return .reconciling }
-            return (lastFetchFailed || hardError || contextInvalid) ? .error : .notReady
-        }
-        if reconciling { return .reconciling }
-        if hardError || authBlocked || contextInvalid { return .error }
-        if contextChangePending { return lastFetchFailed ? .error : .reconciling }
-        if !valuesConfirmed { return .stale }
-        if lastFetchFailed, let confirmed = lastConfirmation, now - confirmed >= configuration.staleAfter {
-            return .stale
-        }
-        return .ready
+    /// One more transient failure: its count and the end of its jittered backoff.
+    private func nextRetries(after health: Health, now: Duration, random: inout SplitMix64) -> Retries {
+        let count = (health.retries?.count ?? 0) + 1
+        return Retries(count: count, until: now + configuration.backoff.delay(failures: count, unit: random.unit()))
     }
 }

@@ -102,18 +102,8 @@ final class EventStreamDriver: Sendable {
     /// Counters (no URL).
     var stats: EventStreamStats {
         state.withLock { s in
-            let c = s.machine.counters
-            var stats = EventStreamStats()
+            var stats = s.machine.stats
             stats.advertised = s.stream != nil
-            if case .connected = s.machine.phase { stats.connected = true }
-            stats.healthy = s.machine.isHealthy
-            stats.connects = c.connects
-            stats.connections = c.connected
-            stats.failures = c.failures
-            stats.refetchEvents = c.refetchEvents
-            stats.ignoredEvents = c.ignoredEvents
-            stats.coalescedEvents = c.coalescedEvents
-            stats.inactivityCloses = c.inactivityCloses
             return stats
         }
     }

@@ -108,16 +108,13 @@ struct EventStreamMachine: Sendable {
         case stopped
     }
 
-    /// Counters (no URL, no payload).
-    struct Counters: Sendable, Hashable {
-        var connects = 0
-        var connected = 0
-        var failures = 0
-        var refetchEvents = 0
-        var ignoredEvents = 0
-        var coalescedEvents = 0
-        var fetchesRequested = 0
-        var inactivityCloses = 0
+    /// The one bulk re-fetch the stream may have in flight, and the one it may owe after it.
+    enum FetchSlot: Sendable, Hashable {
+        /// No fetch in flight.
+        case idle
+        /// A fetch is in flight; `pending` is sent when it is over (the latest event's
+        /// parameters; an unconditional fetch stays unconditional).
+        case inFlight(pending: Fetch?)
     }
 
     let configuration: Configuration
@@ -130,14 +127,16 @@ struct EventStreamMachine: Sendable {
     private(set) var degraded = false
     private(set) var serverRetry: Duration?
     private(set) var serverInactivityDelay: Duration?
-    private(set) var active = true
+    /// When `setActive(false)` made the client inactive; nil while it is active.
     private(set) var inactiveSince: Duration?
     private(set) var lastByteAt: Duration = .zero
-    private(set) var fetchInFlight = false
-    private(set) var pendingFetch: Fetch?
+    /// The bulk re-fetch in flight and the one pending after it.
+    private(set) var fetch: FetchSlot = .idle
     /// The polling interval last asked for (nil: none asked yet).
     private(set) var announcedPoll: Duration?
-    private(set) var counters = Counters()
+    /// The counters, and whether the stream is connected and healthy as of the last input
+    /// (``EventStreamStats/advertised`` is the driver's: it knows which stream is followed).
+    private(set) var stats = EventStreamStats()
 
     init(configuration: Configuration) {
         self.configuration = configuration
@@ -177,7 +176,7 @@ struct EventStreamMachine: Sendable {
             if failures > 0 || degraded { consider(since + configuration.resetAfter) }
         case .idle, .suspended, .stopped: break
         }
-        if let inactiveSince, !active {
+        if let inactiveSince {
             switch phase {
             case .waiting, .connecting, .connected: consider(inactiveSince + inactivityDelay)
             default: break
@@ -188,16 +187,26 @@ struct EventStreamMachine: Sendable {
 
     // MARK: - Inputs
 
+    /// Feeds one input at `now` (monotonic); `random` draws the reconnect jitter. A stopped
+    /// machine ignores everything. ``stats`` are current when it returns.
     mutating func event(_ input: Input, now: Duration, random: inout SplitMix64) -> [Action] {
+        if case .stopped = phase { return [] }
+        let actions = apply(input, now: now, random: &random)
+        if case .connected = phase { stats.connected = true } else { stats.connected = false }
+        stats.healthy = isHealthy
+        return actions
+    }
+
+    /// One input's transitions and actions.
+    private mutating func apply(_ input: Input, now: Duration, random: inout SplitMix64) -> [Action] {
         var actions: [Action] = []
-        if case .stopped = phase { return actions }
         noteResetIfDue(now: now)
         switch input {
         case .advertised(let delay):
             serverInactivityDelay = delay
             switch phase {
             case .idle:
-                if active { connect(now: now, into: &actions) } else { phase = .suspended }
+                if inactiveSince == nil { connect(now: now, into: &actions) } else { phase = .suspended }
             case .waiting, .connecting, .connected:
                 // Another stream (or the same, re-advertised): reconnect only when the driver
                 // says it changed; it sends `.withdrawn` first in that case.
@@ -215,7 +224,7 @@ struct EventStreamMachine: Sendable {
             if (200..<300).contains(status) && isEventStream {
                 phase = .connected(since: now)
                 lastByteAt = now
-                counters.connected += 1
+                stats.connections += 1
                 actions.append(.log(.debug, "event stream connected"))
                 requestFetch(Fetch(reason: .connected), into: &actions)
             } else {
@@ -231,10 +240,10 @@ struct EventStreamMachine: Sendable {
             guard id == connection, case .connected = phase else { break }
             lastByteAt = now
             guard let event = Self.route(data) else {
-                counters.ignoredEvents += 1
+                stats.ignoredEvents += 1
                 break
             }
-            counters.refetchEvents += 1
+            stats.refetchEvents += 1
             requestFetch(event, into: &actions)
         case .closed(let id, let reason):
             guard id == connection else { break }
@@ -258,14 +267,13 @@ struct EventStreamMachine: Sendable {
                     into: &actions)
             }
         case .fetchFinished:
-            fetchInFlight = false
-            if let pending = pendingFetch {
-                pendingFetch = nil
-                requestFetch(pending, into: &actions)
+            guard case .inFlight(let pending) = fetch else {
+                preconditionFailure("a fetch finished that the machine did not ask for")
             }
+            fetch = .idle
+            if let pending { requestFetch(pending, into: &actions) }
         case .setActive(let isActive):
-            guard isActive != active else { break }
-            active = isActive
+            guard isActive != (inactiveSince == nil) else { break }
             if isActive {
                 inactiveSince = nil
                 // Only a client that follows a stream re-fetches on activation (polling-only
@@ -279,7 +287,7 @@ struct EventStreamMachine: Sendable {
                 inactiveSince = now
             }
         case .timer:
-            if !active, let since = inactiveSince, now >= since + inactivityDelay {
+            if let since = inactiveSince, now >= since + inactivityDelay {
                 switch phase {
                 case .waiting, .connecting, .connected:
                     disconnect(into: &actions)
@@ -293,13 +301,13 @@ struct EventStreamMachine: Sendable {
             case .waiting(let until) where now >= until:
                 connect(now: now, into: &actions)
             case .connecting(let since) where now >= since + configuration.connectTimeout:
-                counters.inactivityCloses += 1
+                stats.inactivityCloses += 1
                 actions.append(.disconnect(connection: connection))
                 fail(
                     hard: true, message: "the event stream sent no response head in time", now: now, random: &random,
                     into: &actions)
             case .connected where now >= lastByteAt + configuration.readInactivityTimeout:
-                counters.inactivityCloses += 1
+                stats.inactivityCloses += 1
                 actions.append(.disconnect(connection: connection))
                 fail(
                     hard: false, message: "the event stream was silent too long; reconnecting", now: now,
@@ -309,7 +317,8 @@ struct EventStreamMachine: Sendable {
         case .stop:
             disconnect(into: &actions)
             phase = .stopped
-            pendingFetch = nil
+            // A fetch in flight stays so (its `fetchFinished` is ignored); none follows it.
+            if case .inFlight = fetch { fetch = .inFlight(pending: nil) }
             return actions
         }
         return finish(actions)
@@ -362,7 +371,7 @@ struct EventStreamMachine: Sendable {
 
     private mutating func connect(now: Duration, into actions: inout [Action]) {
         connection &+= 1
-        counters.connects += 1
+        stats.connects += 1
         phase = .connecting(since: now)
         lastByteAt = now
         actions.append(.connect(connection: connection))
@@ -396,7 +405,7 @@ struct EventStreamMachine: Sendable {
     private mutating func fail(
         hard: Bool, message: String, now: Duration, random: inout SplitMix64, into actions: inout [Action]
     ) {
-        counters.failures += 1
+        stats.failures += 1
         failures += 1
         if hard || failures >= max(configuration.closesBeforeFailed, 1) { degraded = true }
         let delay = reconnectDelay(failures: failures, unit: random.unit())
@@ -404,18 +413,16 @@ struct EventStreamMachine: Sendable {
         actions.append(.log(degraded ? .warning : .info, message + "; reconnecting in \(delay)"))
     }
 
-    private mutating func requestFetch(_ fetch: Fetch, into actions: inout [Action]) {
-        if fetchInFlight {
-            if pendingFetch != nil { counters.coalescedEvents += 1 }
+    private mutating func requestFetch(_ next: Fetch, into actions: inout [Action]) {
+        switch fetch {
+        case .inFlight(let pending):
+            if pending != nil { stats.coalescedEvents += 1 }
             // The pending one carries the latest parameters; an unconditional fetch stays so.
-            if pendingFetch?.reason == .activated && fetch.reason != .activated {
-                return
-            }
-            pendingFetch = fetch
-            return
+            if pending?.reason == .activated && next.reason != .activated { return }
+            fetch = .inFlight(pending: next)
+        case .idle:
+            fetch = .inFlight(pending: nil)
+            actions.append(.fetch(next))
         }
-        fetchInFlight = true
-        counters.fetchesRequested += 1
-        actions.append(.fetch(fetch))
     }
 }
