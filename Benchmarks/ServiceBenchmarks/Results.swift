@@ -132,10 +132,15 @@ struct SteadyState: Codable {
 
     /// The JSON keys: the design names the report prints.
     enum CodingKeys: String, CodingKey {
+        /// `halyard`.
         case halyard
+        /// `halyard-tinylfu`.
         case halyardTinyLFU = "halyard-tinylfu"
+        /// `halyard-64MiB`.
         case halyard64MiB = "halyard-64MiB"
+        /// `flag-ctx-cache`.
         case flagContextCache = "flag-ctx-cache"
+        /// `remote-per-read`.
         case remotePerRead = "remote-per-read"
     }
 }
@@ -151,8 +156,11 @@ struct Loopback: Codable {
 
     /// The JSON keys: the design names the report prints.
     enum CodingKeys: String, CodingKey {
+        /// `halyard`.
         case halyard
+        /// `flag-ctx-cache`.
         case flagContextCache = "flag-ctx-cache"
+        /// `remote-per-read`.
         case remotePerRead = "remote-per-read"
     }
 }

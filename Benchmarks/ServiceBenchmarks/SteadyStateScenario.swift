@@ -132,6 +132,7 @@ func load(
     request: @escaping @Sendable (Int, Int) async -> Void
 ) async -> LoadFigures {
     let issued = Locked(0)
+    /// `count` requests from 64 tasks; their latencies in µs when `record`.
     func run(_ count: Int, record: Bool) async -> [Double] {
         await withTaskGroup(of: [Double].self) { group in
             for task in 0..<64 {

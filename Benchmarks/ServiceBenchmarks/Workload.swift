@@ -80,6 +80,7 @@ func makePlane(latency: Duration) -> InMemoryControlPlane {
 final class CountingTransport: FlagTransport, Sendable {
     /// The transport requests go to.
     let inner: any FlagTransport
+    /// The OFREP requests sent so far.
     private let count = Locked(0)
     /// Counts the requests sent through `inner`.
     init(_ inner: any FlagTransport) { self.inner = inner }
