@@ -49,26 +49,18 @@ extension ServiceBench {
                 name: "flag-ctx-cache", warmup: requests / 4, measured: requests / 2, clock: clock, counter: counter,
                 seed: 9
             ) { id, route in
-                guard let fitted = try? context(id).fitted() else { return }
-                for key in routes[route] {
-                    _ = await cache.read(key, fingerprint: fitted.fingerprint, contextJSON: fitted.canonicalJSON)
-                }
+                await cache.request(id, route)
             }
         }
         let remotePerRead: LoadFigures
         do {
             let clock = ManualClock()
             let counter = CountingTransport(makeDefaultTransport())
-            let limit = AsyncLimit(32)
+            let design = RemotePerRead(transport: counter, baseURL: server.baseURL)
             remotePerRead = await load(
                 name: "remote-per-read", warmup: 0, measured: 256, clock: clock, counter: counter, seed: 9
             ) { id, route in
-                guard let fitted = try? context(id).fitted() else { return }
-                for key in routes[route] {
-                    await limit.acquire()
-                    _ = await remoteRead(counter, baseURL: server.baseURL, key: key, contextJSON: fitted.canonicalJSON)
-                    limit.release()
-                }
+                await design.request(id, route)
             }
         }
         return Loopback(halyard: halyard, flagContextCache: flagContextCache, remotePerRead: remotePerRead)

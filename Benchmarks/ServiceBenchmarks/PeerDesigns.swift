@@ -47,6 +47,28 @@ final class AsyncLimit: Sendable {
     }
 }
 
+/// The remote-per-read design: one OFREP single-flag request per read, at most 32 in flight
+/// (FlagService's fetch bound).
+struct RemotePerRead: Sendable {
+    /// Where the requests go.
+    let transport: any FlagTransport
+    /// The control plane's base URL.
+    let baseURL: URL
+    /// The bound on requests in flight.
+    let limit = AsyncLimit(32)
+
+    /// One request of the workload: user `id`'s context fitted (canonical JSON), then one
+    /// remote read per flag of `route`.
+    func request(_ id: Int, _ route: Int) async {
+        guard let fitted = try? context(id).fitted() else { return }
+        for key in routes[route] {
+            await limit.acquire()
+            _ = await remoteRead(transport, baseURL: baseURL, key: key, contextJSON: fitted.canonicalJSON)
+            limit.release()
+        }
+    }
+}
+
 /// The OFREP single-flag request the per-read designs send.
 func singleFlagRequest(baseURL: URL, key: String, contextJSON: String) -> TransportRequest {
     TransportRequest(
@@ -170,6 +192,17 @@ final class FlagContextCache: Sendable {
             }
             s.inFlight[cacheKey] = task
             return .wait(task)
+        }
+    }
+}
+
+extension FlagContextCache {
+    /// One request of the workload on this design: user `id`'s context fitted (its fingerprint
+    /// keys the cache), then the 10 reads of `route` through the cache.
+    func request(_ id: Int, _ route: Int) async {
+        guard let fitted = try? context(id).fitted() else { return }
+        for key in routes[route] {
+            _ = await read(key, fingerprint: fitted.fingerprint, contextJSON: fitted.canonicalJSON)
         }
     }
 }

@@ -85,28 +85,19 @@ extension ServiceBench {
             flagContextCache = await load(
                 name: "flag-ctx-cache", warmup: warmup, measured: measured, clock: clock, counter: counter, seed: 7
             ) { id, route in
-                guard let fitted = try? context(id).fitted() else { return }
-                for key in routes[route] {
-                    _ = await cache.read(key, fingerprint: fitted.fingerprint, contextJSON: fitted.canonicalJSON)
-                }
+                await cache.request(id, route)
             }
         }
         let remotePerRead: LoadFigures
         do {
             let clock = ManualClock()
             let counter = CountingTransport(makePlane(latency: .milliseconds(2)))
-            let limit = AsyncLimit(32)
+            let design = RemotePerRead(transport: counter, baseURL: InMemoryControlPlane.baseURL)
             remotePerRead = await load(
                 name: "remote-per-read", warmup: 0, measured: quick ? 640 : 3_200, clock: clock, counter: counter,
                 seed: 7
             ) { id, route in
-                guard let fitted = try? context(id).fitted() else { return }
-                for key in routes[route] {
-                    await limit.acquire()
-                    _ = await remoteRead(
-                        counter, baseURL: InMemoryControlPlane.baseURL, key: key, contextJSON: fitted.canonicalJSON)
-                    limit.release()
-                }
+                await design.request(id, route)
             }
         }
         let halyardLoad = halyard.per1000
