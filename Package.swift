@@ -68,13 +68,13 @@ let package = Package(
         ),
         .executableTarget(
             name: "ContextBenchmarks",
-            dependencies: ["Halyard"],
+            dependencies: ["Halyard", "BenchmarkSupport"],
             path: "Benchmarks/ContextBenchmarks",
             swiftSettings: upcoming + [.unsafeFlags(["-Ounchecked"])]
         ),
         .executableTarget(
             name: "ExposureBenchmarks",
-            dependencies: ["Halyard", "CMallocCounter"],
+            dependencies: ["Halyard", "CMallocCounter", "BenchmarkSupport"],
             path: "Benchmarks/ExposureBenchmarks",
             swiftSettings: upcoming + [.unsafeFlags(["-Ounchecked"])]
         ),
@@ -86,7 +86,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "CacheBenchmarks",
-            dependencies: ["Halyard", "HalyardTesting"],
+            dependencies: ["Halyard", "HalyardTesting", "BenchmarkSupport"],
             path: "Benchmarks/CacheBenchmarks",
             swiftSettings: upcoming
         ),
@@ -108,7 +108,8 @@ let package = Package(
             swiftSettings: upcoming),
         // Propagation latency of changes: streaming vs polling.
         .executableTarget(
-            name: "StreamBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"], path: "Benchmarks/StreamBenchmarks",
+            name: "StreamBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"],
+            path: "Benchmarks/StreamBenchmarks",
             swiftSettings: upcoming),
         // Every hazard-protected read against a publisher, for `-c release` builds (.ci/run): only
         // there does the ARC optimizer move retains (docs/architecture.md).

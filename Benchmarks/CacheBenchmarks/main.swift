@@ -12,6 +12,7 @@
 //     queues a file write: encode, write, fsync, rename) versus off. Rounds alternate on/off;
 //     the report gives reads per second of wall time and per reader CPU second, their on/off
 //     ratios (median of the per-round ratios), and batch latency percentiles.
+import BenchmarkSupport
 import Dispatch
 import Foundation
 import Halyard
@@ -65,17 +66,6 @@ func threadCPUNs() -> UInt64 {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
-func median(_ xs: [Double]) -> Double {
-    let s = xs.sorted()
-    guard !s.isEmpty else { return .nan }
-    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-}
-func quantile(_ xs: [Double], _ q: Double) -> Double {
-    let s = xs.sorted()
-    guard !s.isEmpty else { return .nan }
-    return s[min(s.count - 1, Int(Double(s.count) * q))]
-}
-func fmt(_ x: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", x) }
 func progress(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
 
 /// Runs an async operation to completion from synchronous code.
@@ -158,18 +148,18 @@ func coldStart() -> [String: Double] {
     let ratios = zip(cached, network).map { $0 / $1 }
     print("(a) cold start, \(flagCount) flags, \(samples) paired samples (microseconds)")
     print(
-        "    FlagClient(...) -> first CACHED read (file store): p50 \(fmt(median(cached))) p90 \(fmt(quantile(cached, 0.9))) max \(fmt(cached.max() ?? .nan))"
+        "    FlagClient(...) -> first CACHED read (file store): p50 \(fmt(median(cached))) p90 \(fmt(percentile(cached, 0.9))) max \(fmt(cached.max() ?? .nan))"
     )
     print(
-        "      of which FlagClient(...) itself:                p50 \(fmt(median(creation))) p90 \(fmt(quantile(creation, 0.9)))"
+        "      of which FlagClient(...) itself:                p50 \(fmt(median(creation))) p90 \(fmt(percentile(creation, 0.9)))"
     )
     print(
-        "    FlagClient(...) -> first read, in-memory network:  p50 \(fmt(median(network))) p90 \(fmt(quantile(network, 0.9)))"
+        "    FlagClient(...) -> first read, in-memory network:  p50 \(fmt(median(network))) p90 \(fmt(percentile(network, 0.9)))"
     )
     print("    ratio cached / in-memory network (median of pairs): \(fmt(median(ratios)))")
     print("    goal < 2000 us for the cached read: \(median(cached) < 2000 ? "MET" : "NOT MET") (p50)")
     return [
-        "cachedFirstReadP50Us": median(cached), "cachedFirstReadP90Us": quantile(cached, 0.9),
+        "cachedFirstReadP50Us": median(cached), "cachedFirstReadP90Us": percentile(cached, 0.9),
         "cachedFirstReadMaxUs": cached.max() ?? .nan, "creationP50Us": median(creation),
         "networkFirstReadP50Us": median(network), "cachedOverNetwork": median(ratios),
     ]
@@ -274,10 +264,10 @@ func readsWhilePublishing() -> [String: Double] {
     let onBatches = on.flatMap(\.batchNs), offBatches = off.flatMap(\.batchNs)
     print("(b) \(readerThreads) readers while publishing, cache on vs off, \(rounds) paired rounds of \(seconds) s")
     print(
-        "    cache on : \(fmt(median(on.map(\.readsPerSecond)) / 1e6)) Mreads/s wall, \(fmt(median(on.map(\.readsPerCPUSecond)) / 1e6)) Mreads/CPU-s, publishes/s \(fmt(median(on.map { Double($0.publishes) / seconds }), 0)), per-read p50/p99/p99.9 \(fmt(quantile(onBatches, 0.5))) / \(fmt(quantile(onBatches, 0.99))) / \(fmt(quantile(onBatches, 0.999))) ns"
+        "    cache on : \(fmt(median(on.map(\.readsPerSecond)) / 1e6)) Mreads/s wall, \(fmt(median(on.map(\.readsPerCPUSecond)) / 1e6)) Mreads/CPU-s, publishes/s \(fmt(median(on.map { Double($0.publishes) / seconds }), 0)), per-read p50/p99/p99.9 \(fmt(percentile(onBatches, 0.5))) / \(fmt(percentile(onBatches, 0.99))) / \(fmt(percentile(onBatches, 0.999))) ns"
     )
     print(
-        "    cache off: \(fmt(median(off.map(\.readsPerSecond)) / 1e6)) Mreads/s wall, \(fmt(median(off.map(\.readsPerCPUSecond)) / 1e6)) Mreads/CPU-s, publishes/s \(fmt(median(off.map { Double($0.publishes) / seconds }), 0)), per-read p50/p99/p99.9 \(fmt(quantile(offBatches, 0.5))) / \(fmt(quantile(offBatches, 0.99))) / \(fmt(quantile(offBatches, 0.999))) ns"
+        "    cache off: \(fmt(median(off.map(\.readsPerSecond)) / 1e6)) Mreads/s wall, \(fmt(median(off.map(\.readsPerCPUSecond)) / 1e6)) Mreads/CPU-s, publishes/s \(fmt(median(off.map { Double($0.publishes) / seconds }), 0)), per-read p50/p99/p99.9 \(fmt(percentile(offBatches, 0.5))) / \(fmt(percentile(offBatches, 0.99))) / \(fmt(percentile(offBatches, 0.999))) ns"
     )
     print(
         "    ratio on/off (median of rounds): wall \(fmt(median(wallRatios))) [\(wallRatios.map { fmt($0) }.joined(separator: " "))]"
@@ -288,7 +278,7 @@ func readsWhilePublishing() -> [String: Double] {
     return [
         "readsPerSecondOn": median(on.map(\.readsPerSecond)), "readsPerSecondOff": median(off.map(\.readsPerSecond)),
         "onOverOffWall": median(wallRatios), "onOverOffPerCPUSecond": median(cpuRatios),
-        "readP99NsOn": quantile(onBatches, 0.99), "readP99NsOff": quantile(offBatches, 0.99),
+        "readP99NsOn": percentile(onBatches, 0.99), "readP99NsOff": percentile(offBatches, 0.99),
     ]
 }
 

@@ -4,6 +4,7 @@
 //
 // Designs that are compared run in the same process, alternating (A B C A B C ...), and the
 // report gives medians of the per-round times and ratios against Halyard's parser.
+import BenchmarkSupport
 import Foundation
 @_spi(Fuzzing) import Halyard
 
@@ -51,11 +52,6 @@ func calibrate(_ body: () -> Void) -> Int {
         }
         n *= 4
     }
-}
-
-func median(_ xs: [Double]) -> Double {
-    let s = xs.sorted()
-    return s.isEmpty ? .nan : (s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2)
 }
 
 struct Result: Codable {

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 // halyard-bench-exposures: the exposure pipeline's costs (docs/benchmarks-exposures.md).
 //
 //   swift run -c release halyard-bench-exposures [--quick]
@@ -20,18 +21,6 @@ struct ExposureBenchmarks {
     static let quick = CommandLine.arguments.contains("--quick")
 
     static func nanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
-
-    static func median(_ values: [Double]) -> Double {
-        let s = values.sorted()
-        return s.isEmpty ? 0 : s[s.count / 2]
-    }
-
-    static func percentile(_ values: [Double], _ p: Double) -> Double {
-        let s = values.sorted()
-        return s.isEmpty ? 0 : s[min(s.count - 1, Int(Double(s.count) * p))]
-    }
-
-    static func fmt(_ v: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", v) }
 
     static func events(_ n: Int) -> [ExposureEvent] {
         var out: [ExposureEvent] = []
@@ -104,18 +93,18 @@ struct ExposureBenchmarks {
         }
         print("")
         print("## gzip, 1,000-event batch")
-        print("JSON body: \(json.count) bytes, encoded in \(fmt(median(encodeTimes))) µs (median)")
+        print("JSON body: \(json.count) bytes, encoded in \(fmt(median(encodeTimes), 1)) µs (median)")
         print(
-            "level 6, reused stream : median \(fmt(median(tReused))) µs  p90 \(fmt(percentile(tReused, 0.9))) µs  -> \(sizeReused) bytes, ratio \(fmt(Double(json.count) / Double(sizeReused), 2))x"
+            "level 6, reused stream : median \(fmt(median(tReused), 1)) µs  p90 \(fmt(percentile(tReused, 0.9), 1)) µs  -> \(sizeReused) bytes, ratio \(fmt(Double(json.count) / Double(sizeReused), 2))x"
         )
         print(
-            "level 6, fresh init    : median \(fmt(median(tFresh))) µs  p90 \(fmt(percentile(tFresh, 0.9))) µs  (fresh/reused \(fmt(median(tFresh) / median(tReused), 3)))"
+            "level 6, fresh init    : median \(fmt(median(tFresh), 1)) µs  p90 \(fmt(percentile(tFresh, 0.9), 1)) µs  (fresh/reused \(fmt(median(tFresh) / median(tReused), 3)))"
         )
         print(
-            "level 1, reused stream : median \(fmt(median(tFast))) µs  -> \(sizeFast) bytes, ratio \(fmt(Double(json.count) / Double(sizeFast), 2))x"
+            "level 1, reused stream : median \(fmt(median(tFast), 1)) µs  -> \(sizeFast) bytes, ratio \(fmt(Double(json.count) / Double(sizeFast), 2))x"
         )
         print(
-            "10-event body (\(smallJSON.count) bytes): reused \(fmt(median(sReused))) µs, fresh \(fmt(median(sFresh))) µs (fresh/reused \(fmt(median(sFresh) / median(sReused), 2)))"
+            "10-event body (\(smallJSON.count) bytes): reused \(fmt(median(sReused), 1)) µs, fresh \(fmt(median(sFresh), 1)) µs (fresh/reused \(fmt(median(sFresh) / median(sReused), 2)))"
         )
     }
 
@@ -173,7 +162,7 @@ struct ExposureBenchmarks {
             let total = threads * perThread
             let lost = total - (c.sent + c.pending + c.dropped)
             print(
-                "trial \(trial): \(total) events in \(fmt(seconds * 1_000)) ms = \(fmt(Double(total) / seconds / 1e6, 2)) M events/s, \(fmt(seconds * 1e9 / Double(total))) ns/event; recorded \(c.recorded) sent \(c.sent) dropped \(c.dropped) dedup \(c.deduplicated) lost \(lost)"
+                "trial \(trial): \(total) events in \(fmt(seconds * 1_000, 1)) ms = \(fmt(Double(total) / seconds / 1e6, 2)) M events/s, \(fmt(seconds * 1e9 / Double(total), 1)) ns/event; recorded \(c.recorded) sent \(c.sent) dropped \(c.dropped) dedup \(c.deduplicated) lost \(lost)"
             )
         }
         // Single-thread baseline, same work.
@@ -194,7 +183,7 @@ struct ExposureBenchmarks {
                 }
             }
         }
-        print("1 thread baseline: \(fmt(seconds * 1e9 / Double(perThread * 8))) ns/event")
+        print("1 thread baseline: \(fmt(seconds * 1e9 / Double(perThread * 8), 1)) ns/event")
         _ = await recorder.flush()
     }
 
@@ -240,10 +229,10 @@ struct ExposureBenchmarks {
         print("")
         print("## recordExposure slow path, already de-duplicated (1 thread, batches of \(batch))")
         print(
-            "median \(fmt(median(perCall))) ns/call  p10 \(fmt(percentile(perCall, 0.1))) p90 \(fmt(percentile(perCall, 0.9))) p99 \(fmt(percentile(perCall, 0.99)))"
+            "median \(fmt(median(perCall), 1)) ns/call  p10 \(fmt(percentile(perCall, 0.1), 1)) p90 \(fmt(percentile(perCall, 0.9), 1)) p99 \(fmt(percentile(perCall, 0.99), 1))"
         )
         print(
-            "parts: de-dup key of the triple (\(fp.utf8.count + key.utf8.count + 9) bytes) \(fmt(median(dedupKeys))) ns, clock read \(fmt(median(clockReads))) ns; for comparison FNV-1a (sampling hash, first exposures only) \(fmt(median(hashes))) ns"
+            "parts: de-dup key of the triple (\(fp.utf8.count + key.utf8.count + 9) bytes) \(fmt(median(dedupKeys), 1)) ns, clock read \(fmt(median(clockReads), 1)) ns; for comparison FNV-1a (sampling hash, first exposures only) \(fmt(median(hashes), 1)) ns"
         )
         print("coarseNow() (the read path's check): median \(fmt(median(coarse), 2)) ns/call")
         let c = recorder.counters
@@ -312,10 +301,10 @@ struct ExposureBenchmarks {
         print("")
         print("## encoding 1,000 events: SPEC §7 body vs OTLP/HTTP JSON body (alternated, same run)")
         print(
-            "SPEC §7: median \(fmt(median(spec))) µs per 1,000 events  p90 \(fmt(percentile(spec, 0.9)))  -> \(specBody.count) bytes, gzip \(zSpec) bytes in \(fmt(median(gSpec))) µs"
+            "SPEC §7: median \(fmt(median(spec), 1)) µs per 1,000 events  p90 \(fmt(percentile(spec, 0.9), 1))  -> \(specBody.count) bytes, gzip \(zSpec) bytes in \(fmt(median(gSpec), 1)) µs"
         )
         print(
-            "OTLP   : median \(fmt(median(otlp))) µs per 1,000 events  p90 \(fmt(percentile(otlp, 0.9)))  -> \(otlpBody.count) bytes, gzip \(zOTLP) bytes in \(fmt(median(gOTLP))) µs"
+            "OTLP   : median \(fmt(median(otlp), 1)) µs per 1,000 events  p90 \(fmt(percentile(otlp, 0.9), 1))  -> \(otlpBody.count) bytes, gzip \(zOTLP) bytes in \(fmt(median(gOTLP), 1)) µs"
         )
         print(
             "OTLP/SPEC §7: encode \(fmt(median(ratios), 2))x (median of paired ratios; p10 \(fmt(percentile(ratios, 0.1), 2)) p90 \(fmt(percentile(ratios, 0.9), 2))), body \(fmt(Double(otlpBody.count) / Double(specBody.count), 2))x, gzipped \(fmt(Double(zOTLP) / Double(zSpec), 2))x, encode+gzip \(fmt((median(otlp) + median(gOTLP)) / (median(spec) + median(gSpec)), 2))x"
@@ -367,10 +356,10 @@ struct ExposureBenchmarks {
         print("")
         print("## recordExposure de-duplicated, no variant, value passed (1 thread, batches of \(batch), alternated)")
         print(
-            "SPEC §7 recorder (value not kept): median \(fmt(median(tSpec))) ns/call, \(fmt(Double(allocations[0]) / calls, 4)) allocations/call"
+            "SPEC §7 recorder (value not kept): median \(fmt(median(tSpec), 1)) ns/call, \(fmt(Double(allocations[0]) / calls, 4)) allocations/call"
         )
         print(
-            "OTLP recorder    (value kept)    : median \(fmt(median(tOTLP))) ns/call, \(fmt(Double(allocations[1]) / calls, 4)) allocations/call  (OTLP/SPEC \(fmt(median(tOTLP) / median(tSpec), 2))x)"
+            "OTLP recorder    (value kept)    : median \(fmt(median(tOTLP), 1)) ns/call, \(fmt(Double(allocations[1]) / calls, 4)) allocations/call  (OTLP/SPEC \(fmt(median(tOTLP) / median(tSpec), 2))x)"
         )
         print(
             "counters: SPEC \(spec.counters.deduplicated) deduplicated, OTLP \(otlp.counters.deduplicated) deduplicated (sink \(sink % 10))"

@@ -1,4 +1,5 @@
 #if os(Linux)
+    import BenchmarkSupport
     import CMallocCounter
     import Foundation
     import Glibc
@@ -248,7 +249,7 @@ struct HalyardBenchmark {
                 out.append(
                     .init(
                         design: r.info.id, publishes: count, p50Microseconds: median(durations),
-                        p99Microseconds: quantile(durations, 0.99),
+                        p99Microseconds: percentile(durations, 0.99),
                         allocationsPerPublish: Double(c1 - c0) / Double(count)))
             }
             progress("publish cost measured")
@@ -320,13 +321,13 @@ struct HalyardBenchmark {
                     .init(
                         design: design.info.id, bound: bound.info.id, nsPerRead: median(dNs),
                         boundNsPerRead: median(bNs),
-                        ratio: median(ratios), ratioQ1: quantile(ratios, 0.25), ratioQ3: quantile(ratios, 0.75),
+                        ratio: median(ratios), ratioQ1: percentile(ratios, 0.25), ratioQ3: percentile(ratios, 0.75),
                         readsPerPass: nA, ratios: ratios, cpuNsPerRead: median(dCPU), boundCPUNsPerRead: median(bCPU),
-                        cpuRatio: median(cpuRatios), cpuRatioQ1: quantile(cpuRatios, 0.25),
-                        cpuRatioQ3: quantile(cpuRatios, 0.75)))
+                        cpuRatio: median(cpuRatios), cpuRatioQ1: percentile(cpuRatios, 0.25),
+                        cpuRatioQ3: percentile(cpuRatios, 0.75)))
                 progress(
-                    "[single \(n + 1)/\(pairs.count)] \(design.info.id): \(fmt(median(dNs))) ns/read, "
-                        + "\(fmt(median(ratios)))x \(bound.info.id)")
+                    "[single \(n + 1)/\(pairs.count)] \(design.info.id): \(fmt(significant: median(dNs))) ns/read, "
+                        + "\(fmt(significant: median(ratios)))x \(bound.info.id)")
             }
             return out
         }
@@ -366,12 +367,12 @@ struct HalyardBenchmark {
                         }
                         results[id, default: []].append(result)
                         done += 1
-                        let pubs = result.publishesPerSecond.map { ", \(fmt($0)) publishes/s" } ?? ""
+                        let pubs = result.publishesPerSecond.map { ", \(fmt(significant: $0)) publishes/s" } ?? ""
                         progress(
                             "[\(done)/\(total)] threads=\(threads) publisher=\(publisher ? "on " : "off") "
                                 + "\(id.padding(toLength: 19, withPad: " ", startingAt: 0)) "
-                                + "\(fmt(result.readsPerSecond / 1e6)) Mreads/s, "
-                                + "p99.9 \(fmt(result.histogram.quantileNs(0.999) ?? .nan)) ns\(pubs)")
+                                + "\(fmt(significant: result.readsPerSecond / 1e6)) Mreads/s, "
+                                + "p99.9 \(fmt(significant: result.histogram.quantileNs(0.999) ?? .nan)) ns\(pubs)")
                     }
                 }
                 let dictRounds = results["unsync.dict"]!.map(\.readsPerSecond)
@@ -444,8 +445,8 @@ struct HalyardBenchmark {
                     cpuRatio: cpuRatios.isEmpty ? .nan : median(cpuRatios),
                     wallRatio: wallRatios.isEmpty ? .nan : median(wallRatios))
                 progress(
-                    "[scaling] \(r.info.id): \(cores) threads vs 1, per-thread cost \(fmt(row.cpuRatio))x (CPU time), "
-                        + "\(fmt(row.wallRatio))x (wall)")
+                    "[scaling] \(r.info.id): \(cores) threads vs 1, per-thread cost \(fmt(significant: row.cpuRatio))x (CPU time), "
+                        + "\(fmt(significant: row.wallRatio))x (wall)")
                 out.append(row)
             }
             return out
@@ -485,7 +486,7 @@ struct HalyardBenchmark {
                 let tr = h[round].readsPerSecond / d[round].readsPerSecond
                 let pr = (h[round].histogram.quantileNs(0.999) ?? .nan) / (d[round].histogram.quantileNs(0.999) ?? .nan)
                 progress(
-                    "[target \(round + 1)/\(options.targetRounds)] 64 readers + publisher: halyard.bool/unsync.dict throughput \(fmt(tr))x, p99.9 \(fmt(pr))x"
+                    "[target \(round + 1)/\(options.targetRounds)] 64 readers + publisher: halyard.bool/unsync.dict throughput \(fmt(significant: tr))x, p99.9 \(fmt(significant: pr))x"
                 )
             }
             var hPooled = Histogram(), dPooled = Histogram(), publishes = Histogram()
@@ -579,16 +580,5 @@ struct HalyardBenchmark {
             }
             return .init(cpuModel: model, cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), kernel: "Linux \(release)")
         }
-    }
-
-    /// A number with 3 significant digits (or "-" for nan).
-    func fmt(_ x: Double) -> String {
-        guard x.isFinite else { return "-" }
-        let a = abs(x)
-        if a >= 1000 { return String(format: "%.0f", x) }
-        if a >= 100 { return String(format: "%.0f", x) }
-        if a >= 10 { return String(format: "%.1f", x) }
-        if a >= 1 { return String(format: "%.2f", x) }
-        return String(format: "%.3f", x)
     }
 #endif

@@ -154,9 +154,9 @@
                     plainP999Ns: plainHistogram.quantileNs(0.999) ?? .nan)
                 cells.append(cell)
                 progress(
-                    "[polling] threads=\(threads): \(fmt(cell.pollingReadsPerSecond / 1e6)) vs "
-                        + "\(fmt(cell.plainReadsPerSecond / 1e6)) Mreads/s (\(fmt(cell.throughputRatio))x), p99.9 "
-                        + "\(fmt(cell.pollingP999Ns)) vs \(fmt(cell.plainP999Ns)) ns")
+                    "[polling] threads=\(threads): \(fmt(significant: cell.pollingReadsPerSecond / 1e6)) vs "
+                        + "\(fmt(significant: cell.plainReadsPerSecond / 1e6)) Mreads/s (\(fmt(significant: cell.throughputRatio))x), p99.9 "
+                        + "\(fmt(significant: cell.pollingP999Ns)) vs \(fmt(significant: cell.plainP999Ns)) ns")
             }
             let seconds = Double(halyard_now_ns() - t0) / 1e9
             let statsAfter = client.stats.sync

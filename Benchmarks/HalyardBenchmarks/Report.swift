@@ -1,4 +1,5 @@
 #if os(Linux)
+    import BenchmarkSupport
     import Foundation
 
     // MARK: - Verdicts
@@ -14,7 +15,7 @@
             let stretch = s.ratio <= 0.5 ? "stretch 0.5x met" : "stretch 0.5x not met"
             verdict(
                 s.ratio <= 1.0, "keyed Bool read, 1 thread <= 1.0x unsync [String: Bool]",
-                "\(fmt(s.ratio))x (IQR \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))), \(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns; \(stretch)"
+                "\(fmt(significant: s.ratio))x (IQR \(fmt(significant: s.ratioQ1))-\(fmt(significant: s.ratioQ3))), \(fmt(significant: s.nsPerRead)) vs \(fmt(significant: s.boundNsPerRead)) ns; \(stretch)"
             )
         } else {
             verdict(nil, "keyed Bool read, 1 thread <= 1.0x unsync [String: Bool]", "not run")
@@ -31,9 +32,9 @@
             let ratio = (s.cpuRatio ?? s.ratio) / (raw.cpuRatio ?? raw.ratio)
             verdict(
                 ratio <= 1.5, handleName,
-                "\(fmt(ratio))x (\(fmt(s.cpuRatio ?? s.ratio))x vs \(fmt(raw.cpuRatio ?? raw.ratio))x unsync.array, "
-                    + "paired CPU time); \(fmt(s.cpuNsPerRead ?? s.nsPerRead)) vs "
-                    + "\(fmt(raw.cpuNsPerRead ?? raw.nsPerRead)) ns CPU time per read")
+                "\(fmt(significant: ratio))x (\(fmt(significant: s.cpuRatio ?? s.ratio))x vs \(fmt(significant: raw.cpuRatio ?? raw.ratio))x unsync.array, "
+                    + "paired CPU time); \(fmt(significant: s.cpuNsPerRead ?? s.nsPerRead)) vs "
+                    + "\(fmt(significant: raw.cpuNsPerRead ?? raw.nsPerRead)) ns CPU time per read")
         } else {
             verdict(nil, handleName, "not run")
         }
@@ -45,8 +46,9 @@
             guard let c = s.cpuRatio, let q1 = s.cpuRatioQ1, let q3 = s.cpuRatioQ3, let a = s.cpuNsPerRead,
                 let b = s.boundCPUNsPerRead
             else { return "no CPU-time figures" }
-            return "\(fmt(c))x CPU time (IQR \(fmt(q1))-\(fmt(q3))), \(fmt(a)) vs \(fmt(b)) ns; "
-                + "wall \(fmt(s.ratio))x (IQR \(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))), \(fmt(s.nsPerRead)) vs \(fmt(s.boundNsPerRead)) ns"
+            return
+                "\(fmt(significant: c))x CPU time (IQR \(fmt(significant: q1))-\(fmt(significant: q3))), \(fmt(significant: a)) vs \(fmt(significant: b)) ns; "
+                + "wall \(fmt(significant: s.ratio))x (IQR \(fmt(significant: s.ratioQ1))-\(fmt(significant: s.ratioQ3))), \(fmt(significant: s.nsPerRead)) vs \(fmt(significant: s.boundNsPerRead)) ns"
         }
         for (id, bound) in [("halyard.bool", "unsync.dict"), ("halyard.bool.runtime-keys", "unsync.dict.runtime-keys")]
         {
@@ -83,9 +85,10 @@
                 let ratio = (s.cpuRatio ?? s.ratio) / (raw.cpuRatio ?? raw.ratio)
                 verdict(
                     ratio <= 1.35, name1,
-                    "\(fmt(ratio))x (\(fmt(s.cpuRatio ?? s.ratio))x vs \(fmt(raw.cpuRatio ?? raw.ratio))x unsync.array, "
-                        + "paired CPU time); \(fmt(s.cpuNsPerRead ?? s.nsPerRead)) vs "
-                        + "\(fmt(raw.cpuNsPerRead ?? raw.nsPerRead)) ns CPU time per read, wall \(fmt(s.nsPerRead)) ns")
+                    "\(fmt(significant: ratio))x (\(fmt(significant: s.cpuRatio ?? s.ratio))x vs \(fmt(significant: raw.cpuRatio ?? raw.ratio))x unsync.array, "
+                        + "paired CPU time); \(fmt(significant: s.cpuNsPerRead ?? s.nsPerRead)) vs "
+                        + "\(fmt(significant: raw.cpuNsPerRead ?? raw.nsPerRead)) ns CPU time per read, wall \(fmt(significant: s.nsPerRead)) ns"
+                )
             } else {
                 verdict(nil, name1, "not run")
             }
@@ -93,8 +96,8 @@
             if let h = r.handleScaling?.first(where: { $0.design == id }) {
                 verdict(
                     h.cpuRatio.isFinite ? h.cpuRatio <= 1.1 : nil, nameN,
-                    "\(fmt(h.cpuRatio))x CPU time per read, \(h.threads) threads vs 1 (rounds [\(h.cpuRatios.map(fmt).joined(separator: ", "))]); "
-                        + "wall-clock \(fmt(h.wallRatio))x")
+                    "\(fmt(significant: h.cpuRatio))x CPU time per read, \(h.threads) threads vs 1 (rounds [\(h.cpuRatios.map { fmt(significant: $0) }.joined(separator: ", "))]); "
+                        + "wall-clock \(fmt(significant: h.wallRatio))x")
             } else {
                 verdict(nil, nameN, "not run (--skip-multi or a filter)")
             }
@@ -113,20 +116,21 @@
             let tr = median(use.map { t.throughputRatios[$0] })
             verdict(
                 tr >= 0.9, "\(targetName): halyard.bool throughput >= 0.9x unsync.dict",
-                "\(fmt(tr))x, \(basis); all rounds [\(t.throughputRatios.map(fmt).joined(separator: ", "))]")
+                "\(fmt(significant: tr))x, \(basis); all rounds [\(t.throughputRatios.map { fmt(significant: $0) }.joined(separator: ", "))]"
+            )
             let pr = median(use.map { t.p999Ratios[$0] })
             verdict(
                 pr <= 1.5, "\(targetName): halyard.bool p99.9 <= 1.5x unsync.dict",
-                "\(fmt(pr))x, \(basis); all rounds [\(t.p999Ratios.map(fmt).joined(separator: ", "))]; "
-                    + "pooled \(fmt(t.halyardP999PooledNs)) vs \(fmt(t.dictP999PooledNs)) ns = \(fmt(t.halyardP999PooledNs / t.dictP999PooledNs))x"
+                "\(fmt(significant: pr))x, \(basis); all rounds [\(t.p999Ratios.map { fmt(significant: $0) }.joined(separator: ", "))]; "
+                    + "pooled \(fmt(significant: t.halyardP999PooledNs)) vs \(fmt(significant: t.dictP999PooledNs)) ns = \(fmt(significant: t.halyardP999PooledNs / t.dictP999PooledNs))x"
             )
             // A ratio to the rate asked for (issue 25: no absolute figure in a verdict).
             let pubs = t.halyardPublishesPerSecond.min() ?? 0
             let asked = Double(r.options.publishRate)
             verdict(
                 pubs >= 0.99 * asked, "\(targetName): publisher >= 0.99x the rate asked (\(r.options.publishRate)/s)",
-                "lowest round \(fmt(pubs / asked))x (\(fmt(pubs))/s), \(t.halyardLateWakeups) wake-ups > 1 period late; "
-                    + "publish p50/p99 \(fmt(t.halyardPublishP50Microseconds))/\(fmt(t.halyardPublishP99Microseconds)) us"
+                "lowest round \(fmt(significant: pubs / asked))x (\(fmt(significant: pubs))/s), \(t.halyardLateWakeups) wake-ups > 1 period late; "
+                    + "publish p50/p99 \(fmt(significant: t.halyardPublishP50Microseconds))/\(fmt(significant: t.halyardPublishP99Microseconds)) us"
                     + (r.publisher.realtime ? "" : ", WITHOUT SCHED_FIFO"))
         } else {
             for t in ["throughput >= 0.9x", "p99.9 <= 1.5x", "publisher >= 0.99x the rate asked"] {
@@ -141,7 +145,7 @@
         for (exposed, plain, limit) in [
             ("halyard.bool.exposed", "halyard.bool", 1.15), ("halyard.handle.exposed", "halyard.handle", 2.0),
         ] {
-            let name1 = "\(exposed): exposure already recorded costs <= \(fmt(limit))x \(plain), 1 thread"
+            let name1 = "\(exposed): exposure already recorded costs <= \(fmt(significant: limit))x \(plain), 1 thread"
             if let s = single(exposed), s.bound == plain {
                 // CPU time when measured (a preemption by another program does not count).
                 let a = s.cpuNsPerRead ?? s.nsPerRead
@@ -149,13 +153,14 @@
                 let extra = a - b
                 verdict(
                     a / b <= limit, name1,
-                    "\(fmt(a / b))x, +\(fmt(extra)) ns CPU time (\(fmt(a)) vs \(fmt(b)) ns; wall \(fmt(s.nsPerRead)) vs "
-                        + "\(fmt(s.boundNsPerRead)) ns, paired ratio \(fmt(s.ratio))x)"
+                    "\(fmt(significant: a / b))x, +\(fmt(significant: extra)) ns CPU time (\(fmt(significant: a)) vs \(fmt(significant: b)) ns; wall \(fmt(significant: s.nsPerRead)) vs "
+                        + "\(fmt(significant: s.boundNsPerRead)) ns, paired ratio \(fmt(significant: s.ratio))x)"
                 )
             } else {
                 verdict(nil, name1, "not run")
             }
-            let name64 = "\(exposed): exposure already recorded costs <= \(fmt(limit))x \(plain), 64 threads"
+            let name64 =
+                "\(exposed): exposure already recorded costs <= \(fmt(significant: limit))x \(plain), 64 threads"
             if let a = r.multiThread.first(where: { $0.design == exposed && $0.threads == 64 && !$0.publisher }),
                 let b = r.multiThread.first(where: { $0.design == plain && $0.threads == 64 && !$0.publisher })
             {
@@ -168,8 +173,9 @@
                 let ratio = median(zip(a.readsPerSecondRounds, b.readsPerSecondRounds).map { $1 / $0 })
                 verdict(
                     ratio <= limit, name64,
-                    "\(fmt(ratio))x, +\(fmt(extra)) ns of CPU per read (median of \(extras.count) paired rounds; "
-                        + "\(fmt(a.readsPerSecond / 1e6)) vs \(fmt(b.readsPerSecond / 1e6)) Mreads/s)")
+                    "\(fmt(significant: ratio))x, +\(fmt(significant: extra)) ns of CPU per read (median of \(extras.count) paired rounds; "
+                        + "\(fmt(significant: a.readsPerSecond / 1e6)) vs \(fmt(significant: b.readsPerSecond / 1e6)) Mreads/s)"
+                )
             } else {
                 verdict(nil, name64, "not run")
             }
@@ -181,8 +187,9 @@
             let worst = p.cells.min { $0.throughputRatio < $1.throughputRatio }!
             verdict(
                 worst.throughputRatio >= 0.9, pollingName,
-                p.cells.map { "\($0.threads) threads \(fmt($0.throughputRatio))x" }.joined(separator: ", ")
-                    + "; \(fmt(p.requestsPerSecond)) requests/s, \(fmt(p.snapshotsPerSecond)) publishes/s")
+                p.cells.map { "\($0.threads) threads \(fmt(significant: $0.throughputRatio))x" }.joined(separator: ", ")
+                    + "; \(fmt(significant: p.requestsPerSecond)) requests/s, \(fmt(significant: p.snapshotsPerSecond)) publishes/s"
+            )
         } else {
             verdict(nil, pollingName, "not run")
         }
@@ -190,7 +197,7 @@
         func allocationVerdict(_ ids: [String], _ target: String) {
             let rows = r.allocations.filter { ids.contains($0.probe) }
             guard !rows.isEmpty else { return verdict(nil, target, "not run") }
-            let text = rows.map { "\($0.probe) \(fmt($0.allocationsPerRead))" }.joined(separator: ", ")
+            let text = rows.map { "\($0.probe) \(fmt(significant: $0.allocationsPerRead))" }.joined(separator: ", ")
             verdict(rows.allSatisfy { $0.allocationsPerRead == 0 }, target, text)
         }
         allocationVerdict(
@@ -238,23 +245,27 @@
                 + pad("ratio", 9, right: true) + "  IQR")
         for s in r.singleThread {
             lines.append(
-                pad(s.design, 26) + pad(fmt(s.nsPerRead), 10, right: true) + "  " + pad(s.bound, 25)
-                    + pad(fmt(s.boundNsPerRead), 9, right: true) + pad(fmt(s.ratio) + "x", 9, right: true)
-                    + "  " + pad("\(fmt(s.ratioQ1))-\(fmt(s.ratioQ3))", 12)
-                    + pad(s.cpuNsPerRead.map(fmt) ?? "-", 8, right: true)
-                    + pad(s.cpuRatio.map { fmt($0) + "x" } ?? "-", 11, right: true))
+                pad(s.design, 26) + pad(fmt(significant: s.nsPerRead), 10, right: true) + "  " + pad(s.bound, 25)
+                    + pad(fmt(significant: s.boundNsPerRead), 9, right: true)
+                    + pad(fmt(significant: s.ratio) + "x", 9, right: true)
+                    + "  " + pad("\(fmt(significant: s.ratioQ1))-\(fmt(significant: s.ratioQ3))", 12)
+                    + pad(s.cpuNsPerRead.map { fmt(significant: $0) } ?? "-", 8, right: true)
+                    + pad(s.cpuRatio.map { fmt(significant: $0) + "x" } ?? "-", 11, right: true))
         }
         lines.append("")
         lines.append("Allocations per read (malloc-family calls around 100,000 reads on one thread)")
         for a in r.allocations {
-            lines.append(pad(a.probe, 22) + pad(fmt(a.allocationsPerRead), 8, right: true))
+            lines.append(pad(a.probe, 22) + pad(fmt(significant: a.allocationsPerRead), 8, right: true))
         }
         lines.append("")
         lines.append("Publish cost, one thread, no readers (median / p99 of single publishes; allocations per publish)")
         for c in r.publishCosts {
             lines.append(
-                pad(c.design, 22) + pad("\(fmt(c.p50Microseconds)) / \(fmt(c.p99Microseconds)) us", 22, right: true)
-                    + pad(fmt(c.allocationsPerPublish) + " allocs", 14, right: true))
+                pad(c.design, 22)
+                    + pad(
+                        "\(fmt(significant: c.p50Microseconds)) / \(fmt(significant: c.p99Microseconds)) us", 22,
+                        right: true)
+                    + pad(fmt(significant: c.allocationsPerPublish) + " allocs", 14, right: true))
         }
         let cells = Array(Set(r.multiThread.map { "\($0.threads)|\($0.publisher)" }))
         for t in r.options.threads {
@@ -272,14 +283,15 @@
                             ? pad("publishes/s", 13, right: true) + pad("publish p50/p99 us", 20, right: true) : ""))
                 for m in r.multiThread where m.threads == t && m.publisher == publisher {
                     var line =
-                        pad(m.design, 26) + pad(fmt(m.readsPerSecond / 1e6), 10, right: true)
-                        + pad(fmt(m.throughputRatioToDict) + "x", 9, right: true)
-                        + pad(fmt(m.p50Ns), 9, right: true) + pad(fmt(m.p99Ns), 9, right: true)
-                        + pad(fmt(m.p999Ns), 10, right: true) + pad(String(m.batch), 6, right: true)
+                        pad(m.design, 26) + pad(fmt(significant: m.readsPerSecond / 1e6), 10, right: true)
+                        + pad(fmt(significant: m.throughputRatioToDict) + "x", 9, right: true)
+                        + pad(fmt(significant: m.p50Ns), 9, right: true)
+                        + pad(fmt(significant: m.p99Ns), 9, right: true)
+                        + pad(fmt(significant: m.p999Ns), 10, right: true) + pad(String(m.batch), 6, right: true)
                     if let p = m.publishesPerSecond {
-                        line += pad(fmt(p), 13, right: true)
+                        line += pad(fmt(significant: p), 13, right: true)
                         if m.publisherSwaps, let p50 = m.publishP50Microseconds, let p99 = m.publishP99Microseconds {
-                            line += pad("\(fmt(p50)) / \(fmt(p99))", 20, right: true)
+                            line += pad("\(fmt(significant: p50)) / \(fmt(significant: p99))", 20, right: true)
                         } else {
                             line += "  (wake-ups only, no swap)"
                         }
@@ -302,15 +314,18 @@
                     + pad("dict cores", 12, right: true))
             for i in 0..<t.rounds {
                 lines.append(
-                    pad(String(i + 1), 7) + pad(fmt(t.halyardReadsPerSecond[i] / 1e6), 14, right: true)
-                        + pad(fmt(t.dictReadsPerSecond[i] / 1e6), 11, right: true)
-                        + pad(fmt(t.throughputRatios[i]), 8, right: true)
-                        + pad(fmt(t.halyardP999Ns[i]), 15, right: true) + pad(fmt(t.dictP999Ns[i]), 12, right: true)
-                        + pad(fmt(t.p999Ratios[i]), 8, right: true)
-                        + pad(fmt(t.halyardPublishesPerSecond[i]), 13, right: true)
-                        + pad(fmt(t.elsewhereReadsPerSecond[i] / 1e6), 14, right: true)
-                        + pad(fmt(t.elsewhereP999Ns[i]), 15, right: true)
-                        + pad(fmt(t.dictCoresUsed[i]) + (t.quietRounds.contains(i) ? " quiet" : ""), 12, right: true))
+                    pad(String(i + 1), 7) + pad(fmt(significant: t.halyardReadsPerSecond[i] / 1e6), 14, right: true)
+                        + pad(fmt(significant: t.dictReadsPerSecond[i] / 1e6), 11, right: true)
+                        + pad(fmt(significant: t.throughputRatios[i]), 8, right: true)
+                        + pad(fmt(significant: t.halyardP999Ns[i]), 15, right: true)
+                        + pad(fmt(significant: t.dictP999Ns[i]), 12, right: true)
+                        + pad(fmt(significant: t.p999Ratios[i]), 8, right: true)
+                        + pad(fmt(significant: t.halyardPublishesPerSecond[i]), 13, right: true)
+                        + pad(fmt(significant: t.elsewhereReadsPerSecond[i] / 1e6), 14, right: true)
+                        + pad(fmt(significant: t.elsewhereP999Ns[i]), 15, right: true)
+                        + pad(
+                            fmt(significant: t.dictCoresUsed[i]) + (t.quietRounds.contains(i) ? " quiet" : ""), 12,
+                            right: true))
             }
         }
         if r.target != nil {
@@ -329,9 +344,10 @@
                 let single = h.singleCPUNsPerRead.filter(\.isFinite)
                 let all = h.allCPUNsPerRead.filter(\.isFinite)
                 lines.append(
-                    pad(h.design, 26) + pad(single.isEmpty ? "-" : fmt(median(single)), 10, right: true)
-                        + pad(all.isEmpty ? "-" : fmt(median(all)), 11, right: true)
-                        + pad(fmt(h.cpuRatio) + "x", 8, right: true) + pad(fmt(h.wallRatio) + "x", 12, right: true))
+                    pad(h.design, 26) + pad(single.isEmpty ? "-" : fmt(significant: median(single)), 10, right: true)
+                        + pad(all.isEmpty ? "-" : fmt(significant: median(all)), 11, right: true)
+                        + pad(fmt(significant: h.cpuRatio) + "x", 8, right: true)
+                        + pad(fmt(significant: h.wallRatio) + "x", 12, right: true))
             }
         }
         if let p = r.polling {
@@ -340,16 +356,21 @@
                 "Reads while the client polls a loopback server every \(p.pollIntervalMilliseconds) ms "
                     + "(values change every 100 ms, identify every 500 ms), paired with an offline client")
             lines.append(
-                "achieved: \(fmt(p.requestsPerSecond)) requests/s, \(fmt(p.snapshotsPerSecond)) snapshots published/s, "
-                    + "\(fmt(p.notModifiedPerSecond)) x 304/s, \(p.identifies) identifies in \(fmt(p.seconds)) s")
+                "achieved: \(fmt(significant: p.requestsPerSecond)) requests/s, \(fmt(significant: p.snapshotsPerSecond)) snapshots published/s, "
+                    + "\(fmt(significant: p.notModifiedPerSecond)) x 304/s, \(p.identifies) identifies in \(fmt(significant: p.seconds)) s"
+            )
             lines.append("threads  polling Mr/s  offline Mr/s  ratio  polling p50/p99.9 ns  offline p50/p99.9 ns")
             for c in p.cells {
                 lines.append(
-                    pad("\(c.threads)", 7, right: true) + pad(fmt(c.pollingReadsPerSecond / 1e6), 13, right: true)
-                        + pad(fmt(c.plainReadsPerSecond / 1e6), 14, right: true)
-                        + pad(fmt(c.throughputRatio), 7, right: true)
-                        + pad("\(fmt(c.pollingP50Ns)) / \(fmt(c.pollingP999Ns))", 21, right: true)
-                        + pad("\(fmt(c.plainP50Ns)) / \(fmt(c.plainP999Ns))", 22, right: true))
+                    pad("\(c.threads)", 7, right: true)
+                        + pad(fmt(significant: c.pollingReadsPerSecond / 1e6), 13, right: true)
+                        + pad(fmt(significant: c.plainReadsPerSecond / 1e6), 14, right: true)
+                        + pad(fmt(significant: c.throughputRatio), 7, right: true)
+                        + pad(
+                            "\(fmt(significant: c.pollingP50Ns)) / \(fmt(significant: c.pollingP999Ns))", 21,
+                            right: true)
+                        + pad("\(fmt(significant: c.plainP50Ns)) / \(fmt(significant: c.plainP999Ns))", 22, right: true)
+                )
             }
         }
         lines.append("")

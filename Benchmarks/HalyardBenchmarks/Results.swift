@@ -201,17 +201,3 @@ struct BenchReport: Codable {
         var measured: String
     }
 }
-
-func median(_ xs: [Double]) -> Double {
-    quantile(xs, 0.5)
-}
-
-/// Linear-interpolated quantile of `xs` (nan when empty).
-func quantile(_ xs: [Double], _ q: Double) -> Double {
-    guard !xs.isEmpty else { return .nan }
-    let s = xs.sorted()
-    let pos = q * Double(s.count - 1)
-    let lo = Int(pos.rounded(.down))
-    let hi = min(lo + 1, s.count - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - Double(lo))
-}

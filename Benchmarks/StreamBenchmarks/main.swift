@@ -152,11 +152,6 @@ final class InProcessControlPlane: StreamingTransport, BenchPlane, @unchecked Se
 }
 
 func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
-func percentile(_ values: [Double], _ p: Double) -> Double {
-    guard !values.isEmpty else { return .nan }
-    let sorted = values.sorted()
-    return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
-}
 func ms(_ s: Double) -> String { String(format: "%.2f ms", s * 1000) }
 
 /// Waits (real time, bounded, polling every 5 ms) until `condition` holds; returns whether it did.

@@ -40,17 +40,6 @@ struct Design {
     let transport: any FlagTransport
 }
 
-func cpuSeconds() -> Double {
-    var usage = rusage()
-    #if os(Linux)
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-    #else
-        getrusage(RUSAGE_SELF, &usage)
-    #endif
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-}
-
 /// One batch: `count` requests, `concurrency` in flight; (requests/s, CPU µs per request, errors).
 func batch(_ design: Design, _ request: TransportRequest, count: Int, concurrency: Int) async -> (Double, Double, Int) {
     let cpu0 = cpuSeconds()
@@ -76,13 +65,6 @@ func batch(_ design: Design, _ request: TransportRequest, count: Int, concurrenc
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     let cpu = cpuSeconds() - cpu0
     return (Double(count) / seconds, cpu / Double(count) * 1e6, errors)
-}
-
-func median(_ values: [Double]) -> Double {
-    let sorted = values.sorted()
-    guard !sorted.isEmpty else { return 0 }
-    return sorted.count % 2 == 1
-        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
 let options = Options(CommandLine.arguments)

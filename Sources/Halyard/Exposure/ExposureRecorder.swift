@@ -1,45 +1,4 @@
-package import CHalyardAtomics
 package import Foundation
-
-/// Coarse time for the read path: whole seconds since the recorder started, in one machine word
-/// readable from any thread with one relaxed load (no lock, no read-modify-write).
-///
-/// It only moves forward: writers (the recorder's ticker, once a second, and every slow-path
-/// call) advance it with a compare-and-swap "store max", so a late writer never moves it back.
-package final class ExposureCoarseClock: @unchecked Sendable {
-    /// The word holding the coarse seconds. Allocated once, never moved, freed in `deinit`;
-    /// read it with `hal_load_relaxed`.
-    package let word: UnsafeMutablePointer<hal_atomic_word>
-
-    /// Creates a coarse clock reading 0.
-    package init() {
-        word = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 1)
-        word.initialize(to: hal_atomic_word(value: 0))
-    }
-
-    deinit {
-        word.deinitialize(count: 1)
-        word.deallocate()
-    }
-
-    /// The coarse seconds: one relaxed atomic load.
-    @inline(__always)
-    package func now() -> UInt32 {
-        UInt32(truncatingIfNeeded: hal_load_relaxed(word))
-    }
-
-    /// Moves the clock forward to `seconds` (never back); returns the resulting value.
-    @discardableResult
-    package func advance(to seconds: UInt32) -> UInt32 {
-        var current = hal_load_relaxed(word)
-        while UInt(seconds) > current {
-            var expected = current
-            if hal_compare_exchange(word, &expected, UInt(seconds)) { return seconds }
-            current = expected
-        }
-        return UInt32(truncatingIfNeeded: current)
-    }
-}
 
 /// The exposure pipeline (docs/exposures.md): the read path's slow path calls
 /// ``recordExposure(key:variant:reason:contextFingerprint:value:errorCode:metadata:)`` when its local
@@ -54,6 +13,10 @@ package final class ExposureCoarseClock: @unchecked Sendable {
 /// de-duplication window handed to a read has ended (``ExposureState/needsTicker(coarseNow:)``),
 /// so an idle client keeps no timer waking every second (an idle app's battery). The next
 /// recorded exposure starts it again. ``close()`` stops it and flushes once more, detached.
+///
+/// The class is split by concern: this file holds its state, creation, recording and closing;
+/// `+Ticker` the once-a-second ticker, `+Drain` the drain loop and its logging, `+Upload` the
+/// request each exporter gets and the classification of the answer.
 package final class ExposureRecorder: Sendable {
     /// `false` when automatic recording is disabled by the options; reads skip everything.
     /// (``recordExposure(key:variant:reason:contextFingerprint:value:errorCode:metadata:)`` still records
@@ -64,24 +27,34 @@ package final class ExposureRecorder: Sendable {
     /// The normalized options in effect.
     package let options: ExposureOptions
 
-    private let clock: any HalyardClock
-    private let transport: any FlagTransport
-    private let target: UploadTarget
-    private let meta: @Sendable () -> ExposureMeta
-    private let headers: @Sendable () -> [String: String]
-    private let log: (@Sendable (String) -> Void)?
+    /// Timestamps, windows, backoff and the ticker use it.
+    let clock: any HalyardClock
+    /// Uploads go through it (wrapped by ``GuardedTransport``).
+    let transport: any FlagTransport
+    /// Where and how batches are uploaded.
+    let target: UploadTarget
+    /// The `meta` object of every upload (evaluated at each upload).
+    let meta: @Sendable () -> ExposureMeta
+    /// The extra header fields of every upload to the control plane.
+    let headers: @Sendable () -> [String: String]
+    /// Where warnings go (never called under a lock).
+    let log: (@Sendable (String) -> Void)?
+    /// The clock's monotonic time at creation: ``elapsed`` counts from it.
     private let origin: Duration
+    /// The wall clock at creation, in whole Unix seconds: events' creation dates count from it.
     private let wallOrigin: Int64
-    private let state: Locked<ExposureState>
-    private let compressor = SharedCompressor()
+    /// The pipeline's decisions, under a lock.
+    let state: Locked<ExposureState>
+    /// The gzip stream every upload reuses.
+    let compressor = SharedCompressor()
     /// The last OTLP partial-success message logged (each distinct message is logged once in a row).
-    private let lastPartialMessage = Locked<String?>(nil)
+    let lastPartialMessage = Locked<String?>(nil)
     /// The HTTP statuses whose `google.rpc.Status` message has been logged (each once; at most
     /// ``maxLoggedStatuses`` are remembered, after which messages are no longer logged).
-    private let loggedStatusMessages = Locked<Set<Int>>([])
+    let loggedStatusMessages = Locked<Set<Int>>([])
     /// The OTLP resource attributes below the options' `serviceName`: the exporter's (or the
     /// process environment's) under ``ExposureOptions/resourceAttributes``. Empty for `.halyard`.
-    private let otlpResourceAttributes: [String: String]
+    let otlpResourceAttributes: [String: String]
 
     /// The largest response body read from an upload (4 MiB, SPEC §13); a larger answer is a
     /// failure that drops its batch.
@@ -89,35 +62,24 @@ package final class ExposureRecorder: Sendable {
     /// How many distinct statuses' messages are logged at most.
     static let maxLoggedStatuses = 64
 
-    /// Where and how batches are uploaded, from ``ExposureOptions/exporter``.
-    private enum UploadTarget {
-        /// SPEC §7: `{baseURL}{path}`, the identity headers, an `Idempotency-Key`.
-        case halyard(URL)
-        /// OTLP/HTTP JSON: the logs URL (``ExposureExporter/otlpLogsURL``) with the exporter's
-        /// headers only.
-        case otlp(URL, headers: [String: String])
-        /// An exporter that must not be used (validated at client creation; a recorder built
-        /// without that check drops every batch as rejected rather than send).
-        case invalid(ExposureExporterError)
-    }
-    private let turn = Locked(Turn())
-    private let tasks = Locked(Tasks())
+    /// One drain at a time: who holds the turn, who waits for it.
+    let turn = Locked(Turn())
+    /// The ticker and the final flush.
+    let tasks = Locked(Tasks())
 
-    private struct Turn {
-        var busy = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private struct Tasks {
+    /// The ticker's and the final flush's tasks, and whether the recorder is closed.
+    struct Tasks {
+        /// Whether a ticker runs at all (tests drive ``tick()`` themselves).
         var startsTicker = false
         /// A ticker is running (or being started).
         var ticking = false
+        /// Whether ``close()`` was called.
         var closed = false
+        /// The running ticker, if any.
         var ticker: Task<Void, Never>?
+        /// The final flush started by ``close()``.
         var final: Task<ExposureFlushResult, Never>?
     }
-
-    private enum DrainMode { case automatic, explicit, final }
 
     /// Creates a recorder with fixed upload headers (see the designated initializer).
     package convenience init(
@@ -207,6 +169,7 @@ package final class ExposureRecorder: Sendable {
         tasks.withLock { $0.startsTicker = startsTicker }
     }
 
+    /// Cancels the ticker, if one runs.
     deinit {
         // Cancel outside the lock: cancellation runs the clock's handlers synchronously.
         let ticker = tasks.withLock { t -> Task<Void, Never>? in
@@ -218,12 +181,14 @@ package final class ExposureRecorder: Sendable {
 
     // MARK: - Time
 
-    private var elapsed: Duration {
+    /// Monotonic time since the recorder was created (never negative).
+    var elapsed: Duration {
         let d = clock.monotonicNow - origin
         return d < .zero ? .zero : d
     }
 
-    private static func seconds(_ d: Duration) -> UInt32 {
+    /// `d` in whole seconds, clamped to `UInt32`: the coarse clock's unit.
+    static func seconds(_ d: Duration) -> UInt32 {
         UInt32(clamping: d.components.seconds)
     }
 
@@ -283,16 +248,8 @@ package final class ExposureRecorder: Sendable {
         }
     }
 
-    /// Whether events keep the served value (the OTLP exporter writes it when there is no variant).
-    private var keepsValue: Bool {
-        if case .otlp = target { return true }
-        return false
-    }
-
     /// The counters (``ExposureCounters/pending`` is the current gauge).
     package var counters: ExposureCounters { state.withLock { $0.counters } }
-
-    // MARK: - Flushing
 
     /// Uploads everything pending now, in batches of at most `batchSize`, one request at a time;
     /// stops at the first retryable failure (the batch is requeued) or when a backoff or
@@ -305,58 +262,6 @@ package final class ExposureRecorder: Sendable {
             return r
         }
         return await drain(.explicit)
-    }
-
-    /// One ticker step: advances the coarse clock and starts an automatic drain when the
-    /// periodic flush is due, a retry's backoff is over, or a full batch waits.
-    package func tick() {
-        let now = elapsed
-        coarseClock.advance(to: Self.seconds(now))
-        let start = state.withLock { $0.tick(now: now) }
-        if start { Task { await self.drain(.automatic) } }
-    }
-
-    private func startTickerIfNeeded() {
-        let start = tasks.withLock { t -> Bool in
-            guard t.startsTicker, !t.closed, !t.ticking else { return false }
-            t.ticking = true
-            return true
-        }
-        if start { startTicker() }
-    }
-
-    /// Whether the ticker should keep running; when not, marks it stopped, atomically with the
-    /// check, so a record that lands right after starts a new one (records update the state
-    /// before they look at the ticker).
-    private func keepTicking() -> Bool {
-        let seconds = coarseNow()
-        return tasks.withLock { t -> Bool in
-            let keep = !t.closed && state.withLock { $0.needsTicker(coarseNow: seconds) }
-            if !keep {
-                t.ticking = false
-                t.ticker = nil
-            }
-            return keep
-        }
-    }
-
-    private func startTicker() {
-        let period = options.flushInterval > .zero ? min(.seconds(1), options.flushInterval) : .seconds(1)
-        let clock = self.clock
-        let task = Task { [weak self] in
-            while !Task.isCancelled {
-                do { try await clock.sleep(for: period) } catch { return }
-                guard let self else { return }
-                self.tick()
-                if !self.keepTicking() { return }
-            }
-        }
-        let cancelNow = tasks.withLock { t -> Bool in
-            if t.closed { return true }
-            if t.ticking { t.ticker = task }  // else it already stopped itself
-            return false
-        }
-        if cancelNow { task.cancel() }
     }
 
     /// Stops the ticker, stops recording, and flushes what is pending once more on a detached
@@ -380,183 +285,5 @@ package final class ExposureRecorder: Sendable {
     package func waitUntilClosed() async -> ExposureFlushResult? {
         guard let final = tasks.withLock({ $0.final }) else { return nil }
         return await final.value
-    }
-
-    // MARK: - Drain
-
-    private func acquireTurn() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let acquired = turn.withLock { t -> Bool in
-                if !t.busy { t.busy = true; return true }
-                t.waiters.append(c)
-                return false
-            }
-            if acquired { c.resume() }
-        }
-    }
-
-    private func releaseTurn() {
-        let next = turn.withLock { t -> CheckedContinuation<Void, Never>? in
-            if t.waiters.isEmpty { t.busy = false; return nil }
-            return t.waiters.removeFirst()
-        }
-        next?.resume()
-    }
-
-    private func drain(_ mode: DrainMode) async -> ExposureFlushResult {
-        await acquireTurn()
-        var result = ExposureFlushResult()
-        var rng = SystemRandomNumberGenerator()
-        loop: while true {
-            let now = elapsed  // read the injected clock outside the lock
-            let next = state.withLock { $0.nextBatch(now: now, ignoreBackoff: mode == .final) }
-            switch next {
-            case .idle:
-                break loop
-            case .deferred:
-                break loop
-            case .send(let batch):
-                let (outcome, statusMessage) = await upload(batch)
-                let unit = Double(unitInterval: rng.next())
-                let finishedAt = elapsed
-                let finish = state.withLock { $0.finish(batch, outcome: outcome, now: finishedAt, unit: unit) }
-                result.sentEvents += finish.sent
-                if finish.sent > 0 { result.sentBatches += 1 }
-                if finish.failed { result.failedBatches += 1 }
-                result.droppedEvents += finish.dropped
-                if let status = finish.rejectedStatus, let log {
-                    let what = status == 0 ? "not sent (invalid exporter)" : "rejected with HTTP \(status)"
-                    var line = "Halyard: exposure batch of \(batch.events.count) \(what); dropped"
-                    if let statusMessage, firstMessage(for: status) { line += ": \(statusMessage)" }
-                    log(line)
-                }
-                if finish.tooLarge, let log {
-                    log(
-                        "Halyard: exposure batch of \(batch.events.count) dropped: the answer was over "
-                            + "\(Self.maxResponseBytes >> 20) MiB")
-                }
-                if case .partiallyDelivered(let rejected, let message) = outcome {
-                    logPartialSuccess(
-                        rejected: finish.partiallyRejected, of: batch.events.count, claimed: rejected, message)
-                }
-                if finish.stop { break loop }
-            }
-        }
-        let now = elapsed
-        let tail = state.withLock { s -> (dropped: Int, pending: Int, notBefore: Duration) in
-            var dropped = 0
-            if mode == .final { dropped = s.abandonQueued() }
-            if mode == .automatic { s.automaticDrainFinished() }
-            return (dropped, s.counters.pending, s.notBefore)
-        }
-        result.droppedEvents += tail.dropped
-        result.pendingEvents = tail.pending
-        if tail.pending > 0, tail.notBefore > now { result.retryAfter = tail.notBefore - now }
-        releaseTurn()
-        return result
-    }
-
-    /// Whether `status`'s receiver message has not been logged yet (and marks it logged).
-    private func firstMessage(for status: Int) -> Bool {
-        loggedStatusMessages.withLock { seen in
-            guard !seen.contains(status), seen.count < Self.maxLoggedStatuses else { return false }
-            seen.insert(status)
-            return true
-        }
-    }
-
-    /// Sends `batch` and classifies the answer; for an OTLP rejection also the receiver's
-    /// `google.rpc.Status` message.
-    private func upload(_ batch: ExposureBatch) async -> (ExposureUploadOutcome, String?) {
-        let url: URL
-        let json: [UInt8]
-        var fields: [String: String]
-        switch target {
-        case .invalid:
-            return (.rejected(status: 0), nil)
-        case .halyard(let halyardURL):
-            url = halyardURL
-            json = ExposureEncoder.encode(meta: meta(), events: batch.events)
-            fields = headers()
-            fields["Idempotency-Key"] = batch.idempotencyKey
-        case .otlp(let otlpURL, let extra):
-            url = otlpURL
-            let resource = OTLPLogsEncoder.Resource(
-                meta: meta(), processName: ProcessInfo.processInfo.processName, attributes: otlpResourceAttributes,
-                sampleRate: options.sampleRate, dedupWindowSeconds: Int(options.dedupWindowSeconds))
-            json = OTLPLogsEncoder.encode(resource: resource, events: batch.events)
-            // The exporter's headers only: the control plane's key never goes to a collector.
-            // Ours replace any of the same name, whatever its case.
-            fields = [:]
-            for (name, value) in extra
-            where !["content-type", "content-encoding", "content-length"].contains(name.lowercased()) {
-                fields[name] = value
-            }
-            if !fields.keys.contains(where: { $0.lowercased() == "user-agent" }) {
-                fields["User-Agent"] = ClientIdentity.userAgent
-            }
-        }
-        let gzipped = compressor.compress(json)
-        fields["Content-Type"] = "application/json"
-        let body: Data
-        if let gzipped {
-            fields["Content-Encoding"] = "gzip"
-            body = Data(gzipped)
-        } else {
-            log?("Halyard: exposure batch could not be compressed; sending it uncompressed")
-            body = Data(json)
-        }
-        let request = TransportRequest(
-            method: "POST", url: url, headers: fields, body: body,
-            timeout: options.requestTimeout, maxResponseBytes: Self.maxResponseBytes)
-        do {
-            let response = try await transport.send(request)
-            let outcome = ExposureUploadOutcome.classify(
-                exporter: options.exporter,
-                status: response.status,
-                retryAfterHeader: response.header("Retry-After"),
-                body: response.body,
-                wallNow: clock.wallNow)
-            var message: String?
-            if case .rejected = outcome, keepsValue { message = ExposureUploadOutcome.statusMessage(response.body) }
-            return (outcome, message)
-        } catch TransportError.responseTooLarge {
-            // The transport refuses an answer whose body is over the limit without giving its
-            // status, so nothing says the batch arrived: a non-retryable failure (SPEC §13),
-            // not a delivery, and not a retry (resending to a receiver that always answers at
-            // that length would block the pipeline). docs/exposures.md, "Failure policy".
-            return (.responseTooLarge, nil)
-        } catch {
-            return (.retry(retryAfter: nil), nil)
-        }
-    }
-
-    /// Logs an OTLP partial success: the counts, and the receiver's `errorMessage` (cut to 512
-    /// characters) unless it is the same message as the last one logged.
-    private func logPartialSuccess(rejected: Int, of count: Int, claimed: Int, _ message: String?) {
-        guard let log else { return }
-        let text = message.map { String($0.prefix(512)) }
-        let repeated = lastPartialMessage.withLock { last -> Bool in
-            defer { last = text }
-            return text != nil && last == text
-        }
-        var line = "Halyard: the OTLP receiver rejected \(rejected) of \(count) log records"
-        if claimed > count { line += " (it reported \(claimed))" }
-        if let text, !repeated { line += ": \(text)" }
-        if repeated && rejected == 0 { return }
-        log(line)
-    }
-}
-
-/// The recorder's reusable gzip stream. `GzipCompressor` owns a `z_stream` and is not
-/// `Sendable`; it is only ever touched under this lock, so it cannot be shared unguarded.
-private final class SharedCompressor: @unchecked Sendable {
-    private let lock = NSLock()
-    private let compressor = GzipCompressor()
-
-    func compress(_ input: [UInt8]) -> [UInt8]? {
-        lock.lock()
-        defer { lock.unlock() }
-        return compressor.compress(input)
     }
 }

@@ -4,8 +4,9 @@ import Foundation
 /// where libcurl loads (Linux), ``URLSessionTransport`` elsewhere (Apple platforms) and when it
 /// does not (no `libcurl.so.4`, a libcurl older than 7.68 or without TLS, `curl_multi_init`
 /// failing): then one warning says why, through `logHandler`.
-/// `options.transport = URLSessionTransport()` selects URLSession on Linux too.
-func makeDefaultTransport(logHandler: HalyardLogHandler? = nil) -> any FlagTransport {
+/// `options.transport = URLSessionTransport()` selects URLSession on Linux too. Package-visible:
+/// `halyard-bench-service` measures the transport a service gets by default.
+package func makeDefaultTransport(logHandler: HalyardLogHandler? = nil) -> any FlagTransport {
     #if canImport(CHalyardCurl)
         switch CurlMulti.shared {
         case .success: return CurlTransport()
