@@ -93,9 +93,9 @@ package final class ExposureRecorder: Sendable {
     private enum UploadTarget {
         /// SPEC §7: `{baseURL}{path}`, the identity headers, an `Idempotency-Key`.
         case halyard(URL)
-        /// OTLP/HTTP JSON: the logs URL (``ExposureExporter/otlpLogsURL``) with the exporter's
-        /// headers only.
-        case otlp(URL, headers: [String: String])
+        /// OTLP/HTTP: the logs URL (``ExposureExporter/otlpLogsURL``) with the exporter's
+        /// headers only, its encoding, compression, timeout and transport.
+        case otlp(OTLPUpload)
         /// An exporter that must not be used (validated at client creation; a recorder built
         /// without that check drops every batch as rejected rather than send).
         case invalid(ExposureExporterError)
@@ -189,12 +189,12 @@ package final class ExposureRecorder: Sendable {
             }
             base.merge(o.resourceAttributes) { _, option in option }
             otlpResourceAttributes = base
-            do throws(ExposureExporterError) {
-                try o.exporter.validate()
-                target = .otlp(o.exporter.otlpLogsURL ?? endpoint, headers: headers)
-            } catch {
-                target = .invalid(error)
+            let upload = OTLPUpload.make(o.exporter, headers: headers, transport: transport, logHandler: logHandler)
+            switch upload.plan {
+            case .success(let plan): target = .otlp(plan)
+            case .failure(let error): target = .invalid(error)
             }
+            for warning in upload.warnings { log?("Halyard: " + warning) }
         }
         self.meta = meta
         self.headers = headerProvider
@@ -471,6 +471,7 @@ package final class ExposureRecorder: Sendable {
         let url: URL
         let json: [UInt8]
         var fields: [String: String]
+        var (contentType, compresses, timeout, sender) = ("application/json", true, options.requestTimeout, transport)
         switch target {
         case .invalid:
             return (.rejected(status: 0), nil)
@@ -479,38 +480,34 @@ package final class ExposureRecorder: Sendable {
             json = ExposureEncoder.encode(meta: meta(), events: batch.events)
             fields = headers()
             fields["Idempotency-Key"] = batch.idempotencyKey
-        case .otlp(let otlpURL, let extra):
-            url = otlpURL
+        case .otlp(let plan):
+            url = plan.url
             let resource = OTLPLogsEncoder.Resource(
                 meta: meta(), processName: ProcessInfo.processInfo.processName, attributes: otlpResourceAttributes,
                 sampleRate: options.sampleRate, dedupWindowSeconds: Int(options.dedupWindowSeconds))
-            json = OTLPLogsEncoder.encode(resource: resource, events: batch.events)
+            json = plan.encode(resource: resource, events: batch.events)
             // The exporter's headers only: the control plane's key never goes to a collector.
-            // Ours replace any of the same name, whatever its case.
-            fields = [:]
-            for (name, value) in extra
-            where !["content-type", "content-encoding", "content-length"].contains(name.lowercased()) {
-                fields[name] = value
-            }
-            if !fields.keys.contains(where: { $0.lowercased() == "user-agent" }) {
-                fields["User-Agent"] = ClientIdentity.userAgent
-            }
+            fields = plan.headers
+            (contentType, compresses) = (plan.encoding.contentType, plan.compression == .gzip)
+            timeout = plan.timeout ?? timeout
+            sender = plan.transport ?? sender
         }
-        let gzipped = compressor.compress(json)
-        fields["Content-Type"] = "application/json"
+        let gzipped = compresses ? compressor.compress(json) : nil
+        fields["Content-Type"] = contentType
         let body: Data
         if let gzipped {
             fields["Content-Encoding"] = "gzip"
             body = Data(gzipped)
         } else {
-            log?("Halyard: exposure batch could not be compressed; sending it uncompressed")
+            if compresses { log?("Halyard: exposure batch could not be compressed; sending it uncompressed") }
             body = Data(json)
         }
         let request = TransportRequest(
             method: "POST", url: url, headers: fields, body: body,
-            timeout: options.requestTimeout, maxResponseBytes: Self.maxResponseBytes)
+            timeout: timeout, maxResponseBytes: Self.maxResponseBytes)
         do {
-            let response = try await transport.send(request)
+            let response = try await sender.send(request)
+            if case .otlp(let plan) = target { return plan.classify(response, wallNow: clock.wallNow) }
             let outcome = ExposureUploadOutcome.classify(
                 exporter: options.exporter,
                 status: response.status,
@@ -526,6 +523,10 @@ package final class ExposureRecorder: Sendable {
             // not a delivery, and not a retry (resending to a receiver that always answers at
             // that length would block the pipeline). docs/exposures.md, "Failure policy".
             return (.responseTooLarge, nil)
+        } catch TransportError.redirectRefused {
+            // Not followed, and it would not be next time either: dropped, not retried (the
+            // transport's guard logged the target's origin once).
+            return (.redirectRefused, nil)
         } catch {
             return (.retry(retryAfter: nil), nil)
         }
