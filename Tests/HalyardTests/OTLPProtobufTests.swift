@@ -102,6 +102,25 @@ import Testing
         #expect(lines.contains { $0.contains("HTTP 400") && $0.contains("bad attribute") }, "\(lines)")
     }
 
+    /// The code form's encoding choice: the configuration `.otlp(endpoint:headers:)` stands for,
+    /// with protobuf.
+    @Test func codeChoosesProtobufThroughTheConfiguration() async throws {
+        let endpoint = try #require(URL(string: "https://otel.example:4318/base"))
+        let configuration = OTLPExporterConfiguration(
+            endpoint: endpoint, headers: ["X-Tenant": "t"], encoding: .protobuf)
+        #expect(configuration.logsURL.absoluteString == "https://otel.example:4318/base/v1/logs")
+        #expect(configuration.compression == .gzip && configuration.timeout == nil)
+        let transport = OTLPDeliveryTests.ScriptedTransport()
+        let r = OTLPDeliveryTests.recorder(
+            transport, clock: ManualClock(), edit: { $0.exporter = .otlpConfigured(configuration) })
+        OTLPDeliveryTests.record(r, 1)
+        _ = await r.flush()
+        let request = try #require(transport.requests.first)
+        #expect(request.headers["Content-Type"] == "application/x-protobuf")
+        #expect(request.headers["X-Tenant"] == "t")
+        #expect(OTLPExporterConfiguration(logsURL: endpoint).encoding == .json)  // the code default stays JSON
+    }
+
     // MARK: - With opentelemetry-proto
 
     /// Batches covering every value the encoders write, in both encodings.

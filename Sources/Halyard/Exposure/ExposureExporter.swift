@@ -20,7 +20,9 @@ public enum ExposureExporter: Sendable, Hashable {
     /// `headers` are added to every export request (for example an `Authorization` the
     /// collector wants) and their values are never logged. The control plane's key and identity
     /// headers are never sent there. `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` of the
-    /// process environment at client creation fill the resource (options win).
+    /// process environment at client creation fill the resource (options win). For
+    /// `http/protobuf` from code:
+    /// `.otlpConfigured(OTLPExporterConfiguration(endpoint: url, headers: h, encoding: .protobuf))`.
     case otlp(endpoint: URL, headers: [String: String])
     /// OpenTelemetry configured in full, as ``otlpFromEnvironment(_:)`` returns it: the logs URL
     /// posted to as it is, the headers, the resource attributes read with them, the encoding
