@@ -56,9 +56,10 @@ struct Console: Sendable {
     /// Records that standard output has no reader any more (seen by a watcher before a write).
     func markOutputClosed() { closed.withLock { $0 = true } }
 
-    /// Writes `halyard: <cause>` to standard error.
+    /// Writes `halyard: <cause>` to standard error, control characters escaped
+    /// (``Swift/String/terminalSafe``: a cause may quote the control plane).
     func error(_ cause: String) {
-        _ = Self.writeAll(Array("halyard: \(cause)\n".utf8), to: STDERR_FILENO)
+        _ = Self.writeAll(Array("halyard: \(cause.terminalSafe)\n".utf8), to: STDERR_FILENO)
     }
 
     /// Writes every byte, retrying short writes and `EINTR`; false when the descriptor failed
@@ -82,11 +83,14 @@ struct Console: Sendable {
     }
 
     /// Writes rows as aligned columns (two spaces apart, the last column unpadded); with
-    /// `header`, the first row is a header, in bold. `style` may colour a cell after it was padded.
+    /// `header`, the first row is a header, in bold. Cells are shown with their control
+    /// characters escaped (``Swift/String/terminalSafe``). `style` may colour a cell after it was
+    /// padded.
     func table(
         _ rows: [[String]], header: Bool = true,
         style: (_ row: Int, _ column: Int, _ cell: String) -> String = { $2 }
     ) {
+        let rows = rows.map { $0.map(\.terminalSafe) }
         guard let columns = rows.map(\.count).max() else { return }
         var widths = [Int](repeating: 0, count: columns)
         for row in rows {

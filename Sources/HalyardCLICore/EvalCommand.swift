@@ -41,7 +41,7 @@ enum EvalCommand {
                     throw .noValue("\(only) has no value (\(details.joined(separator: ", "))): use the code default")
                 }
                 if case .string(let text) = value {
-                    console.line(text)
+                    console.line(text.terminalSafe)  // the control plane's text: no escape sequence
                 } else {
                     console.line(value.outputLine)
                 }

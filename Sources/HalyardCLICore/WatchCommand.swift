@@ -214,7 +214,8 @@ private struct ChangePrinter {
             } else {
                 let colour: Console.Style =
                     status == .ready ? .green : (status == .error || status == .fatal ? .red : .yellow)
-                console.line("\(clockTime(now))  status  \(from) → \(console.styled(status.rawValue, colour))")
+                let to = status.rawValue.terminalSafe
+                console.line("\(clockTime(now))  status  \(from.terminalSafe) → \(console.styled(to, colour))")
             }
             self.status = status
         }
@@ -229,8 +230,9 @@ private struct ChangePrinter {
                         "to": new?.jsonObject ?? .null,
                     ])
             } else {
+                let shown = (key: key.terminalSafe, old: summary(old).terminalSafe, new: summary(new).terminalSafe)
                 console.line(
-                    "\(clockTime(now))  flag    \(console.styled(key, .bold))  \(summary(old)) → \(summary(new))")
+                    "\(clockTime(now))  flag    \(console.styled(shown.key, .bold))  \(shown.old) → \(shown.new)")
             }
         }
         flags = next
@@ -241,7 +243,7 @@ private struct ChangePrinter {
         if json {
             emit(now, ["type": "error", "message": .string(message)])
         } else {
-            console.line("\(clockTime(now))  error   \(console.styled(message, .red))")
+            console.line("\(clockTime(now))  error   \(console.styled(message.terminalSafe, .red))")
         }
     }
 

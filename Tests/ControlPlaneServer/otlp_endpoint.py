@@ -4,9 +4,12 @@
 ``handle(body, headers, state, fault)``; it serves ``report(state)`` at ``GET /_admin/otlp``.
 
 ``handle`` checks every export request the way a strict receiver would, without trusting the
-client: ``Content-Encoding: gzip`` and ``Content-Type: application/json`` (415 otherwise), one
-complete gzip member, then the protobuf JSON mapping of ``ExportLogsServiceRequest`` exactly as
-Halyard writes it (400 with the reason otherwise): lowerCamelCase field names only, 64-bit
+client: ``Content-Encoding: gzip`` (or none: ``OTEL_EXPORTER_OTLP_COMPRESSION=none``) and
+``Content-Type: application/json`` or ``application/x-protobuf`` (415 otherwise), one complete gzip
+member, then the protobuf JSON mapping of ``ExportLogsServiceRequest`` exactly as Halyard writes it
+— a binary protobuf body is first decoded into that mapping by ``protobuf_to_json`` below, a
+schema-driven decoder of the wire format (standard library only) — (400 with the reason
+otherwise): lowerCamelCase field names only, 64-bit
 integers as decimal strings, one resource with ``service.name`` and the ``telemetry.sdk.*``
 attributes, one scope ``halyard``, 1 to 1,000 log records named ``feature_flag.evaluation`` whose
 attributes follow the feature-flag semantic conventions (``feature_flag.result.variant`` or a
@@ -17,13 +20,19 @@ A fault ``{"action": "partial", "rejected": k, "message": "..."}`` (queued on ``
 makes the receiver keep all but the last ``k`` records of a valid request and answer 200 with
 ``{"partialSuccess": {"rejectedLogRecords": "k", "errorMessage": message}}``.
 
+A protobuf request is answered in protobuf (``ExportLogsServiceResponse`` with its
+``ExportLogsPartialSuccess``), a JSON one in JSON, as the OTLP/HTTP specification says.
+
 Accepted records are appended to ``state["records"]`` as flat dicts (attribute key -> decoded
 value, plus ``timeUnixNano``); every decompressed body (valid or not) to ``state["bodies"]``
-(the first 500) for the independent-implementation test. Standard library only.
+(the first 500; a protobuf body as ``{"protobuf": base64}``) for the independent-implementation
+test. Standard library only.
 """
 
+import base64
 import gzip
 import json
+import struct
 import re
 import threading
 import zlib
@@ -61,6 +70,131 @@ def _state(state):
 
 def _answer(status, payload):
     return status, {"Content-Type": "application/json"}, json.dumps(payload, separators=(",", ":")).encode()
+
+
+# --- binary protobuf: the ExportLogsServiceRequest schema Halyard writes, as the JSON mapping ---
+# message name -> {field number: (json name, kind, repeated)}; kind is a message name or a scalar.
+SCHEMA = {
+    "Request": {1: ("resourceLogs", "ResourceLogs", True)},
+    "ResourceLogs": {1: ("resource", "Resource", False), 2: ("scopeLogs", "ScopeLogs", True),
+                     3: ("schemaUrl", "string", False)},
+    "Resource": {1: ("attributes", "KeyValue", True), 2: ("droppedAttributesCount", "uint", False)},
+    "ScopeLogs": {1: ("scope", "Scope", False), 2: ("logRecords", "LogRecord", True),
+                  3: ("schemaUrl", "string", False)},
+    "Scope": {1: ("name", "string", False), 2: ("version", "string", False), 3: ("attributes", "KeyValue", True)},
+    "LogRecord": {1: ("timeUnixNano", "fixed64", False), 2: ("severityNumber", "uint", False),
+                  3: ("severityText", "string", False), 5: ("body", "AnyValue", False),
+                  6: ("attributes", "KeyValue", True), 7: ("droppedAttributesCount", "uint", False),
+                  8: ("flags", "fixed32", False), 11: ("observedTimeUnixNano", "fixed64", False),
+                  12: ("eventName", "string", False)},
+    "KeyValue": {1: ("key", "string", False), 2: ("value", "AnyValue", False)},
+    "AnyValue": {1: ("stringValue", "string", False), 2: ("boolValue", "bool", False),
+                 3: ("intValue", "int64", False), 4: ("doubleValue", "double", False),
+                 5: ("arrayValue", "ArrayValue", False), 6: ("kvlistValue", "KeyValueList", False)},
+    "ArrayValue": {1: ("values", "AnyValue", True)},
+    "KeyValueList": {1: ("values", "KeyValue", True)},
+}
+# Proto3 leaves fields at their default out of the wire; the JSON form Halyard writes has them.
+DEFAULTS = {"KeyValue": {"key": ""}, "Scope": {"name": "", "version": ""}}
+
+
+def _varint(data, i):
+    value = shift = 0
+    while True:
+        if i >= len(data) or shift > 63:
+            raise ValueError("truncated varint")
+        byte = data[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, i
+        shift += 7
+
+
+def protobuf_to_json(data, message="Request"):
+    """Decodes a protobuf message of SCHEMA into the dict the JSON mapping parses to (64-bit
+    integers as strings, as Halyard writes them); raises ValueError on anything malformed or
+    unknown (a field number the schema does not have, a wrong wire type, a repeated singular)."""
+    fields = SCHEMA[message]
+    out = dict(DEFAULTS.get(message, {}))
+    i = 0
+    while i < len(data):
+        key, i = _varint(data, i)
+        number, wire = key >> 3, key & 7
+        if number not in fields:
+            raise ValueError("%s: unknown field %d" % (message, number))
+        name, kind, repeated = fields[number]
+        if wire == 0:
+            raw, i = _varint(data, i)
+            if kind == "bool":
+                value = bool(raw)
+            elif kind == "int64":
+                value = str(raw - (1 << 64) if raw >= 1 << 63 else raw)
+            elif kind == "uint":
+                value = raw
+            else:
+                raise ValueError("%s.%s: varint for %s" % (message, name, kind))
+        elif wire == 1:
+            if i + 8 > len(data):
+                raise ValueError("truncated fixed64")
+            chunk = data[i:i + 8]
+            i += 8
+            if kind == "fixed64":
+                value = str(struct.unpack("<Q", chunk)[0])
+            elif kind == "double":
+                value = struct.unpack("<d", chunk)[0]
+            else:
+                raise ValueError("%s.%s: fixed64 for %s" % (message, name, kind))
+        elif wire == 5:
+            if i + 4 > len(data) or kind != "fixed32":
+                raise ValueError("%s.%s: fixed32" % (message, name))
+            value = struct.unpack("<I", data[i:i + 4])[0]
+            i += 4
+        elif wire == 2:
+            length, i = _varint(data, i)
+            if i + length > len(data):
+                raise ValueError("truncated field")
+            chunk = data[i:i + length]
+            i += length
+            if kind == "string":
+                value = chunk.decode("utf-8")
+            elif kind in SCHEMA:
+                value = protobuf_to_json(chunk, kind)
+            else:
+                raise ValueError("%s.%s: length-delimited for %s" % (message, name, kind))
+        else:
+            raise ValueError("%s: wire type %d" % (message, wire))
+        if repeated:
+            out.setdefault(name, []).append(value)
+        elif name in out and name not in DEFAULTS.get(message, {}):
+            raise ValueError("%s.%s twice" % (message, name))
+        else:
+            out[name] = value
+        if message == "AnyValue" and len(out) > 1:
+            raise ValueError("AnyValue with two members")
+    # Proto3 drops an AnyValue's empty array/kvlist members' lists; the JSON form has them.
+    if message in ("ArrayValue", "KeyValueList"):
+        out.setdefault("values", [])
+    return out
+
+
+def _partial_protobuf(rejected, message):
+    inner = bytearray()
+    if rejected:
+        inner += b"\x08" + _encode_varint(rejected)
+    if message:
+        text = message.encode("utf-8")
+        inner += b"\x12" + _encode_varint(len(text)) + text
+    return b"\x0a" + _encode_varint(len(inner)) + bytes(inner)
+
+
+def _encode_varint(value):
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _reject(state, status, reason):
@@ -197,22 +331,31 @@ def handle(body, headers, state, fault=None):
     with state["otlp_lock"]:
         state["otlp_requests"] += 1
         state["otlp_headers"].append({k: v for k, v in lowered.items() if k not in ("content-length", "host")})
-    if lowered.get("content-encoding", "").lower() != "gzip":
-        return _reject(state, 415, "Content-Encoding must be gzip")
-    if lowered.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-        return _reject(state, 415, "Content-Type must be application/json")
-    try:
-        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        raw = decompressor.decompress(body, MAX_DECOMPRESSED)
-        if decompressor.unconsumed_tail or not decompressor.eof or decompressor.unused_data:
-            return _reject(state, 400, "not exactly one complete gzip member")
-    except zlib.error as error:
-        return _reject(state, 400, "gzip: %s" % error)
+    encoding = lowered.get("content-encoding", "").lower()
+    if encoding not in ("gzip", ""):
+        return _reject(state, 415, "Content-Encoding must be gzip or absent")
+    content_type = lowered.get("content-type", "").split(";")[0].strip().lower()
+    if content_type not in ("application/json", "application/x-protobuf"):
+        return _reject(state, 415, "Content-Type must be application/json or application/x-protobuf")
+    protobuf = content_type == "application/x-protobuf"
+    raw = body
+    if encoding == "gzip":
+        try:
+            decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            raw = decompressor.decompress(body, MAX_DECOMPRESSED)
+            if decompressor.unconsumed_tail or not decompressor.eof or decompressor.unused_data:
+                return _reject(state, 400, "not exactly one complete gzip member")
+        except zlib.error as error:
+            return _reject(state, 400, "gzip: %s" % error)
     with state["otlp_lock"]:
+        state.setdefault("content_types", []).append(content_type)
         if len(state["bodies"]) < 500:
-            state["bodies"].append(raw.decode("utf-8", "replace"))
+            if protobuf:
+                state["bodies"].append({"protobuf": base64.b64encode(raw).decode("ascii")})
+            else:
+                state["bodies"].append(raw.decode("utf-8", "replace"))
     try:
-        document = json.loads(raw)
+        document = protobuf_to_json(raw) if protobuf else json.loads(raw)
         records, _ = validate(document)
     except OverflowError as error:
         return _reject(state, 413, str(error))
@@ -228,6 +371,9 @@ def handle(body, headers, state, fault=None):
         state["records"].extend(kept)
         state["record_counts"].append(len(records))
         state["partial_rejected"] += rejected
+    if protobuf:
+        answer = _partial_protobuf(rejected, message) if rejected or message else b""
+        return 200, {"Content-Type": "application/x-protobuf"}, answer
     if rejected or message:
         partial = {"rejectedLogRecords": str(rejected)}
         if message:
@@ -253,6 +399,7 @@ def reset(state):
         state["record_counts"] = []
         state["otlp_headers"] = []
         state["otlp_truncated"] = 0
+        state["content_types"] = []
 
 
 def report(state, include_bodies=False):
@@ -266,6 +413,7 @@ def report(state, include_bodies=False):
             "partialRejected": state["partial_rejected"],
             "headers": list(state["otlp_headers"]),
             "truncatedRequests": state["otlp_truncated"],
+            "contentTypes": list(state.get("content_types", [])),
         }
         if include_bodies:
             doc["bodies"] = list(state["bodies"])

@@ -247,8 +247,8 @@ extension CacheClientTests {
         #expect(store.entries[Self.slot("u1")] == nil)
     }
 
-    /// Entries older than the max age (any namespace) and an index none of whose slots is left
-    /// are swept; after `setKey`, the old key's entries and index too.
+    /// Another namespace's entries older than the foreign max age (30 days) and an index none of
+    /// whose slots is left are swept; after `setKey`, the old key's entries and index too.
     @Test func expiredEntriesAndAnAbandonedKeysEntriesAreSwept() async throws {
         let store = MemoryCacheStore(listing: true)
         let plane = InMemoryControlPlane(values: ["a": .bool(true)])
@@ -257,12 +257,12 @@ extension CacheClientTests {
             Self.options(
                 plane, store, context: EvaluationContext(targetingKey: "u9"), clock: ManualClock(wallStart: start)))
         #expect(store.entries[Self.slot("u9")] != nil)
-        let clock = ManualClock(wallStart: start.addingTimeInterval(25 * 3600))
+        let clock = ManualClock(wallStart: start.addingTimeInterval(31 * 24 * 3600))
         let client = try FlagClient(options: Self.options(plane, store, clock: clock, key: "key-one"))
         defer { client.close() }
         #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
         try await CacheTests.waitForWrites(client)
-        #expect(store.entries[Self.slot("u9")] == nil, "an entry older than the max age")
+        #expect(store.entries[Self.slot("u9")] == nil, "another namespace's entry older than 30 days")
         #expect(store.entries[Self.index()] == nil, "an index none of whose slots is left")
         #expect(store.entries[Self.slot("u1", key: "key-one")] != nil)
         try await Wait.result("setKey") { try? await client.setKey("key-two") }
@@ -271,6 +271,46 @@ extension CacheClientTests {
         #expect(store.entries[Self.index(key: "key-one")] == nil, "the abandoned key's index")
         #expect(store.entries[Self.slot("u1", key: "key-two")] != nil)
         #expect(store.entries.count == 2, "key-two's entry and index")
+    }
+
+    /// The max age is each namespace's own (until then a client applied its `cacheMaxAge` to
+    /// every namespace of a shared folder: two apps with 1 h and 7 d wiped each other's warm
+    /// starts). A client sweeps its own expired entries; another namespace's only once they are
+    /// older than 30 days (and than its own max age): an abandoned namespace still goes.
+    @Test func theSweepAppliesTheMaxAgeToItsOwnNamespaceOnly() async throws {
+        func slot(_ user: String, appID: String) -> String {
+            let namespace = Self.namespace(appID: appID)
+            let hash = OnDeviceCache.targetingKeyHash(namespace: namespace, targetingKey: user, installID: "")
+            return OnDeviceCache.slotName(namespace: namespace, kind: "user", targetingKeyHash: hash)
+        }
+        let store = MemoryCacheStore(listing: true)
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        var weekly = Self.options(
+            plane, store, context: EvaluationContext(targetingKey: "u9"), clock: ManualClock(wallStart: start))
+        weekly.appID = "weekly"
+        weekly.cacheMaxAge = .seconds(7 * 24 * 3600)
+        try await CacheTests.warm(weekly)
+        #expect(store.entries[slot("u9", appID: "weekly")] != nil)
+
+        var hourly = Self.options(plane, store, clock: ManualClock(wallStart: start.addingTimeInterval(2 * 3600)))
+        hourly.appID = "hourly"
+        hourly.cacheMaxAge = .seconds(3600)
+        try await CacheTests.warm(hourly)
+        #expect(store.entries[slot("u9", appID: "weekly")] != nil, "another app's entry, 2 h old")
+        #expect(store.entries[slot("u1", appID: "hourly")] != nil)
+
+        var laterHourly = hourly
+        laterHourly.clock = ManualClock(wallStart: start.addingTimeInterval(4 * 3600))
+        laterHourly.initialContext = EvaluationContext(targetingKey: "u2")
+        try await CacheTests.warm(laterHourly)
+        #expect(store.entries[slot("u1", appID: "hourly")] == nil, "its own entry past its own max age")
+        #expect(store.entries[slot("u9", appID: "weekly")] != nil, "another app's entry, 4 h old")
+
+        var monthLater = hourly
+        monthLater.clock = ManualClock(wallStart: start.addingTimeInterval(31 * 24 * 3600))
+        try await CacheTests.warm(monthLater)
+        #expect(store.entries[slot("u9", appID: "weekly")] == nil, "an abandoned namespace, 31 days old")
     }
 
     /// One rule for an empty flag key: OFREP skips it (the envelope refuses it), so one such

@@ -144,7 +144,11 @@ import Testing
         #expect(bad.resourceAttributes.isEmpty)
     }
 
-    @Test func anInsecureEnvironmentEndpointIsRefusedAtClientCreation() throws {
+    /// The environment's configuration never makes creation throw (SPEC §13): plain http to a
+    /// collector in the cluster is what the OpenTelemetry Operator injects. (Until then it threw
+    /// `invalidExposureExporter`: a telemetry variable took the flags away.) A plain-http
+    /// `.otlp(endpoint:)` written in code is still refused (OTLPDeliveryTests).
+    @Test func anInsecureEnvironmentEndpointIsAcceptedAtClientCreation() throws {
         let exporter = try #require(
             ExposureExporter.otlpFromEnvironment(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector.example:4318"]))
         var options = FlagClientOptions(baseURL: try Self.url("https://flags.example"), key: "cli-1")
@@ -152,10 +156,13 @@ import Testing
         options.pollInterval = .zero
         options.maxCachedContexts = 0
         options.exposures.exporter = exporter
-        #expect(throws: FlagClientError.invalidExposureExporter(.insecureHTTPToNonLoopbackHost("collector.example"))) {
-            let client = try FlagClient(options: options)
-            client.close()
-        }
+        let client = try FlagClient(options: options)
+        client.close()
+        // Not even an endpoint that cannot be used: a warning at creation, its exposures dropped.
+        options.exposures.exporter = try #require(
+            ExposureExporter.otlpFromEnvironment(["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "ftp://collector.example"]))
+        let other = try FlagClient(options: options)
+        other.close()
     }
 
     // MARK: - The resource

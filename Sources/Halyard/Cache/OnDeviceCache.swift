@@ -177,13 +177,17 @@ final class OnDeviceCache: Sendable {
 
     /// Whether an entry is younger than the max age; one from the future (the clock changed) is
     /// accepted within five minutes of skew.
-    private func isFresh(_ envelope: CacheEnvelope) -> Bool {
+    private func isFresh(_ envelope: CacheEnvelope, maxAge limit: Duration? = nil) -> Bool {
         let age = configuration.clock.wallNow.timeIntervalSince(envelope.writtenDate)
-        let maxAge =
-            Double(configuration.maxAge.components.seconds)
-            + Double(configuration.maxAge.components.attoseconds) / 1e18
+        let limit = limit ?? configuration.maxAge
+        let maxAge = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
         return age < maxAge && age > -300
     }
+
+    /// How old another namespace's entry must be before a sweep removes it: its own client's
+    /// `cacheMaxAge` is not known here (two apps sharing a folder may keep theirs 1 h and 7 d),
+    /// so only an entry no client would still serve — and an abandoned namespace — goes.
+    static let foreignMaxAge: Duration = .seconds(30 * 24 * 3600)
 
     // MARK: - Writing
 
@@ -343,8 +347,9 @@ final class OnDeviceCache: Sendable {
     }
 
     /// Removes, among the entries present: this namespace's entries its index does not list
-    /// (orphans of a lost index or a failed removal); entries of any namespace older than the
-    /// max age; the entries and index of `abandoned` namespaces (this client's earlier keys);
+    /// (orphans of a lost index or a failed removal); this namespace's entries older than its max
+    /// age, and another namespace's older than ``foreignMaxAge`` (or than this max age if
+    /// longer); the entries and index of `abandoned` namespaces (this client's earlier keys);
     /// and indexes none of whose slots is present any more. Entries are recognised by their
     /// names (a slot's name is derived from its namespace, kind and targeting-key hash), so
     /// other software's files in a shared folder are never touched; undecodable entries are
@@ -372,8 +377,12 @@ final class OnDeviceCache: Sendable {
                     Self.slotName(namespace: ns, kind: envelope.kind, targetingKeyHash: envelope.targetingKeyHash)
                         == name
                 }
-                let orphan = isSlot(of: namespace) && index.map { !$0.slots.contains(name) } ?? false
-                if !isFresh(envelope) || orphan || abandoned.contains(where: isSlot(of:)) { remove(name) }
+                let mine = isSlot(of: namespace)
+                let orphan = mine && index.map { !$0.slots.contains(name) } ?? false
+                // The max age is this namespace's own; another's entry goes once no client serves it.
+                let fresh =
+                    mine ? isFresh(envelope) : isFresh(envelope, maxAge: max(configuration.maxAge, Self.foreignMaxAge))
+                if !fresh || orphan || abandoned.contains(where: isSlot(of:)) { remove(name) }
             } else if let other = CacheIndex.parse(data) {
                 indexes.append((name, other))
             }

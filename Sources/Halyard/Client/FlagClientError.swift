@@ -25,6 +25,11 @@ public enum FlagClientError: Error, Sendable, Hashable, CustomStringConvertible 
     /// ``ExposureOptions/exporter`` cannot be used (for example an OTLP endpoint over plain
     /// `http` to a host that is not loopback). Carries the reason.
     case invalidExposureExporter(ExposureExporterError)
+    /// The key or the app id (`field`: `"key"` or `"appID"`) holds a control character
+    /// (U+0000–U+001F, U+007F) once its surrounding whitespace is trimmed: it would put a line
+    /// break or another control byte into a request header, so it is refused and never sent.
+    /// Carries the field's name, never its value.
+    case controlCharacter(field: String)
 
     /// A description that never contains the key.
     public var description: String {
@@ -47,6 +52,8 @@ public enum FlagClientError: Error, Sendable, Hashable, CustomStringConvertible 
             "plain http to \(host) is refused (use https; http is allowed to loopback only)"
         case .invalidExposureExporter(let reason):
             "the exposure exporter cannot be used: \(reason)"
+        case .controlCharacter(let field):
+            "the \(field) holds a control character (U+0000-U+001F or U+007F); it is never sent"
         }
     }
 }

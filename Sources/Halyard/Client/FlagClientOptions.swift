@@ -119,6 +119,9 @@ public struct FlagClientOptions: Sendable {
     /// Checks the programming errors listed in docs/configuration.md (everything but offline values).
     func validate() throws(FlagClientError) {
         if key.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw .blankKey }
+        if let field = ClientIdentity.fieldWithControlCharacter(key: key, appID: appID) {
+            throw .controlCharacter(field: field)
+        }
         if role == .client, let prefix = serverKeyPrefixes.first(where: { !$0.isEmpty && key.hasPrefix($0) }) {
             throw .serverKeyInClientRole(prefix: prefix)
         }

@@ -11,7 +11,8 @@ public enum ExposureExporter: Sendable, Hashable {
     /// Halyard's own collector endpoint (SPEC §7): `POST {baseURL}{path}` with the client's
     /// identity headers and an `Idempotency-Key`. The default.
     case halyard
-    /// OpenTelemetry: OTLP/HTTP with JSON encoding, `POST {endpoint}/v1/logs`, gzip; one log
+    /// OpenTelemetry: OTLP/HTTP with JSON encoding (`http/json`; ``otlpConfigured(_:)`` chooses
+    /// protobuf), `POST {endpoint}/v1/logs`, gzip; one log
     /// record `feature_flag.evaluation` per exposure. `endpoint` is the collector's base URL
     /// (`https://…`; plain `http` only to loopback, checked when the client is created), to whose
     /// path `/v1/logs` is appended (its query string is kept) — unless its path already ends in
@@ -19,10 +20,15 @@ public enum ExposureExporter: Sendable, Hashable {
     /// `headers` are added to every export request (for example an `Authorization` the
     /// collector wants) and their values are never logged. The control plane's key and identity
     /// headers are never sent there. `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` of the
-    /// process environment at client creation fill the resource (options win).
+    /// process environment at client creation fill the resource (options win). For
+    /// `http/protobuf` from code:
+    /// `.otlpConfigured(OTLPExporterConfiguration(endpoint: url, headers: h, encoding: .protobuf))`.
     case otlp(endpoint: URL, headers: [String: String])
     /// OpenTelemetry configured in full, as ``otlpFromEnvironment(_:)`` returns it: the logs URL
-    /// posted to as it is, the headers, and the resource attributes read with them.
+    /// posted to as it is, the headers, the resource attributes read with them, the encoding
+    /// (`http/protobuf` or `http/json`), compression, timeout and trusted CA file. Never makes
+    /// client or service creation throw: a plain-http endpoint to another host is used with one
+    /// warning, an unusable one is reported by one warning (its exposures are dropped).
     case otlpConfigured(OTLPExporterConfiguration)
 
     /// The URL export requests are posted to (nil for ``halyard``): the signal URL of
@@ -59,15 +65,27 @@ public enum ExposureExporter: Sendable, Hashable {
         return components.url ?? base.appendingEndpoint("/v1/logs")
     }
 
-    /// Checks the OTLP endpoint as the control plane's base URL is checked: absolute, `http` or
-    /// `https`, and plain `http` only to a loopback host.
+    /// Checks the exporter when a client or service is created. Only
+    /// ``otlp(endpoint:headers:)``, written in code, is checked as the control plane's base URL
+    /// is (absolute, `http` or `https`, plain `http` only to a loopback host): a mistake there is
+    /// a programming error. ``otlpConfigured(_:)`` — what the environment gives — never throws:
+    /// the telemetry configuration must not take the flags away (``endpointProblem`` is logged
+    /// instead).
     package func validate() throws(ExposureExporterError) {
-        guard let endpoint = otlpLogsURL else { return }
+        guard case .otlp = self, let problem = endpointProblem else { return }
+        throw problem
+    }
+
+    /// What is wrong with the OTLP endpoint, if anything: no scheme or host, a scheme other than
+    /// `http`/`https`, or plain `http` to a host that is not loopback.
+    package var endpointProblem: ExposureExporterError? {
+        guard let endpoint = otlpLogsURL else { return nil }
         guard let scheme = endpoint.scheme?.lowercased(), let host = endpoint.host, !host.isEmpty else {
-            throw .endpointNotAbsolute
+            return .endpointNotAbsolute
         }
-        guard scheme == "http" || scheme == "https" else { throw .unsupportedScheme(scheme) }
-        if scheme == "http" && !LoopbackHost.contains(host) { throw .insecureHTTPToNonLoopbackHost(host) }
+        guard scheme == "http" || scheme == "https" else { return .unsupportedScheme(scheme) }
+        if scheme == "http" && !LoopbackHost.contains(host) { return .insecureHTTPToNonLoopbackHost(host) }
+        return nil
     }
 }
 

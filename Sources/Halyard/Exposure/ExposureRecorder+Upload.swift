@@ -5,21 +5,23 @@ extension ExposureRecorder {
     enum UploadTarget {
         /// SPEC §7: `{baseURL}{path}`, the identity headers, an `Idempotency-Key`.
         case halyard(URL)
-        /// OTLP/HTTP JSON: the logs URL (``ExposureExporter/otlpLogsURL``) with the exporter's
-        /// headers only.
-        case otlp(URL, headers: [String: String])
+        /// OTLP/HTTP: the logs URL (``ExposureExporter/otlpLogsURL``) with the exporter's
+        /// headers only, its encoding, compression, timeout and transport.
+        case otlp(OTLPUpload)
         /// An exporter that must not be used (validated at client creation; a recorder built
         /// without that check drops every batch as rejected rather than send).
         case invalid(ExposureExporterError)
     }
 
-    /// The request uploading `batch` to ``target`` (nil for an invalid exporter): the body in
-    /// the exporter's format, gzipped (sent uncompressed, with a warning, if zlib fails), and
-    /// the exporter's headers.
-    func request(for batch: ExposureBatch) -> TransportRequest? {
+    /// The request uploading `batch` to ``target`` and the transport that sends it (nil for an
+    /// invalid exporter): the body in the exporter's format, gzipped unless an OTLP exporter
+    /// turned compression off (sent uncompressed, with a warning, if zlib fails), the
+    /// exporter's headers, timeout and transport.
+    func request(for batch: ExposureBatch) -> (TransportRequest, any FlagTransport)? {
         let url: URL
         let json: [UInt8]
         var fields: [String: String]
+        var (contentType, compresses, timeout, sender) = ("application/json", true, options.requestTimeout, transport)
         switch target {
         case .invalid:
             return nil
@@ -28,36 +30,32 @@ extension ExposureRecorder {
             json = ExposureEncoder.encode(meta: meta(), events: batch.events)
             fields = headers()
             fields["Idempotency-Key"] = batch.idempotencyKey
-        case .otlp(let otlpURL, let extra):
-            url = otlpURL
+        case .otlp(let plan):
+            url = plan.url
             let resource = OTLPLogsEncoder.Resource(
                 meta: meta(), processName: ProcessInfo.processInfo.processName, attributes: otlpResourceAttributes,
                 sampleRate: options.sampleRate, dedupWindowSeconds: Int(options.dedupWindowSeconds))
-            json = OTLPLogsEncoder.encode(resource: resource, events: batch.events)
+            json = plan.encode(resource: resource, events: batch.events)
             // The exporter's headers only: the control plane's key never goes to a collector.
-            // Ours replace any of the same name, whatever its case.
-            fields = [:]
-            for (name, value) in extra
-            where !["content-type", "content-encoding", "content-length"].contains(name.lowercased()) {
-                fields[name] = value
-            }
-            if !fields.keys.contains(where: { $0.lowercased() == "user-agent" }) {
-                fields["User-Agent"] = ClientIdentity.userAgent
-            }
+            fields = plan.headers
+            (contentType, compresses) = (plan.encoding.contentType, plan.compression == .gzip)
+            timeout = plan.timeout ?? timeout
+            sender = plan.transport ?? sender
         }
-        let gzipped = compressor.compress(json)
-        fields["Content-Type"] = "application/json"
+        let gzipped = compresses ? compressor.compress(json) : nil
+        fields["Content-Type"] = contentType
         let body: Data
         if let gzipped {
             fields["Content-Encoding"] = "gzip"
             body = Data(gzipped)
         } else {
-            log?("Halyard: exposure batch could not be compressed; sending it uncompressed")
+            if compresses { log?("Halyard: exposure batch could not be compressed; sending it uncompressed") }
             body = Data(json)
         }
-        return TransportRequest(
+        let request = TransportRequest(
             method: "POST", url: url, headers: fields, body: body,
-            timeout: options.requestTimeout, maxResponseBytes: Self.maxResponseBytes)
+            timeout: timeout, maxResponseBytes: Self.maxResponseBytes)
+        return (request, sender)
     }
 
     /// Whether events keep the served value (the OTLP exporter writes it when there is no variant).
@@ -69,9 +67,10 @@ extension ExposureRecorder {
     /// Sends `batch` and classifies the answer; for an OTLP rejection also the receiver's
     /// `google.rpc.Status` message. An invalid exporter sends nothing: the batch is rejected.
     func upload(_ batch: ExposureBatch) async -> (ExposureUploadOutcome, String?) {
-        guard let request = request(for: batch) else { return (.rejected(status: 0), nil) }
+        guard let (request, sender) = request(for: batch) else { return (.rejected(status: 0), nil) }
         do {
-            let response = try await transport.send(request)
+            let response = try await sender.send(request)
+            if case .otlp(let plan) = target { return plan.classify(response, wallNow: clock.wallNow) }
             let outcome = ExposureUploadOutcome.classify(
                 exporter: options.exporter,
                 status: response.status,
@@ -87,6 +86,10 @@ extension ExposureRecorder {
             // not a delivery, and not a retry (resending to a receiver that always answers at
             // that length would block the pipeline). docs/exposures.md, "Failure policy".
             return (.responseTooLarge, nil)
+        } catch TransportError.redirectRefused {
+            // Not followed, and it would not be next time either: dropped, not retried (the
+            // transport's guard logged the target's origin once).
+            return (.redirectRefused, nil)
         } catch {
             return (.retry(retryAfter: nil), nil)
         }

@@ -151,12 +151,12 @@ package final class ExposureRecorder: Sendable {
             }
             base.merge(o.resourceAttributes) { _, option in option }
             otlpResourceAttributes = base
-            do throws(ExposureExporterError) {
-                try o.exporter.validate()
-                target = .otlp(o.exporter.otlpLogsURL ?? endpoint, headers: headers)
-            } catch {
-                target = .invalid(error)
+            let upload = OTLPUpload.make(o.exporter, headers: headers, transport: transport, logHandler: logHandler)
+            switch upload.plan {
+            case .success(let plan): target = .otlp(plan)
+            case .failure(let error): target = .invalid(error)
             }
+            for warning in upload.warnings { log?("Halyard: " + warning) }
         }
         self.meta = meta
         self.headers = headerProvider

@@ -15,6 +15,10 @@ package enum ExposureUploadOutcome: Sendable, Hashable {
     /// An answer longer than ``ExposureRecorder/maxResponseBytes`` (its status unread): a
     /// non-retryable failure, the batch is dropped (not counted as sent, not as rejected).
     case responseTooLarge
+    /// A redirect the transport refused to follow (another origin, https → http, too many hops):
+    /// nothing was sent there, and a retry would be refused the same way, so the batch is
+    /// dropped (not counted as sent, not as rejected) rather than retried.
+    case redirectRefused
 
     /// Classifies an HTTP response to an upload sent by `exporter`.
     package static func classify(

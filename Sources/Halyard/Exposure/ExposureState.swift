@@ -264,12 +264,12 @@ package struct ExposureState: Sendable {
             f.dropped = n
             f.failed = true
             f.rejectedStatus = status
-        case .responseTooLarge:
+        case .responseTooLarge, .redirectRefused:
             totals.failed += 1
             totals.dropped += n
             f.dropped = n
             f.failed = true
-            f.tooLarge = true
+            f.tooLarge = outcome == .responseTooLarge
         case .retry(let retryAfter):
             totals.failed += 1
             f.failed = true

@@ -43,9 +43,20 @@ package final class ClientIdentity: Sendable {
     /// file): the first request builds its headers in a task, never on the creating thread.
     package init(baseURL: URL, key: String, appID: String?, installID: @escaping @Sendable () -> String) {
         self.baseURL = baseURL
-        self.appID = appID
+        self.appID = appID.map(Self.trimmed)
         resolveInstallID = installID
-        credential = Locked(key)
+        credential = Locked(Self.trimmed(key))
+    }
+
+    /// `text` without its surrounding whitespace and line breaks (a key file's final newline).
+    package static func trimmed(_ text: String) -> String { text.trimmingCharacters(in: .whitespacesAndNewlines) }
+
+    /// The configured field (`"key"`, then `"appID"`) that holds a control character once
+    /// trimmed (SPEC §5: refused where it is configured), or nil.
+    package static func fieldWithControlCharacter(key: String, appID: String?) -> String? {
+        if !HeaderValue.isClean(trimmed(key)) { return "key" }
+        if let appID, !HeaderValue.isClean(trimmed(appID)) { return "appID" }
+        return nil
     }
 
     /// Creates an identity with a known install id.
@@ -68,7 +79,7 @@ package final class ClientIdentity: Sendable {
     package var key: String { credential.value }
 
     /// Uses `key` from the next request on.
-    package func setKey(_ key: String) { credential.withLock { $0 = key } }
+    package func setKey(_ key: String) { credential.withLock { $0 = Self.trimmed(key) } }
 
     /// The identity headers: `Authorization`, `User-Agent`, the install id and (when set) the app id.
     package var headers: [String: String] { headers(key: key) }

@@ -105,6 +105,9 @@ public struct FlagServiceOptions: Sendable {
     /// Checks the programming errors ``FlagService/init(options:)`` throws for.
     func validate() throws(FlagServiceError) {
         if key.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw .blankKey }
+        if let field = ClientIdentity.fieldWithControlCharacter(key: key, appID: appID) {
+            throw .controlCharacter(field: field)
+        }
         guard let scheme = baseURL.scheme?.lowercased(), let host = baseURL.host, !host.isEmpty else {
             throw .baseURLNotAbsolute
         }
@@ -138,6 +141,10 @@ public enum FlagServiceError: Error, Sendable, Hashable, CustomStringConvertible
     /// ``ExposureOptions/exporter`` cannot be used (for example an OTLP endpoint over plain
     /// `http` to a host that is not loopback). Carries the reason.
     case invalidExposureExporter(ExposureExporterError)
+    /// The key or the app id (`field`: `"key"` or `"appID"`) holds a control character
+    /// (U+0000–U+001F, U+007F) once its surrounding whitespace is trimmed: refused, never sent.
+    /// Carries the field's name, never its value.
+    case controlCharacter(field: String)
 
     /// A description that never contains the key.
     public var description: String {
@@ -149,6 +156,8 @@ public enum FlagServiceError: Error, Sendable, Hashable, CustomStringConvertible
             "plain http to \(host) is refused (use https; http is allowed to loopback only)"
         case .invalidOption(let message): "invalid FlagServiceOptions: \(message)"
         case .invalidExposureExporter(let reason): "the exposure exporter cannot be used: \(reason)"
+        case .controlCharacter(let field):
+            "the \(field) holds a control character (U+0000-U+001F or U+007F); it is never sent"
         }
     }
 }

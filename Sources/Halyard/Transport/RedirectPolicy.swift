@@ -94,7 +94,13 @@ extension RedirectPolicy {
     ) async throws -> TransportStream {
         var current = request
         var followed = 0
+        let deadline = ContinuousClock.now + request.timeout  // one head timeout for every hop
         while true {
+            if followed > 0 {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else { throw TransportError.timedOut }
+                current.timeout = left
+            }
             let stream = try await open(current)
             switch decide(current, status: stream.status, location: stream.header("Location"), followed: followed) {
             case .answer:
@@ -102,6 +108,7 @@ extension RedirectPolicy {
             case .follow(let next):
                 stream.cancel()
                 current = next
+                try current.spendHeaderBudget(on: stream.headers, limit: request.maxResponseHeaderBytes)
                 followed += 1
             case .refuse(let error):
                 stream.cancel()

@@ -59,7 +59,7 @@ enum OTLPConformance {
     }
 
     /// Parses every body; returns the script's exit status and its JSON summary.
-    static func parse(_ bodies: [String], python: String) throws -> (status: Int32, summary: [String: Any]) {
+    static func parse(_ bodies: [Any], python: String) throws -> (status: Int32, summary: [String: Any]) {
         let input = try JSONSerialization.data(withJSONObject: bodies)
         let (status, output) = try ExternalTool.filter(python, [scriptPath], input: input)
         let summary = (try? JSONSerialization.jsonObject(with: output) as? [String: Any]) ?? [:]

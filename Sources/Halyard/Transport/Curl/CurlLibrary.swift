@@ -23,9 +23,22 @@
         static let defaultNames = ["libcurl.so.4", "libcurl.so"]
 
         /// The process's libcurl: loaded, checked and globally initialised once, on first use.
-        static let shared: Result<CurlLibrary, CurlUnavailable> = load(names: defaultNames).map { library in
-            _ = hal_curl_global_init(library.api, CurlABI.globalAll)
-            return library
+        static let shared: Result<CurlLibrary, CurlUnavailable> = load(names: defaultNames).flatMap { library in
+            initialize(library) { hal_curl_global_init(library.api, CurlABI.globalAll) }
+        }
+
+        /// Runs `globalInit` (`curl_global_init`) serialized with FoundationNetworking's own calls
+        /// (``LibcurlGlobalInit``) and checks its result: a library that cannot initialise is not
+        /// used (the default transport falls back to URLSession, with one log line saying why).
+        static func initialize(_ library: CurlLibrary, globalInit: () -> Int32) -> Result<CurlLibrary, CurlUnavailable>
+        {
+            let code = LibcurlGlobalInit.serialized(globalInit)
+            guard code == CurlABI.ok else {
+                return .failure(
+                    CurlUnavailable(
+                        reason: "curl_global_init failed (libcurl \(library.version)): \(library.describe(code))"))
+            }
+            return .success(library)
         }
 
         private init(api: OpaquePointer, version: String, versionNumber: UInt32) {

@@ -7,7 +7,8 @@
         public func openStream(_ request: TransportRequest, inactivityTimeout: Duration) async throws
             -> TransportStream
         {
-            try await RedirectPolicy.openStream(request) { hop in
+            if let name = HeaderValue.firstUnsafeField(request.headers) { throw HeaderValue.refusal(name) }  // SPEC §5
+            return try await RedirectPolicy.openStream(request) { hop in
                 try await openOnce(hop, inactivityTimeout: inactivityTimeout)
             }
         }

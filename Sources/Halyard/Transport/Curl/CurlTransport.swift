@@ -58,6 +58,7 @@
 
         /// Sends one request; see the type's documentation for the error mapping.
         public func send(_ request: TransportRequest) async throws -> TransportResponse {
+            if let name = HeaderValue.firstUnsafeField(request.headers) { throw HeaderValue.refusal(name) }  // SPEC §5
             let multi: CurlMulti
             switch self.multi {
             case .success(let shared): multi = shared
@@ -76,6 +77,7 @@
                 case .refuse(let error): throw error
                 case .follow(let next):
                     current = next
+                    try current.spendHeaderBudget(on: response.headers, limit: request.maxResponseHeaderBytes)
                     followed += 1
                 }
             }

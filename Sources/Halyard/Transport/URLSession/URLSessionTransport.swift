@@ -28,8 +28,12 @@ public final class URLSessionTransport: FlagTransport, Sendable {
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
-        delegate = SessionDelegate()
-        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        let delegate = SessionDelegate()
+        self.delegate = delegate
+        // FoundationNetworking runs curl_global_init here: never at once with Halyard's own.
+        session = LibcurlGlobalInit.serialized {
+            URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        }
     }
 
     deinit {
@@ -38,6 +42,7 @@ public final class URLSessionTransport: FlagTransport, Sendable {
 
     /// Sends one request; see the type's documentation for the error mapping.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        if let name = HeaderValue.firstUnsafeField(request.headers) { throw HeaderValue.refusal(name) }  // SPEC §5
         // URLSession never follows a redirect itself (the delegate declines every one: on Linux
         // it would re-send a 307/308 without its body and a cross-origin one with the key). This
         // loop applies RedirectPolicy, as CurlTransport does, within one deadline.
@@ -55,6 +60,7 @@ public final class URLSessionTransport: FlagTransport, Sendable {
             case .refuse(let error): throw error
             case .follow(let next):
                 current = next
+                try current.spendHeaderBudget(on: response.headers, limit: request.maxResponseHeaderBytes)
                 followed += 1
             }
         }
