@@ -72,7 +72,7 @@ struct EventStreamMachineTests {
         #expect(
             d.fetches.last
                 == EventStreamMachine.Fetch(
-                    reason: .event, flagConfigEtag: #""abc+1""#, flagConfigLastModified: "1733061234"))
+                    reason: .event, flagConfig: FlagConfigVersion(etag: #""abc+1""#, lastModified: "1733061234")))
     }
 
     @Test("routing looks at data's JSON type only: other types, non-JSON and non-objects are ignored")
@@ -100,10 +100,10 @@ struct EventStreamMachineTests {
             d.feed(.message(connection: 1, data: StreamDriver.refetch(etag: "\"e\(i)\"")))
         }
         #expect(d.fetches.count == 2)  // the connect fetch and the first event's
-        #expect(d.fetches.last?.flagConfigEtag == "e1")
+        #expect(d.fetches.last?.flagConfig?.etag == "e1")
         d.feed(.fetchFinished)
         #expect(d.fetches.count == 3)
-        #expect(d.fetches.last?.flagConfigEtag == "e10")
+        #expect(d.fetches.last?.flagConfig?.etag == "e10")
         d.feed(.fetchFinished)
         #expect(d.fetches.count == 3)
         #expect(d.machine.fetch == .idle)

@@ -100,4 +100,33 @@ import Testing
             }
         }
     }
+
+    /// The loop both transports' `send` run (``RedirectPolicy/send(_:perform:)``): every hop gets
+    /// the one deadline of the whole request, a followed 303 reaches the next hop as a GET, the
+    /// answer is the first response that is not a redirect, and a refusal sends nothing more.
+    @Test func sendFollowsWithinOneDeadlineAndStopsAtARefusal() async throws {
+        let start = try Self.request("http://127.0.0.1:8080/a")
+        let hops = Locked<[(method: String, url: String, deadline: ContinuousClock.Instant)]>([])
+        let before = ContinuousClock.now
+        let answer = try await RedirectPolicy.send(start) { hop, deadline in
+            hops.withLock { $0.append((hop.method, hop.url.absoluteString, deadline)) }
+            let redirect = hops.value.count == 1
+            return TransportResponse(status: redirect ? 303 : 200, headers: redirect ? ["Location": "/b"] : [:])
+        }
+        #expect(answer.status == 200)
+        #expect(hops.value.map(\.method) == ["POST", "GET"])
+        #expect(hops.value.map(\.url) == ["http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b"])
+        let deadlines = Set(hops.value.map(\.deadline))
+        #expect(deadlines.count == 1)
+        #expect(try #require(deadlines.first) >= before + start.timeout)
+
+        let sent = Locked(0)
+        await #expect(throws: TransportError.redirectRefused(origin: "127.0.0.2:8080", reason: .otherOrigin)) {
+            _ = try await RedirectPolicy.send(start) { _, _ in
+                sent.withLock { $0 += 1 }
+                return TransportResponse(status: 307, headers: ["Location": "http://127.0.0.2:8080/a"])
+            }
+        }
+        #expect(sent.value == 1)
+    }
 }

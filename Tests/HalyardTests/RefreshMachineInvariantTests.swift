@@ -89,8 +89,10 @@ struct RefreshScenario: RandomScenario {
             let reason = random.element(of: [EventStreamMachine.Fetch.Reason.connected, .event, .activated])
             return .streamFetch(
                 .init(
-                    reason: reason, flagConfigEtag: reason == .event ? "\"v\(random.below(3))\"" : nil,
-                    flagConfigLastModified: reason == .event && random.chance(0.5) ? "17" : nil))
+                    reason: reason,
+                    flagConfig: reason == .event
+                        ? FlagConfigVersion(etag: "\"v\(random.below(3))\"", lastModified: random.chance(0.5) ? "17" : nil)
+                        : nil))
         case .pollInterval:
             return .setPollInterval(random.element(of: [.zero, .seconds(5), .seconds(30), .seconds(300)]))
         case .close: return .close

@@ -10,19 +10,19 @@ struct RefreshMachineStreamTests {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))
         try d.respond(.updated(etag: "\"e1\""))
-        d.feed(.streamFetch(.init(reason: .event, flagConfigEtag: "\"v2\"", flagConfigLastModified: "17")))
+        d.feed(.streamFetch(.init(reason: .event, flagConfig: FlagConfigVersion(etag: "\"v2\"", lastModified: "17"))))
         #expect(d.sent.last?.trigger == .stream)
         #expect(d.sent.last?.ifNoneMatch == "\"e1\"")
-        #expect(d.sent.last?.flagConfigEtag == "\"v2\"")
-        #expect(d.sent.last?.flagConfigLastModified == "17")
+        #expect(d.sent.last?.flagConfig?.etag == "\"v2\"")
+        #expect(d.sent.last?.flagConfig?.lastModified == "17")
         try d.respond(.notModified)
         d.feed(.streamFetch(.init(reason: .activated)))
         #expect(d.sent.last?.ifNoneMatch == nil)
-        #expect(d.sent.last?.flagConfigEtag == nil)
+        #expect(d.sent.last?.flagConfig == nil)
         try d.respond(.updated(etag: "\"e2\""))
         d.feed(.streamFetch(.init(reason: .connected)))
         #expect(d.sent.last?.ifNoneMatch == "\"e2\"")
-        #expect(d.sent.last?.flagConfigEtag == nil)
+        #expect(d.sent.last?.flagConfig == nil)
     }
 
     @Test("a stream fetch while another fetch is in flight joins it and says so (the stream asks again)")
@@ -82,11 +82,12 @@ struct RefreshMachineStreamTests {
     func flagConfigEncoding() throws {
         let base = try #require(URL(string: "http://127.0.0.1:8080/ofrep/v1/evaluate/flags"))
         let url = OFREPRequestBuilder.endpoint(
-            base, flagConfigEtag: "\"a+b/c d\"", flagConfigLastModified: "1733061234")
+            base, flagConfig: FlagConfigVersion(etag: "\"a+b/c d\"", lastModified: "1733061234"))
         #expect(
             url.absoluteString
                 == "http://127.0.0.1:8080/ofrep/v1/evaluate/flags?flagConfigEtag=%22a%2Bb%2Fc%20d%22&flagConfigLastModified=1733061234"
         )
-        #expect(OFREPRequestBuilder.endpoint(base, flagConfigEtag: nil, flagConfigLastModified: nil) == base)
+        #expect(OFREPRequestBuilder.endpoint(base, flagConfig: nil) == base)
+        #expect(FlagConfigVersion(etag: nil, lastModified: nil) == nil)
     }
 }

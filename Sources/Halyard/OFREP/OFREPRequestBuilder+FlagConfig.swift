@@ -11,22 +11,22 @@ extension OFREPRequestBuilder {
 
     /// The bulk request of ``request(contextJSON:ifNoneMatch:key:)`` with the event's
     /// `flagConfigEtag` / `flagConfigLastModified` query parameters (SPEC §14), each forwarded
-    /// as received and percent-encoded. Without either it is the plain request.
+    /// as received and percent-encoded. Without a version it is the plain request.
     func request(
-        contextJSON: String, ifNoneMatch: String?, flagConfigEtag: String?, flagConfigLastModified: String?,
-        key: String? = nil
+        contextJSON: String, ifNoneMatch: String?, flagConfig: FlagConfigVersion?, key: String? = nil
     ) -> TransportRequest {
         var request = request(contextJSON: contextJSON, ifNoneMatch: ifNoneMatch, key: key)
-        request.url = Self.endpoint(
-            request.url, flagConfigEtag: flagConfigEtag, flagConfigLastModified: flagConfigLastModified)
+        request.url = Self.endpoint(request.url, flagConfig: flagConfig)
         return request
     }
 
-    /// `url` with the `flagConfig*` query parameters appended (none: `url` itself).
-    static func endpoint(_ url: URL, flagConfigEtag: String?, flagConfigLastModified: String?) -> URL {
+    /// `url` with `flagConfig`'s query parameters appended (none: `url` itself).
+    static func endpoint(_ url: URL, flagConfig: FlagConfigVersion?) -> URL {
         var items: [String] = []
-        if let flagConfigEtag { items.append("flagConfigEtag=" + encode(flagConfigEtag)) }
-        if let flagConfigLastModified { items.append("flagConfigLastModified=" + encode(flagConfigLastModified)) }
+        if let etag = flagConfig?.etag { items.append("flagConfigEtag=" + encode(etag)) }
+        if let lastModified = flagConfig?.lastModified {
+            items.append("flagConfigLastModified=" + encode(lastModified))
+        }
         guard !items.isEmpty, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
             return url
         }

@@ -416,8 +416,7 @@ final class RefreshEngine: Sendable {
         // Read once: the answer is saved under the key this request carried (docs/cache.md).
         let key = configuration.builder.identity.key
         let transportRequest = configuration.builder.request(
-            contextJSON: contextJSON, ifNoneMatch: request.ifNoneMatch, flagConfigEtag: request.flagConfigEtag,
-            flagConfigLastModified: request.flagConfigLastModified, key: key)
+            contextJSON: contextJSON, ifNoneMatch: request.ifNoneMatch, flagConfig: request.flagConfig, key: key)
         let outcome: RefreshMachine.Outcome
         var decoded: OFREPResponse?
         var status: Int?

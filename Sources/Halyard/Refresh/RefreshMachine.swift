@@ -32,9 +32,8 @@ struct RefreshMachine: Sendable {
         var fingerprint: String
         var ifNoneMatch: String?
         var trigger: Trigger
-        /// `flagConfigEtag` / `flagConfigLastModified` query parameters (event-triggered only).
-        var flagConfigEtag: String? = nil
-        var flagConfigLastModified: String? = nil
+        /// The `flagConfigEtag` / `flagConfigLastModified` query parameters (event-triggered only).
+        var flagConfig: FlagConfigVersion? = nil
     }
 
     /// Why a fetch failed without a usable HTTP answer, or with one that is treated like a 5xx.
@@ -431,8 +430,7 @@ struct RefreshMachine: Sendable {
             fingerprint: session.fingerprint,
             ifNoneMatch: conditional ? values?.etag : nil,
             trigger: trigger,
-            flagConfigEtag: stream?.flagConfigEtag,
-            flagConfigLastModified: stream?.flagConfigLastModified
+            flagConfig: stream?.flagConfig
         )
         running.fetch = .inFlight(InFlight(request: request, sentAt: now))
         step.effects.append(.send(request))

@@ -9,9 +9,8 @@ extension FlagService {
             .init(
                 fetch: { [weak self] fetch in
                     guard let self, let streaming = self.streaming else { return }
-                    let parameters = FlagConfigParameters(fetch)
-                    await streaming.wave(parameters) { [weak self] fitted, parameters in
-                        await self?.refreshHeld(fitted, flagConfig: parameters)
+                    await streaming.wave(fetch.flagConfig) { [weak self] fitted, flagConfig in
+                        await self?.refreshHeld(fitted, flagConfig: flagConfig)
                     }
                 },
                 pollInterval: { _ in }))
@@ -20,7 +19,7 @@ extension FlagService {
     /// Refreshes a held context now (in the background flight machinery, with `If-None-Match`)
     /// and returns when it is over. Nothing for a context that is not held, is backing off, or
     /// has a fetch in flight already (that one will do).
-    func refreshHeld(_ fitted: FittedContext, flagConfig: FlagConfigParameters? = nil) async {
+    func refreshHeld(_ fitted: FittedContext, flagConfig: FlagConfigVersion? = nil) async {
         guard !isClosed else { return }
         let fingerprint = fitted.fingerprint
         let now = options.clock.monotonicNow

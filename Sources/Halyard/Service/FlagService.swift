@@ -240,8 +240,8 @@ public final class FlagService: Sendable {
         var flight: ContextFlight
         var previous: Snapshot?
         var background: Bool
-        /// A stream event's `flagConfig*` query parameters (a wave's refresh only).
-        var flagConfig: FlagConfigParameters? = nil
+        /// A stream event's flag configuration version (a wave's refresh only).
+        var flagConfig: FlagConfigVersion? = nil
     }
 
     /// The one decision of a request, under its shard's lock: serve held values (and maybe

@@ -217,7 +217,7 @@ final class ServiceFetcher: Sendable {
     /// `flight` leaves first.
     func fetch(
         _ context: FittedContext, etag: String?, priority: FetchPriority = .cold, flight: ContextFlight? = nil,
-        flagConfig: FlagConfigParameters? = nil
+        flagConfig: FlagConfigVersion? = nil
     ) async -> Result {
         switch await acquire(priority, flight: flight) {
         case .granted: break
@@ -232,8 +232,7 @@ final class ServiceFetcher: Sendable {
             return .skipped(until: gate.pausedUntil)
         }
         let request = builder.request(
-            contextJSON: context.canonicalJSON, ifNoneMatch: etag, flagConfigEtag: flagConfig?.etag,
-            flagConfigLastModified: flagConfig?.lastModified)
+            contextJSON: context.canonicalJSON, ifNoneMatch: etag, flagConfig: flagConfig)
         state.withLock { $0.stats.requestsSent += 1 }
         let outcome: RefreshMachine.Outcome
         var decoded: OFREPResponse?

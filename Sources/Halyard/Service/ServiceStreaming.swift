@@ -14,8 +14,8 @@ final class ServiceStreaming: Sendable {
     private struct Used {
         var fitted: FittedContext
         var usedAt: Duration
-        /// The `flagConfig*` parameters of the latest wave that queued it.
-        var flagConfig: FlagConfigParameters? = nil
+        /// The flag configuration version of the latest wave that queued it.
+        var flagConfig: FlagConfigVersion? = nil
     }
 
     private struct Roster {
@@ -23,8 +23,8 @@ final class ServiceStreaming: Sendable {
         var used: [String: Used] = [:]
         /// Held values confirmed before this are stale (refreshed on next use).
         var staleBefore: Duration?
-        /// The parameters of the event that set `staleBefore` (nil for a connect's wave).
-        var staleFlagConfig: FlagConfigParameters?
+        /// The version of the event that set `staleBefore` (nil for a connect's wave).
+        var staleFlagConfig: FlagConfigVersion?
         /// The contexts the waves still have to refresh, most recently used LAST (workers take
         /// from the end). A new wave merges into it, so the contexts used most recently go
         /// first even while an earlier wave (a connect wave over every held context, at
@@ -47,7 +47,7 @@ final class ServiceStreaming: Sendable {
 
         /// Merges `taken` into `pending` (a context already pending keeps one place, at its
         /// latest use) and answers how many contexts were added.
-        mutating func merge(_ taken: [Used], flagConfig: FlagConfigParameters?) -> Int {
+        mutating func merge(_ taken: [Used], flagConfig: FlagConfigVersion?) -> Int {
             var added = 0
             var byFingerprint: [String: Used] = [:]
             byFingerprint.reserveCapacity(pending.count + taken.count)
@@ -112,13 +112,13 @@ final class ServiceStreaming: Sendable {
             maxConcurrentFetches: options.maxConcurrentFetches)
     }
 
-    /// The stale mark in force for one context, and the `flagConfig*` parameters of the event
+    /// The stale mark in force for one context, and the flag configuration version of the event
     /// that set it (a refresh started because of the mark carries them: it is event-triggered,
     /// and the parameters are what lets a cache in front of the control plane serve the new
     /// configuration).
     struct StaleMark: Sendable {
         var before: Duration
-        var flagConfig: FlagConfigParameters?
+        var flagConfig: FlagConfigVersion?
     }
 
     /// Notes a use of `fitted` (for the next wave) and returns the stale mark in force.
@@ -151,8 +151,8 @@ final class ServiceStreaming: Sendable {
     /// work is queued and its workers started: the stream's next event is not held behind a
     /// long wave; it starts the next wave, whose contexts go first.
     func wave(
-        _ flagConfig: FlagConfigParameters?,
-        refresh: @escaping @Sendable (FittedContext, FlagConfigParameters?) async -> Void
+        _ flagConfig: FlagConfigVersion?,
+        refresh: @escaping @Sendable (FittedContext, FlagConfigVersion?) async -> Void
     ) async {
         let now = clock.monotonicNow
         let start = roster.withLock { r -> [UInt64] in
@@ -182,7 +182,7 @@ final class ServiceStreaming: Sendable {
     /// leaves the worker table in the same critical section that finds nothing pending, so a
     /// wave merging work meanwhile never counts a worker that is on its way out.
     private func work(
-        _ id: UInt64, refresh: @escaping @Sendable (FittedContext, FlagConfigParameters?) async -> Void
+        _ id: UInt64, refresh: @escaping @Sendable (FittedContext, FlagConfigVersion?) async -> Void
     ) async {
         func leave(_ r: inout Roster) {
             r.running -= 1
@@ -260,22 +260,5 @@ final class ServiceStreaming: Sendable {
         }
         for task in tasks { task.cancel() }
         driver.close()
-    }
-}
-
-/// A stream event's `flagConfigEtag` / `flagConfigLastModified` query parameters (SPEC §14),
-/// carried by the service's wave refreshes: only an event's wave has them, a (re)connect's or
-/// an activation's wave has none.
-struct FlagConfigParameters: Sendable, Hashable {
-    var etag: String?
-    var lastModified: String?
-
-    /// The parameters of `fetch`, nil when it is not an event's or carries neither.
-    init?(_ fetch: EventStreamMachine.Fetch) {
-        guard fetch.reason == .event, fetch.flagConfigEtag != nil || fetch.flagConfigLastModified != nil else {
-            return nil
-        }
-        etag = fetch.flagConfigEtag
-        lastModified = fetch.flagConfigLastModified
     }
 }

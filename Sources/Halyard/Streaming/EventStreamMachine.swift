@@ -49,10 +49,9 @@ struct EventStreamMachine: Sendable {
             case activated
         }
         var reason: Reason
-        /// `flagConfigEtag` as received (a string verbatim, a number as its digits).
-        var flagConfigEtag: String? = nil
-        /// `flagConfigLastModified` as received.
-        var flagConfigLastModified: String? = nil
+        /// The flag configuration an event names (its `etag` and `lastModified` as received);
+        /// `nil` for a (re)connect's or an activation's fetch, and for an event that names neither.
+        var flagConfig: FlagConfigVersion? = nil
 
         /// Whether the fetch must go without `If-None-Match`.
         var unconditional: Bool { reason == .activated }
@@ -333,8 +332,8 @@ struct EventStreamMachine: Sendable {
             case .string(let type)? = object["type"], type == "refetchEvaluation"
         else { return nil }
         return Fetch(
-            reason: .event, flagConfigEtag: parameter(object["etag"]),
-            flagConfigLastModified: parameter(object["lastModified"]))
+            reason: .event,
+            flagConfig: FlagConfigVersion(etag: parameter(object["etag"]), lastModified: parameter(object["lastModified"])))
     }
 
     /// A string verbatim, a number as its digits; anything else is not forwarded.

@@ -86,32 +86,71 @@ package enum RedirectPolicy {
 }
 
 extension RedirectPolicy {
+    /// Sends `request` with `perform`, following redirects by ``decide(_:status:location:followed:)``
+    /// within one deadline: the transports' `send` loop, written once. `perform` sends one hop and
+    /// is given the deadline of the whole request (`timeout` from now, at least 1 ms), which every
+    /// hop shares. A refusal throws ``TransportError/redirectRefused(origin:reason:)`` and nothing
+    /// is sent to the target.
+    static func send(
+        _ request: TransportRequest,
+        perform: (TransportRequest, ContinuousClock.Instant) async throws -> TransportResponse
+    ) async throws -> TransportResponse {
+        try await follow(request) { hop, deadline in
+            let response = try await perform(hop, deadline)
+            return (response, response.status, response.header("location"), response.headers)
+        }
+    }
+
     /// Opens a stream with `open`, following redirects by the same rule as requests: the
-    /// transports never follow a redirect themselves when they open a stream. A refusal throws
-    /// ``TransportError/redirectRefused(origin:reason:)`` and nothing is sent to the target.
+    /// transports never follow a redirect themselves when they open a stream. The request's
+    /// `timeout` bounds the heads of all hops together (a followed hop is given what is left).
+    /// A refusal throws ``TransportError/redirectRefused(origin:reason:)`` and nothing is sent
+    /// to the target.
     static func openStream(
         _ request: TransportRequest, open: (TransportRequest) async throws -> TransportStream
     ) async throws -> TransportStream {
+        try await follow(request) { hop, _ in
+            let stream = try await open(hop)
+            return (stream, stream.status, stream.header("location"), stream.headers)
+        } discard: { stream in
+            stream.cancel()
+        }
+    }
+
+    /// The redirect loop of ``send(_:perform:)`` and ``openStream(_:open:)``, within one
+    /// deadline (`timeout` from now, at least 1 ms): `hop` sends one request and returns its
+    /// answer with the status and `Location` that ``decide(_:status:location:followed:)`` reads, and
+    /// its header fields. A followed hop gets what is left of the deadline as its `timeout` (none
+    /// left: ``TransportError/timedOut``) and what is left of the response header limit (the
+    /// redirects' headers count towards it). An answer that is a redirect, followed or refused,
+    /// goes to `discard` first (*default*: nothing to release).
+    private static func follow<Answer>(
+        _ request: TransportRequest,
+        hop: (TransportRequest, ContinuousClock.Instant) async throws -> (
+            answer: Answer, status: Int, location: String?, headers: [String: String]
+        ),
+        discard: (Answer) -> Void = { _ in }
+    ) async throws -> Answer {
+        let deadline = ContinuousClock.now + max(request.timeout, .milliseconds(1))
         var current = request
         var followed = 0
-        let deadline = ContinuousClock.now + request.timeout  // one head timeout for every hop
         while true {
             if followed > 0 {
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else { throw TransportError.timedOut }
                 current.timeout = left
             }
-            let stream = try await open(current)
-            switch decide(current, status: stream.status, location: stream.header("Location"), followed: followed) {
+            let (answer, status, location, headers) = try await hop(current, deadline)
+            switch decide(current, status: status, location: location, followed: followed) {
             case .answer:
-                return stream
+                return answer
             case .follow(let next):
-                stream.cancel()
+                discard(answer)
                 current = next
-                try current.spendHeaderBudget(on: stream.headers, limit: request.maxResponseHeaderBytes)
+                try current.spendHeaderBudget(on: headers, limit: request.maxResponseHeaderBytes)
                 followed += 1
             case .refuse(let error):
-                stream.cancel()
+                discard(answer)
                 throw error
             }
         }

@@ -3,8 +3,9 @@
     import Foundation
 
     /// Sets options on one libcurl easy handle, for ``CurlExchange`` (a request) and
-    /// ``CurlStreamTransfer`` (an event stream), which configure the same policy and differ only
-    /// in their method, body and timeouts.
+    /// ``CurlStreamTransfer`` (an event stream), which configure the same policy (through
+    /// ``CurlEasyHandle/configure(url:trustedCAFile:headerLines:receiver:)``) and differ only in
+    /// their method, body and timeouts.
     ///
     /// A refused option fails the request with a ``TransportError/network(_:)`` naming it:
     /// Halyard never sends a request weaker than the one it configured (no protocol restriction,
@@ -16,10 +17,10 @@
         let easy: UnsafeMutableRawPointer
 
         /// What every Halyard transfer on libcurl sets, whatever it is for: no signals, the URL,
-        /// `http` and `https` only, redirects never followed by libcurl (``RedirectPolicy`` for requests and
-        /// ``RedirectPolicy/openStream(_:open:)`` for streams apply SPEC §5's rule — same origin only, at most 3,
-        /// never https → http — and send the next request), HTTP/2 preferred, the peer's certificate and
-        /// host name verified, and `trustedCAFile` as the CA bundle when given.
+        /// `http` and `https` only, redirects never followed by libcurl (``RedirectPolicy/send(_:perform:)``
+        /// for requests and ``RedirectPolicy/openStream(_:open:)`` for streams apply SPEC §5's rule — same
+        /// origin only, at most 3, never https → http — and send the next request), HTTP/2 preferred, the
+        /// peer's certificate and host name verified, and `trustedCAFile` as the CA bundle when given.
         func setPolicy(url: URL, trustedCAFile: String?) throws(TransportError) {
             try setLong(CurlABI.noSignal, 1, "NOSIGNAL")
             try setString(CurlABI.url, url.absoluteString, "URL")  // libcurl copies strings

@@ -5,19 +5,15 @@
     /// One request on libcurl: its easy handle, the response as it arrives, and the one-time
     /// completion shared between the driver thread, the caller and cancellation.
     ///
-    /// `@unchecked Sendable`: the response fields (`status`, `responseHeaders`, `body`, `inflater`,
-    /// `failure`) are written only by the transfer callbacks and read only in ``complete(_:)``,
-    /// all on the driver thread of ``CurlMulti``; the completion state is behind a lock.
+    /// `@unchecked Sendable`: the response fields (`responseHead`, `body`, `inflater`, `failure`)
+    /// are written only by the transfer callbacks and read only in ``complete(_:)``, all on the
+    /// driver thread of ``CurlMulti``; the completion state is behind a lock.
     final class CurlExchange: @unchecked Sendable {
         typealias Outcome = Result<TransportResponse, TransportError>
 
-        /// The easy handle (owned; cleaned up in `deinit`).
-        let easy: UnsafeMutableRawPointer
-        /// The libcurl the handle belongs to.
-        let library: CurlLibrary
+        /// The easy handle and the set-up it shares with ``CurlStreamTransfer``.
+        let handle: CurlEasyHandle
         private let limit: Int
-        private var headerList: UnsafeMutableRawPointer?
-        private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: CurlABI.errorSize + 1)
         private let completion = OneShot<Outcome>()
         /// When the request fails with ``TransportError/timedOut`` whatever libcurl does (enforced
         /// by the driver, ``CurlMulti``).
@@ -26,9 +22,7 @@
         var submitted = false
 
         // Driver thread only.
-        private var responseHeaders: [String: String] = [:]
-        private let headerLimit: Int
-        private var headerBytes = 0
+        private var responseHead: CurlResponseHead
         private var body = Data()
         private var receivedBytes = 0
         private var inflater: GzipInflater?
@@ -44,27 +38,22 @@
             _ request: TransportRequest, trustedCAFile: String?, library: CurlLibrary,
             deadline: ContinuousClock.Instant? = nil, backstop: Duration? = .seconds(1)
         ) throws(TransportError) {
-            guard let easy = hal_curl_easy_init(library.api) else { throw .network("curl_easy_init failed") }
-            self.easy = easy
-            self.library = library
+            handle = try CurlEasyHandle(library: library)
             limit = max(request.maxResponseBytes, 0)
-            headerLimit = max(request.maxResponseHeaderBytes, 0)
+            responseHead = CurlResponseHead(limit: max(request.maxResponseHeaderBytes, 0))
             self.deadline = deadline ?? ContinuousClock.now + max(request.timeout, .milliseconds(1))
-            errorBuffer.initialize(repeating: 0, count: CurlABI.errorSize + 1)
-            try configure(request, trustedCAFile: trustedCAFile, backstop: backstop)
+            var lines = request.headers.map { CurlEasyOptions.headerLine($0.key, $0.value) }
+            if !request.headers.keys.contains(where: { $0.lowercased() == "accept-encoding" }) {
+                lines.append("Accept-Encoding: gzip")
+            }
+            lines.append("Expect:")  // no 100-continue round trip for large bodies
+            try handle.configure(url: request.url, trustedCAFile: trustedCAFile, headerLines: lines, receiver: self)
+            try configure(request, backstop: backstop)
         }
 
-        deinit {
-            hal_curl_easy_cleanup(library.api, easy)
-            hal_curl_slist_free_all(library.api, headerList)
-            errorBuffer.deallocate()
-        }
-
-        private func configure(
-            _ request: TransportRequest, trustedCAFile: String?, backstop: Duration?
-        ) throws(TransportError) {
-            let context = Unmanaged.passUnretained(self).toOpaque()
-            try options.setPolicy(url: request.url, trustedCAFile: trustedCAFile)
+        /// The options of a request: libcurl's backstop timeouts, the method and the body.
+        private func configure(_ request: TransportRequest, backstop: Duration?) throws(TransportError) {
+            let options = handle.options
             // The deadline is the driver's (CurlMulti); libcurl's own timeouts are a backstop a little
             // after it, so the request ends even if the driver's timer were late.
             if let backstop {
@@ -72,7 +61,6 @@
                 try options.setLong(CurlABI.timeoutMilliseconds, milliseconds, "TIMEOUT_MS")
                 try options.setLong(CurlABI.connectTimeoutMilliseconds, milliseconds, "CONNECTTIMEOUT_MS")
             }
-            try options.setPointer(CurlABI.errorBuffer, errorBuffer, "ERRORBUFFER")
 
             switch request.method.uppercased() {
             case "GET": try options.setLong(CurlABI.httpGet, 1, "HTTPGET")
@@ -83,93 +71,47 @@
                 }
                 try options.check(
                     hal_curl_easy_setopt_off_t(
-                        library.api, easy, CurlABI.postFieldSizeLarge, Int64(request.body.count)),
+                        handle.library.api, handle.easy, CurlABI.postFieldSizeLarge, Int64(request.body.count)),
                     "POSTFIELDSIZE_LARGE")
                 let code = request.body.withUnsafeBytes { raw in
                     // COPYPOSTFIELDS copies the bytes now (size set above), so the body may go.
                     let empty: StaticString = ""
                     return hal_curl_easy_setopt_ptr(
-                        library.api, easy, CurlABI.copyPostFields, raw.baseAddress ?? UnsafeRawPointer(empty.utf8Start))
+                        handle.library.api, handle.easy, CurlABI.copyPostFields,
+                        raw.baseAddress ?? UnsafeRawPointer(empty.utf8Start))
                 }
                 try options.check(code, "COPYPOSTFIELDS")
             }
-
-            var lines = request.headers.map { CurlEasyOptions.headerLine($0.key, $0.value) }
-            if !request.headers.keys.contains(where: { $0.lowercased() == "accept-encoding" }) {
-                lines.append("Accept-Encoding: gzip")
-            }
-            lines.append("Expect:")  // no 100-continue round trip for large bodies
-            try options.setHeaders(lines, into: &headerList)
-
-            let onHeader: hal_curl_data_callback = { data, size, count, context in
-                guard let data, let context else { return 0 }
-                let exchange = Unmanaged<CurlExchange>.fromOpaque(context).takeUnretainedValue()
-                let length = size * count
-                return exchange.receiveHeader(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
-            }
-            try options.check(
-                hal_curl_easy_setopt_data_callback(library.api, easy, CurlABI.headerFunction, onHeader),
-                "HEADERFUNCTION")
-            try options.setPointer(CurlABI.headerData, context, "HEADERDATA")
-            let onBody: hal_curl_data_callback = { data, size, count, context in
-                guard let context else { return 0 }
-                let exchange = Unmanaged<CurlExchange>.fromOpaque(context).takeUnretainedValue()
-                let length = size * count
-                return exchange.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
-            }
-            try options.check(
-                hal_curl_easy_setopt_data_callback(library.api, easy, CurlABI.writeFunction, onBody), "WRITEFUNCTION")
-            try options.setPointer(CurlABI.writeData, context, "WRITEDATA")
         }
-
-        private var options: CurlEasyOptions { CurlEasyOptions(library: library, easy: easy) }
 
         // MARK: - Callbacks (driver thread)
 
         /// One header line; `false` aborts the transfer.
-        private func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
+        func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
             if isFinished { return false }  // cancelled or timed out: stop the transfer
-            headerBytes += line.count
-            if headerLimit > 0, headerBytes > headerLimit {
-                failure = .responseTooLarge(limit: headerLimit)
+            switch responseHead.receive(line) {
+            case .overLimit:
+                failure = .responseTooLarge(limit: responseHead.limit)
                 return false
-            }
-            let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            if text.hasPrefix("HTTP/") {
-                // A new response (after a 1xx): forget the previous one's headers (their bytes
-                // still count against the limit).
-                responseHeaders = [:]
+            case .statusLine:
+                // A new response (after a 1xx): the previous one's coding goes with its headers.
                 decodesGzip = false
-                return true
-            }
-            guard let colon = text.firstIndex(of: ":") else { return true }
-            let name = String(text[..<colon]).trimmingCharacters(in: .whitespaces)
-            let value = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty else { return true }
-            let key = name.lowercased()
-            if let existing = responseHeaders[key] {
-                responseHeaders[key] = existing + ", " + value
-            } else {
-                responseHeaders[key] = value
-            }
-            switch key {
-            case "content-length":
+            case .field(name: "content-length", let value):
                 if limit > 0, let length = Int(value), length > limit {
                     failure = .responseTooLarge(limit: limit)
                     return false
                 }
-            case "content-encoding":
-                let codings = responseHeaders[key, default: ""].lowercased().split(separator: ",").map {
-                    $0.trimmingCharacters(in: .whitespaces)
-                }
+            case .field(name: "content-encoding", _):
+                let codings = responseHead.fields["content-encoding", default: ""].lowercased().split(separator: ",")
+                    .map { $0.trimmingCharacters(in: .whitespaces) }
                 decodesGzip = codings == ["gzip"] || codings == ["x-gzip"]
-            default: break
+            case .field, .end, .other: break
             }
             return true
         }
 
         /// Body bytes as they arrive; the limit holds on the received and on the decoded size.
-        private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
             if isFinished { return false }  // cancelled or timed out: stop the transfer
             receivedBytes += bytes.count
             if limit > 0, receivedBytes > limit {
@@ -199,10 +141,11 @@
                 fail(failure)
                 return
             }
-            switch code {
-            case CurlABI.ok:
+            if let error = handle.error(for: code) {
+                fail(error)
+            } else {
                 var status = 0
-                _ = hal_curl_easy_getinfo_long(library.api, easy, CurlABI.infoResponseCode, &status)
+                _ = hal_curl_easy_getinfo_long(handle.library.api, handle.easy, CurlABI.infoResponseCode, &status)
                 var decoded = body
                 if let inflater {
                     do throws(GzipError) {
@@ -212,12 +155,7 @@
                         return
                     }
                 }
-                finish(.success(TransportResponse(status: status, headers: responseHeaders, body: decoded)))
-            case CurlABI.operationTimedOut:
-                fail(.timedOut)
-            default:
-                let detail = String(cString: errorBuffer)
-                fail(.network("curl \(code): \(detail.isEmpty ? library.describe(code) : detail)"))
+                finish(.success(TransportResponse(status: status, headers: responseHead.fields, body: decoded)))
             }
             body = Data()
             inflater = nil

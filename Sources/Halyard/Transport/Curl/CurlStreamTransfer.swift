@@ -26,23 +26,20 @@
         /// The most response-header bytes accepted.
         static let maxHeaderBytes = 64 << 10
 
-        let easy: UnsafeMutableRawPointer
-        let library: CurlLibrary
+        /// The easy handle and the set-up it shares with ``CurlExchange``.
+        let handle: CurlEasyHandle
         /// The body, as it arrives.
         let chunks: AsyncThrowingStream<Data, any Error>
         private let continuation: AsyncThrowingStream<Data, any Error>.Continuation
         private let head = OneShot<Head>()
         private let ended = Locked(false)
-        private var headerList: UnsafeMutableRawPointer?
-        private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: CurlABI.errorSize + 1)
+        /// Whether the transfer was handed to ``CurlMulti/add(_:)`` (under the multi's queue lock).
         var submitted = false
 
         // Driver thread only.
         private(set) var deadline: ContinuousClock.Instant
         private let inactivity: Duration
-        private var status = 0
-        private var headers: [String: String] = [:]
-        private var headerBytes = 0
+        private var responseHead = CurlResponseHead(limit: CurlStreamTransfer.maxHeaderBytes)
         private var headDelivered = false
         private var failure: TransportError?
 
@@ -50,99 +47,53 @@
         init(_ request: TransportRequest, inactivity: Duration, trustedCAFile: String?, library: CurlLibrary)
             throws(TransportError)
         {
-            guard let easy = hal_curl_easy_init(library.api) else { throw .network("curl_easy_init failed") }
-            self.easy = easy
-            self.library = library
+            handle = try CurlEasyHandle(library: library)
             self.inactivity = max(inactivity, .milliseconds(1))
             deadline = ContinuousClock.now + max(request.timeout, .milliseconds(1))
             (chunks, continuation) = AsyncThrowingStream.makeStream(
                 of: Data.self, bufferingPolicy: .bufferingOldest(Self.maxBufferedChunks))
-            errorBuffer.initialize(repeating: 0, count: CurlABI.errorSize + 1)
-            try configure(request, trustedCAFile: trustedCAFile)
-        }
-
-        deinit {
-            hal_curl_easy_cleanup(library.api, easy)
-            hal_curl_slist_free_all(library.api, headerList)
-            errorBuffer.deallocate()
-        }
-
-        private func configure(_ request: TransportRequest, trustedCAFile: String?) throws(TransportError) {
-            let context = Unmanaged.passUnretained(self).toOpaque()
-            try options.setPolicy(url: request.url, trustedCAFile: trustedCAFile)
+            try handle.configure(
+                url: request.url, trustedCAFile: trustedCAFile,
+                headerLines: streamRequestHeaders(request.headers).map { CurlEasyOptions.headerLine($0.key, $0.value) },
+                receiver: self)
+            let options = handle.options
             let milliseconds = CurlEasyOptions.milliseconds(request.timeout)
             // Connecting is bounded by the head's timeout; the transfer as a whole is not.
             try options.setLong(CurlABI.connectTimeoutMilliseconds, milliseconds, "CONNECTTIMEOUT_MS")
             try options.setLong(CurlABI.timeoutMilliseconds, 0, "TIMEOUT_MS")
-            try options.setPointer(CurlABI.errorBuffer, errorBuffer, "ERRORBUFFER")
             try options.setLong(CurlABI.httpGet, 1, "HTTPGET")
-
-            try options.setHeaders(
-                streamRequestHeaders(request.headers).map { CurlEasyOptions.headerLine($0.key, $0.value) },
-                into: &headerList)
-
-            let onHeader: hal_curl_data_callback = { data, size, count, context in
-                guard let data, let context else { return 0 }
-                let transfer = Unmanaged<CurlStreamTransfer>.fromOpaque(context).takeUnretainedValue()
-                let length = size * count
-                return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
-            }
-            try options.check(
-                hal_curl_easy_setopt_data_callback(library.api, easy, CurlABI.headerFunction, onHeader),
-                "HEADERFUNCTION")
-            try options.setPointer(CurlABI.headerData, context, "HEADERDATA")
-            let onBody: hal_curl_data_callback = { data, size, count, context in
-                guard let context else { return 0 }
-                let transfer = Unmanaged<CurlStreamTransfer>.fromOpaque(context).takeUnretainedValue()
-                let length = size * count
-                return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
-            }
-            try options.check(
-                hal_curl_easy_setopt_data_callback(library.api, easy, CurlABI.writeFunction, onBody), "WRITEFUNCTION")
-            try options.setPointer(CurlABI.writeData, context, "WRITEDATA")
         }
-
-        private var options: CurlEasyOptions { CurlEasyOptions(library: library, easy: easy) }
 
         // MARK: - Callbacks (driver thread)
 
-        private func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
+        /// One header line: at the end of the head, the head goes to the opener; `false` aborts
+        /// the transfer (too many header bytes, or a non-2xx head, whose body is not read).
+        func receiveHeader(_ line: UnsafeRawBufferPointer) -> Bool {
             if isFinished { return false }
-            headerBytes += line.count
-            guard headerBytes <= Self.maxHeaderBytes else {
-                failure = .responseTooLarge(limit: Self.maxHeaderBytes)
+            switch responseHead.receive(line) {
+            case .overLimit:
+                failure = .responseTooLarge(limit: responseHead.limit)
                 return false
-            }
-            let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            if text.hasPrefix("HTTP/") {
-                // A new response (after a 1xx): its status, and none of the previous headers.
-                let parts = text.split(separator: " ", maxSplits: 2)
-                status = parts.count >= 2 ? Int(parts[1]) ?? 0 : 0
-                headers = [:]
-                return true
-            }
-            if text.isEmpty {
+            case .end:
                 // The end of a head; 1xx heads are followed by the real one.
+                let status = responseHead.status
                 if (100..<200).contains(status) { return true }
                 headDelivered = true
                 deadline = ContinuousClock.now + inactivity
-                head.finish(.success(StreamHead(status: status, headers: headers)))
+                head.finish(.success(StreamHead(status: status, headers: responseHead.fields)))
                 if !(200..<300).contains(status) {
                     // Not a stream: the head is the answer; the body is not read.
                     end(nil)
                     return false
                 }
                 return true
+            case .statusLine, .field, .other:
+                return true
             }
-            guard let colon = text.firstIndex(of: ":") else { return true }
-            let name = String(text[..<colon]).trimmingCharacters(in: .whitespaces).lowercased()
-            let value = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty else { return true }
-            headers[name] = headers[name].map { $0 + ", " + value } ?? value
-            return true
         }
 
-        private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        /// Body bytes: each chunk goes to the consumer as it arrives and moves the deadline.
+        func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
             if isFinished || !headDelivered { return false }
             deadline = ContinuousClock.now + inactivity
             guard !bytes.isEmpty else { return true }
@@ -158,19 +109,9 @@
             }
         }
 
+        /// libcurl ended the transfer: before the head, the open fails; after it, the chunks end.
         func complete(_ code: Int32) {
-            let error: TransportError?
-            if let failure {
-                error = failure
-            } else {
-                switch code {
-                case CurlABI.ok: error = nil
-                case CurlABI.operationTimedOut: error = .timedOut
-                default:
-                    let detail = String(cString: errorBuffer)
-                    error = .network("curl \(code): \(detail.isEmpty ? library.describe(code) : detail)")
-                }
-            }
+            let error = failure ?? handle.error(for: code)
             if !headDelivered {
                 fail(error ?? .network("the stream ended before its response head"))
             } else {
@@ -178,6 +119,7 @@
             }
         }
 
+        /// The driver removed the transfer at its deadline: the head or the next byte was late.
         func expire() {
             if !headDelivered {
                 fail(.timedOut)
@@ -188,6 +130,7 @@
 
         // MARK: - Completion (any thread)
 
+        /// Whether the chunks have ended.
         var isFinished: Bool { ended.value }
 
         /// Installs the opener's continuation for the head.

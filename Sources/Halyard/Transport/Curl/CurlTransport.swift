@@ -64,22 +64,9 @@
             case .success(let shared): multi = shared
             case .failure(let why): throw TransportError.network("libcurl is not available: \(why.reason)")
             }
-            // One deadline for the request and every redirect it follows.
-            let deadline = ContinuousClock.now + max(request.timeout, .milliseconds(1))
-            var current = request
-            var followed = 0
-            while true {
-                let response = try await transfer(current, deadline: deadline, on: multi)
-                switch RedirectPolicy.decide(
-                    current, status: response.status, location: response.header("location"), followed: followed)
-                {
-                case .answer: return response
-                case .refuse(let error): throw error
-                case .follow(let next):
-                    current = next
-                    try current.spendHeaderBudget(on: response.headers, limit: request.maxResponseHeaderBytes)
-                    followed += 1
-                }
+            // One deadline for the request and every redirect it follows (RedirectPolicy.send).
+            return try await RedirectPolicy.send(request) { hop, deadline in
+                try await transfer(hop, deadline: deadline, on: multi)
             }
         }
 

@@ -44,25 +44,13 @@ public final class URLSessionTransport: FlagTransport, Sendable {
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         if let name = HeaderValue.firstUnsafeField(request.headers) { throw HeaderValue.refusal(name) }  // SPEC §5
         // URLSession never follows a redirect itself (the delegate declines every one: on Linux
-        // it would re-send a 307/308 without its body and a cross-origin one with the key). This
-        // loop applies RedirectPolicy, as CurlTransport does, within one deadline.
-        let deadline = ContinuousClock.now + max(request.timeout, .milliseconds(1))
-        var current = request
-        var followed = 0
-        while true {
+        // it would re-send a 307/308 without its body and a cross-origin one with the key).
+        // RedirectPolicy.send applies §5's rule, as for CurlTransport, within one deadline; each
+        // hop gets what is left of it.
+        return try await RedirectPolicy.send(request) { hop, deadline in
             let left = deadline - ContinuousClock.now
             guard left > .zero else { throw TransportError.timedOut }
-            let response = try await transfer(current, timeout: left)
-            switch RedirectPolicy.decide(
-                current, status: response.status, location: response.header("location"), followed: followed)
-            {
-            case .answer: return response
-            case .refuse(let error): throw error
-            case .follow(let next):
-                current = next
-                try current.spendHeaderBudget(on: response.headers, limit: request.maxResponseHeaderBytes)
-                followed += 1
-            }
+            return try await transfer(hop, timeout: left)
         }
     }
 
