@@ -3,7 +3,7 @@
     import Halyard
 
     // Reads with exposure recording on, every flag already exposed in the current window: the
-    // common case the exposure fast path is for (issue 5: at most 2 ns more than recording off).
+    // common case the exposure fast path is for (at most about 2 ns more than recording off).
     // The client is built with Halyard's package-level initializer (the benchmark is in the same
     // package) so no network is involved: the recorder uploads into a transport that answers 202.
 

@@ -24,7 +24,7 @@ struct Options: Sendable {
     var baselinePublisherMembarrier = false
     var batchOverride: Int?
     var list = false
-    /// Issue 4's scenario: reads while a client polls the loopback control plane every 10 ms.
+    /// The polling scenario: reads while a client polls the loopback control plane every 10 ms.
     var polling = true
 
     static let usage = """

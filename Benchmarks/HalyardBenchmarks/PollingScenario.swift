@@ -8,8 +8,8 @@
     import CMallocCounter
     import Halyard
 
-    // Issue 4's scenario: "reads while the client polls a loopback server every 10 ms". A real
-    // online client (URLSession transport, OFREP, ETags) polls the Python loopback control plane of
+    // The polling scenario: "reads while the client polls a loopback server every 10 ms". A real
+    // online client (the default transport, OFREP, ETags) polls the Python loopback control plane of
     // the integration tests every 10 ms; a driver changes the served values every 100 ms (so polls
     // publish new snapshots, not only 304s) and switches the context with `identify` every 500 ms.
     // Its reads are paired, round by round, with the same reads on an offline client that never

@@ -137,7 +137,7 @@ struct BenchReport: Codable {
         var publishP99Microseconds: Double?
     }
 
-    /// Issue 4's scenario: `halyard.bool.polling` (a client polling the loopback control plane
+    /// The polling scenario: `halyard.bool.polling` (a client polling the loopback control plane
     /// every 10 ms, values changing every 100 ms, `identify` every 500 ms) against `halyard.bool`
     /// (offline, nothing published), paired by round.
     struct Polling: Codable {

@@ -1,5 +1,5 @@
 // The warm path of FlagService under `valgrind --tool=callgrind` (docs/benchmarks-service.md,
-// "Issue 21, warm path: instruction counts"). valgrind 3.19 crashes on an async `main` (in
+// "The warm path"). valgrind 3.19 crashes on an async `main` (in
 // libdispatch's main-thread `sigsuspend`), so this driver has no top-level `await`: the
 // service is warmed by a task the main thread waits for, then two synchronous loops run the
 // same request stream, one per path, each in its own function (`callgrind_annotate

@@ -331,6 +331,32 @@ import Testing
         #expect(try await Self.ready(client, .seconds(1)))  // values were confirmed for the context
     }
 
+    @Test func aStreamBufferingTheNewestEventKeepsOnlyTheLastOneWhileItsConsumerIsBehind() async throws {
+        let plane = InMemoryControlPlane(values: ["a": 1])
+        let client = try Self.client(plane) { $0.pollInterval = .seconds(30) }
+        defer { client.close() }
+        #expect(try await Self.ready(client))
+        let newest = client.events(bufferingPolicy: .bufferingNewest(1))
+        let every = client.events()
+        // Three changes nobody consumes yet: the first stream keeps the last, the second all.
+        for value in 2...4 {
+            plane.setValue(.int(Int64(value)), for: "a")
+            try await client.refreshOrFail()
+        }
+        #expect(client.int("a", default: 0) == 4)
+        client.close()
+        let kept = try await Wait.result("the newest-1 stream to end") {
+            await newest.reduce(into: []) { $0.append($1) }
+        }
+        let all = try await Wait.result("the unbounded stream to end") {
+            await every.reduce(into: []) { $0.append($1) }
+        }
+        let changes = all.filter { if case .configurationChanged = $0 { return true } else { return false } }
+        #expect(changes.count == 3, "the unbounded stream: \(all)")
+        #expect(kept.count == 1, "a stream buffering the newest 1 event kept \(kept)")
+        #expect(kept.last == all.last, "the one kept is the last emitted: \(kept) vs \(all)")
+    }
+
     @Test func logsNeverContainTheKey() async throws {
         let plane = InMemoryControlPlane(values: ["a": 1])
         let lines = Locked<[String]>([])

@@ -91,7 +91,8 @@ struct RefreshScenario: RandomScenario {
                 .init(
                     reason: reason,
                     flagConfig: reason == .event
-                        ? FlagConfigVersion(etag: "\"v\(random.below(3))\"", lastModified: random.chance(0.5) ? "17" : nil)
+                        ? FlagConfigVersion(
+                            etag: "\"v\(random.below(3))\"", lastModified: random.chance(0.5) ? "17" : nil)
                         : nil))
         case .pollInterval:
             return .setPollInterval(random.element(of: [.zero, .seconds(5), .seconds(30), .seconds(300)]))

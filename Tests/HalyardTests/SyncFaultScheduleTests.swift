@@ -103,8 +103,13 @@ import Testing
             // Invariants after every step: one whole snapshot, never empty, never older.
             let values = Self.keys.map { client.intDetail($0, default: -1) }
             let first = values[0].value
-            #expect(values.allSatisfy { $0.value == first && $0.errorCode == nil && $0.variant == "v\(first)" })
-            #expect(first >= servedVersion && first <= version)
+            #expect(
+                values.allSatisfy { $0.value == first && $0.errorCode == nil && $0.variant == "v\(first)" },
+                "step \(steps): \(values.map { "\($0.value) \($0.variant ?? "-") \($0.errorCode.map { "\($0)" } ?? "ok")" }), status \(client.status)"
+            )
+            #expect(
+                first >= servedVersion && first <= version,
+                "step \(steps): served \(first) after \(servedVersion), server at \(version)")
             servedVersion = first
         }
         // Wait for a fetch the timer may have started to finish.
@@ -134,7 +139,16 @@ import Testing
         let statuses = exchanges.compactMap(\.status)
         let stats = client.stats.sync
         #expect(stats.requestsSent == exchanges.count)
-        #expect(stats.notModified == statuses.filter { $0 == 304 }.count)
+        // Every 304 the transport returned is counted as one, except one that came back so near
+        // the 1 s deadline that the client's own deadline (GuardedTransport, around this
+        // recording transport) ended the request first: that one is a timeout, as it should be.
+        // Under a loaded machine a few do (CI: 603 answered, 602 counted); "near" is half the
+        // timeout, far from any 304 of an idle loopback server (~1 ms).
+        let answered304 = exchanges.filter { $0.status == 304 }
+        let late304 = answered304.filter { $0.realDuration >= .milliseconds(500) }.count
+        #expect(
+            stats.notModified <= answered304.count && stats.notModified >= answered304.count - late304,
+            "\(stats.notModified) counted, \(answered304.count) answered, \(late304) of them near the deadline")
         #expect(stats.notModified > 0)
         #expect(retryAfterChecks > 0)
         #expect(failures > 200)

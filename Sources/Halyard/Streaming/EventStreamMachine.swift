@@ -333,7 +333,8 @@ struct EventStreamMachine: Sendable {
         else { return nil }
         return Fetch(
             reason: .event,
-            flagConfig: FlagConfigVersion(etag: parameter(object["etag"]), lastModified: parameter(object["lastModified"])))
+            flagConfig: FlagConfigVersion(
+                etag: parameter(object["etag"]), lastModified: parameter(object["lastModified"])))
     }
 
     /// A string verbatim, a number as its digits; anything else is not forwarded.

@@ -13,6 +13,9 @@ final class RecordingTransport: FlagTransport, Sendable {
         var retryAfter: String?
         var ifNoneMatch: String?
         var body: String
+        /// How long the inner transport took, in real time (the client's own deadline around
+        /// this transport may have ended the request first when this is near its timeout).
+        var realDuration: Duration = .zero
     }
 
     let inner: any FlagTransport
@@ -30,6 +33,7 @@ final class RecordingTransport: FlagTransport, Sendable {
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         let sentAt = clock.monotonicNow
+        let started = ContinuousClock.now
         sending.withLock { $0 += 1 }
         defer { sending.withLock { $0 -= 1 } }
         var exchange = Exchange(
@@ -39,6 +43,7 @@ final class RecordingTransport: FlagTransport, Sendable {
         do {
             let response = try await inner.send(request)
             exchange.status = response.status
+            exchange.realDuration = ContinuousClock.now - started
             exchange.retryAfter = response.header("Retry-After")
             exchange.completedAt = clock.monotonicNow
             exchange.wallAtCompletion = clock.wallNow
@@ -46,6 +51,7 @@ final class RecordingTransport: FlagTransport, Sendable {
             return response
         } catch {
             exchange.error = error as? TransportError ?? .network("\(error)")
+            exchange.realDuration = ContinuousClock.now - started
             exchange.completedAt = clock.monotonicNow
             exchange.wallAtCompletion = clock.wallNow
             log.withLock { $0.append(exchange) }

@@ -23,7 +23,7 @@ import Testing
     /// issue's proof run is 600 s). `HALYARD_CHURN_OFF` switches churn sources off, a comma-separated
     /// list of `values`, `identify`, `exposures`, `cache` (the on-device cache, on by default like
     /// the client's, in a temporary folder), `readers`. `HALYARD_CHURN_CSV` names a file that gets every
-    /// sample. Results: docs/benchmarks.md, "Issue 20: transport memory under churn".
+    /// sample. Results: docs/benchmarks-transport.md, "Memory under churn".
     extension TransportProcessTests {
         /// The run length in seconds (see above).
         static let churnSeconds: Double = {
@@ -236,7 +236,7 @@ import Testing
         /// after the fix: ~3 KB/s over 30–60 s, ~1 KB/s over 120–240 s, 0.2 KB/s over 300–600 s, as
         /// the exposure, context and connection tables fill to their bounds), so CI's 60 s run
         /// asserts only that memory does not run away (16 KB/s); the per-request leak it cannot see
-        /// is `curlRequestsKeepNoHeapMemory`'s to catch. See docs/benchmarks.md.
+        /// is `curlRequestsKeepNoHeapMemory`'s to catch. See docs/benchmarks-transport.md.
         static func residentSlopeBound(seconds: Double) -> Double {
             seconds >= 600 ? 500 : 16_000
         }
