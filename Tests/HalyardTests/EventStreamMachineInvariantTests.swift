@@ -80,8 +80,10 @@ struct StreamScenario: RandomScenario {
         case .withdrawn: return .withdrawn
         case .opened:
             return .opened(
-                connection: connection, status: random.element(of: [200, 200, 200, 204, 404, 500]),
-                isEventStream: random.chance(0.85))
+                connection: connection, status: random.element(of: [200, 200, 200, 204, 404, 500, 429, 503, 401]),
+                isEventStream: random.chance(0.85),
+                retryAfter: random.chance(0.3)
+                    ? random.element(of: [.seconds(5), .seconds(600), .seconds(90_000)]) : nil)
         case .bytes:
             return .bytes(connection: connection, retry: random.chance(0.2) ? random.duration(upTo: .seconds(60)) : nil)
         case .message:
@@ -170,6 +172,14 @@ struct StreamInvariants {
         after: EventStreamMachine, into broken: inout [String]
     ) {
         var polls = 0
+        // A 429 or 503 with Retry-After on the connection being opened: no reconnect before it
+        // (capped at 1 h).
+        if case .opened(let id, let status, _, let retryAfter?) = input, EventStreamMachine.honoursRetryAfter(status),
+            id == before.connection, case .connecting = before.phase, case .waiting(let until) = after.phase,
+            until < now + min(retryAfter, EventStreamMachine.maxRetryAfter)
+        {
+            broken.append("reconnects at \(until) before the Retry-After of \(retryAfter) from \(now)")
+        }
         for action in actions {
             switch action {
             case .fetch(let fetch):
@@ -177,6 +187,8 @@ struct StreamInvariants {
                 fetchesInFlight += 1
                 let expected: EventStreamMachine.Fetch.Reason? =
                     switch input {
+                    case .opened(_, let status, _, _) where EventStreamMachine.relearnStatuses.contains(status):
+                        .relearn
                     case .opened: .connected
                     case .message: .event
                     case .setActive(true): .activated
@@ -210,9 +222,9 @@ struct StreamInvariants {
             }
         }
         if polls > 1 { broken.append("\(polls) polling changes in one step") }
-        if case .inFlight(let pending?) = before.fetch, pending.reason == .activated,
+        if case .inFlight(let pending?) = before.fetch, pending.unconditional,
             !actions.contains(where: { if case .fetch = $0 { true } else { false } }),
-            case .inFlight(let still?) = after.fetch, still.reason != .activated
+            case .inFlight(let still?) = after.fetch, !still.unconditional
         {
             broken.append("a pending unconditional fetch was replaced by a \(still.reason) one")
         }

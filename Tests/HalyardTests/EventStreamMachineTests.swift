@@ -75,6 +75,26 @@ struct EventStreamMachineTests {
                     reason: .event, flagConfig: FlagConfigVersion(etag: #""abc+1""#, lastModified: "1733061234")))
     }
 
+    @Test("flagConfig values: numbers as their digits, however large; over 1 KiB dropped, the fetch made without")
+    func flagConfigValuesBoundedAndDigits() {
+        func config(_ members: String) -> FlagConfigVersion? {
+            EventStreamMachine.route(#"{"type":"refetchEvaluation",\#(members)}"#)?.flagConfig
+        }
+        #expect(config(#""etag":1e20"#)?.etag == "100000000000000000000")
+        #expect(EventStreamMachine.integralDigits(-1e20) == "-100000000000000000000")
+        #expect(EventStreamMachine.integralDigits(9_223_372_036_854_775_808) == "9223372036854775808")
+        #expect(EventStreamMachine.integralDigits(1.5e300).count == 301)
+        #expect(EventStreamMachine.integralDigits(-7) == "-7")
+        #expect(config(#""lastModified":17.0"#)?.lastModified == "17")
+        #expect(config(#""lastModified":-3"#)?.lastModified == "-3")
+        let long = String(repeating: "x", count: 1_025)
+        #expect(config(#""etag":"\#(long)","lastModified":"9""#) == FlagConfigVersion(etag: nil, lastModified: "9"))
+        #expect(config(#""etag":"\#(long)""#) == nil)
+        #expect(EventStreamMachine.route(#"{"type":"refetchEvaluation","etag":"\#(long)"}"#) == .init(reason: .event))
+        let fits = String(repeating: "y", count: 1_024)
+        #expect(config(#""etag":"\#(fits)""#)?.etag == fits)
+    }
+
     @Test("routing looks at data's JSON type only: other types, non-JSON and non-objects are ignored")
     func routingOnTypeOnly() {
         #expect(EventStreamMachine.route(#"{"type":"refetchEvaluation"}"#) == .init(reason: .event))
@@ -121,7 +141,7 @@ struct EventStreamMachineTests {
         #expect(d.fetches.count == 1)
     }
 
-    @Test("a dropped stream reconnects after a jittered delay in [1 s, 30 s] and re-fetches")
+    @Test("a dropped stream reconnects after a jittered delay in [0.5 s, 30 s] and re-fetches")
     func reconnectBackoff() throws {
         var d = StreamDriver()
         d.connected()
@@ -138,8 +158,8 @@ struct EventStreamMachineTests {
             #expect(d.fetches.last == .init(reason: .connected))
             d.feed(.fetchFinished)
         }
-        #expect(delays.allSatisfy { $0 >= .seconds(1) && $0 <= .seconds(30) })
-        #expect(delays[0] <= .seconds(1))
+        #expect(delays.allSatisfy { $0 >= .milliseconds(500) && $0 <= .seconds(30) })
+        #expect(delays[0] >= .milliseconds(500) && delays[0] <= .seconds(1))
         #expect(delays[1] >= .seconds(1) && delays[1] <= .seconds(2))
         #expect(delays[2] >= .seconds(2) && delays[2] <= .seconds(4))
         #expect(delays[7] >= .seconds(15))
@@ -151,7 +171,28 @@ struct EventStreamMachineTests {
         #expect(m.reconnectDelay(failures: 3, unit: 0) == .seconds(2))
         #expect(m.reconnectDelay(failures: 3, unit: 1) == .seconds(4))
         #expect(m.reconnectDelay(failures: 10, unit: 1) == .seconds(30))
-        #expect(m.reconnectDelay(failures: 1, unit: 0) == .seconds(1))
+        #expect(m.reconnectDelay(failures: 1, unit: 0) == .milliseconds(500))
+        #expect(m.reconnectDelay(failures: 1, unit: 1) == .seconds(1))
+    }
+
+    @Test("a fleet whose streams ended together does not reconnect at one instant: the first delay is jittered too")
+    func firstReconnectIsJittered() throws {
+        // Six clients (their own random sources, as six processes have) whose streams the
+        // server ended at the same moment. Before the fix every first delay was exactly 1 s.
+        var firstDelays: [Duration] = []
+        for seed in UInt64(1)...6 {
+            var d = StreamDriver()
+            d.random = SplitMix64(seed: seed &* 0x9E37_79B9)
+            d.connected()
+            d.feed(.fetchFinished)
+            d.feed(.closed(connection: d.machine.connection, .ended))
+            let wake = try #require(d.machine.nextWake)
+            firstDelays.append(wake - d.now)
+        }
+        #expect(firstDelays.allSatisfy { $0 >= .milliseconds(500) && $0 <= .seconds(1) }, "\(firstDelays)")
+        let spread = try #require(firstDelays.max()) - (try #require(firstDelays.min()))
+        #expect(Set(firstDelays).count == 6, "first reconnect delays: \(firstDelays)")
+        #expect(spread >= .milliseconds(100), "six first delays within \(spread): \(firstDelays)")
     }
 
     @Test("backoff resets after 60 s connected")
@@ -243,7 +284,9 @@ struct EventStreamMachineTests {
             d.feed(input)
             #expect(d.machine.isHealthy == false)
             #expect(d.polls.last == .seconds(30))
-            #expect(d.fetches.isEmpty)
+            // A 404 re-learns the advertisement (one unconditional fetch); the others fetch nothing.
+            let relearns = input == .opened(connection: 1, status: 404, isEventStream: false)
+            #expect(d.fetches == (relearns ? [.init(reason: .relearn)] : []))
             #expect(d.machine.nextWake != nil, "retried with backoff")
         }
         var d = StreamDriver()
@@ -293,6 +336,9 @@ struct EventStreamMachineTests {
         #expect(d.disconnects == [1])
         #expect(d.machine.phase == .suspended)
         #expect(d.machine.nextWake == nil)
+        // Inactive, stream closed: polling no faster than while streaming (before: back to 30 s).
+        #expect(d.polls.last == .seconds(300), "polls while suspended: \(d.polls)")
+        #expect(d.machine.desiredPollInterval == .seconds(300))
 
         var server = StreamDriver()
         server.feed(.advertised(inactivityDelay: .seconds(10)))
@@ -341,6 +387,54 @@ struct EventStreamMachineTests {
         d.feed(.message(connection: 1, data: StreamDriver.refetch(etag: "\"x\"")))
         d.feed(.fetchFinished)
         #expect(d.fetches.last?.reason == .activated)
+    }
+
+    @Test("a 429 or 503 with Retry-After is not reconnected before it (capped at 1 h); other statuses ignore it")
+    func retryAfterOnTheStreamURL() throws {
+        for (status, retryAfter, expected) in [
+            (429, Duration.seconds(600), Duration.seconds(600)),
+            (503, .seconds(20), .seconds(20)),
+            (503, .seconds(86_400), .seconds(3_600)),  // capped
+            (500, .seconds(600), nil),  // not a status that carries one: the backoff alone
+        ] as [(Int, Duration, Duration?)] {
+            var d = StreamDriver()
+            d.feed(.advertised(inactivityDelay: nil))
+            d.feed(.opened(connection: 1, status: status, isEventStream: false, retryAfter: retryAfter))
+            let wait = try #require(d.machine.nextWake) - d.now
+            if let expected {
+                #expect(wait == expected, "\(status) Retry-After \(retryAfter): waits \(wait)")
+            } else {
+                #expect(wait <= .seconds(1), "\(status): waits \(wait), the first backoff step")
+            }
+            // Nothing connects before that instant, whatever the timer does.
+            d.now += wait - .milliseconds(1)
+            d.feed(.timer)
+            #expect(d.connects == [1], "\(status): reconnected before its Retry-After")
+            try d.fireTimer()
+            #expect(d.connects == [1, 2])
+        }
+    }
+
+    @Test("401, 403, 404 and 410 on the stream URL re-fetch once, unconditionally, per failing step")
+    func refusedStreamURLRelearnsTheAdvertisement() throws {
+        for status in [401, 403, 404, 410] {
+            var d = StreamDriver()
+            d.feed(.advertised(inactivityDelay: nil))
+            d.feed(.opened(connection: 1, status: status, isEventStream: false))
+            #expect(d.fetches == [.init(reason: .relearn)], "\(status)")
+            #expect(d.fetches.last?.unconditional == true)
+            d.feed(.fetchFinished)
+            try d.fireTimer()
+            d.feed(.opened(connection: 2, status: status, isEventStream: false))
+            #expect(d.fetches.count == 2, "\(status): one re-fetch per failing step")
+        }
+        // A 500, a 429 or a 200 that is not an event stream is no reason to re-learn.
+        for status in [500, 429, 200] {
+            var d = StreamDriver()
+            d.feed(.advertised(inactivityDelay: nil))
+            d.feed(.opened(connection: 1, status: status, isEventStream: false))
+            #expect(d.fetches.isEmpty, "\(status)")
+        }
     }
 
     @Test("withdrawn closes the stream and polling returns to normal; stop ends everything")

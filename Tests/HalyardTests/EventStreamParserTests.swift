@@ -76,6 +76,20 @@ import Testing
         #expect(parser.lastEventID == "42")
     }
 
+    @Test func lastEventIDCarriesAcrossConnectionsAndIsBounded() throws {
+        // The next connection's parser starts from the previous one's buffer: an event without
+        // an id keeps it (before, a fresh parser reset it to "" on the first id-less event).
+        var next = EventStreamParser(lastEventID: "41")
+        #expect(try next.feed(Array("data: a\n\n".utf8)).events == [message("a", id: "41")])
+        #expect(next.lastEventID == "41")
+        // Over 1 KiB: ignored, like an id holding NUL; exactly 1 KiB is kept.
+        let long = String(repeating: "i", count: EventStreamParser.maxLastEventIDBytes + 1)
+        let fits = String(repeating: "j", count: EventStreamParser.maxLastEventIDBytes)
+        #expect(try next.feed(Array("id: \(long)\ndata: b\n\n".utf8)).events == [message("b", id: "41")])
+        #expect(try next.feed(Array("id: \(fits)\ndata: c\n\n".utf8)).events == [message("c", id: fits)])
+        #expect(EventStreamParser(lastEventID: long).lastEventID == "")
+    }
+
     @Test func retryTakesDigitsOnly() throws {
         var parser = EventStreamParser()
         #expect(try parser.feed(Array("retry: 1500\n".utf8)).retry == .milliseconds(1500))

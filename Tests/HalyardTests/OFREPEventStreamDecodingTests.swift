@@ -105,13 +105,14 @@ import Testing
         #expect(got == (1...4).map { "https://a.example/\($0)" })
     }
 
-    @Test func inactivityDelayMustBeANonNegativeInteger() throws {
+    @Test func inactivityDelayMustBeAnIntegerOfAtLeastOne() throws {
         func delay(_ value: String) throws -> Duration? {
             try streams(#"[{"type": "sse", "url": "https://a.example/s", "inactivityDelaySec": \#(value)}]"#).first?
                 .inactivityDelay
         }
         #expect(try delay("120") == .seconds(120))
-        #expect(try delay("0") == .seconds(0))
+        #expect(try delay("0") == nil, "the schema's minimum is 1")
+        #expect(try delay("1") == .seconds(1))
         #expect(try delay("60.0") == .seconds(60))
         #expect(try delay("10000000") == .seconds(86_400))
         #expect(try delay("-1") == nil)

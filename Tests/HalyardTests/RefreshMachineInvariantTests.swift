@@ -38,6 +38,7 @@ struct RefreshScenario: RandomScenario {
         var configuration = RefreshMachine.Configuration()
         configuration.pollInterval = random.element(of: [.seconds(30), .seconds(5), .zero])
         configuration.staleAfter = random.element(of: [.seconds(90), .seconds(10)])
+        configuration.learnsAdvertisement = random.chance(0.5)
         machine = RefreshMachine(configuration: configuration)
         machineRandom = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15)
     }

@@ -25,6 +25,33 @@ struct RefreshMachineStreamTests {
         #expect(d.sent.last?.flagConfig == nil)
     }
 
+    @Test("a warm start learns the stream: a 304 before any 200 is followed by one unconditional fetch")
+    func warmStartLearnsTheAdvertisement() throws {
+        var d = MachineDriver { $0.learnsAdvertisement = true }
+        d.feed(.cachedValues(fingerprint: "fp", etag: "\"disk\""))
+        d.feed(.start(fingerprint: "fp"))
+        #expect(d.sent.last?.ifNoneMatch == "\"disk\"")
+        try d.respond(.notModified)
+        #expect(d.machine.status == .ready, "the 304 confirmed the cached values")
+        #expect(d.sent.count == 2, "a 304 carries no advertisement: one more fetch")
+        #expect(d.sent.last?.ifNoneMatch == nil)
+        #expect(d.sent.last?.trigger == .stream)
+        try d.respond(.updated(etag: "\"e1\""))
+        // Learned: later 304s are followed by nothing.
+        d.feed(.refresh)
+        try d.respond(.notModified)
+        #expect(d.sent.count == 3)
+        #expect(d.machine.inFlight == nil)
+
+        // A client that does not follow streams (polling, `.none`, a transport without streams)
+        // keeps its 304 as it is.
+        var polling = MachineDriver()
+        polling.feed(.cachedValues(fingerprint: "fp", etag: "\"disk\""))
+        polling.feed(.start(fingerprint: "fp"))
+        try polling.respond(.notModified)
+        #expect(polling.sent.count == 1)
+    }
+
     @Test("a stream fetch while another fetch is in flight joins it and says so (the stream asks again)")
     func joinsInFlight() throws {
         var d = MachineDriver()

@@ -121,6 +121,34 @@ struct StreamClientTests {
         #expect(h.client.status == .ready)
     }
 
+    @Test("a 429 with Retry-After on the stream URL is not reconnected before it (before: 4 reconnects in 20 s)")
+    func streamRetryAfterHonoured() async throws {
+        let h = try StreamClientHarness(answer: .status(429, headers: ["Retry-After": "600"]))
+        defer { h.client.close() }
+        try await Wait.until("the 429 to be seen") { h.stream.failures == 1 }
+        for _ in 0..<20 {
+            h.clock.advance(by: .seconds(1))
+            await Task.yield()
+        }
+        #expect(h.transport.streamOpens.count == 1, "reconnected within 20 s of a Retry-After of 600 s")
+        h.transport.setStreamAnswer(.eventStream)
+        h.clock.advance(by: .seconds(580))
+        try await Wait.until("the reconnect once the Retry-After passed") { h.transport.streamOpens.count == 2 }
+        #expect(try #require(h.transport.streamOpens.last).at >= .seconds(600))
+    }
+
+    @Test("a refused stream redirect is logged once, naming the target's origin only")
+    func refusedStreamRedirectLoggedOnce() async throws {
+        let h = try StreamClientHarness(answer: .redirectRefused(origin: "other.example:443"))
+        defer { h.client.close() }
+        try await Wait.until("the refusal to be seen") { h.stream.failures == 1 }
+        h.clock.advance(by: .seconds(2))
+        try await Wait.until("a second refused attempt") { h.stream.failures == 2 }
+        let lines = h.logs.all.filter { $0.contains("other.example:443") }
+        #expect(lines.count == 1, "\(h.logs.all)")
+        #expect(lines.first?.contains("not followed") == true)
+    }
+
     @Test("the stream URL never appears in a log line, the stats or an event")
     func urlNeverLogged() async throws {
         let h = try StreamClientHarness()

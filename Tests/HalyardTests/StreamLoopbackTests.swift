@@ -59,6 +59,39 @@ import Testing
         return try #require(doc?["etag"] as? String, "the change's etag")
     }
 
+    /// A warm start streams (SPEC §14, "Through a process's life"): the second client on the
+    /// first one's cache folder confirms the cached values with a 304, which advertises nothing;
+    /// it then fetches once without If-None-Match, learns the stream, connects, and a change
+    /// reaches it with polling at an hour. Before: one request, a 304, no stream ever.
+    @Test(arguments: TransportKind.available)
+    func aWarmStartFromTheDiskCacheStillLearnsTheStream(kind: TransportKind) async throws {
+        let server = try await Self.server()
+        defer { server.stop() }
+        let directory = try CacheTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let onDisk: (inout FlagClientOptions) -> Void = { options in
+            options.maxCachedContexts = 5
+            options.cacheDirectory = directory
+            options.installIDStorage = .fixed("install-warm-start")
+        }
+        let first = try Self.client(server, kind, configure: onDisk)
+        #expect(await first.ready(timeout: .seconds(20)))
+        try await CacheTests.waitForWrites(first)
+        first.close()
+        let streamsBefore = try await server.streamRequests().count
+
+        let second = try Self.client(server, kind, configure: onDisk)
+        defer { second.close() }
+        #expect(await second.ready(timeout: .seconds(20)))
+        #expect(second.stats.sync.notModified >= 1, "the warm start confirmed the cached values with a 304")
+        try await Self.connected(server) { second.stats.stream }
+        #expect(try await server.streamRequests().count > streamsBefore)
+        try await Self.change(server, to: 2)
+        try await Wait.until("the warm-started reader to see version 2", seconds: 20) {
+            second.int("version", default: 0) == 2
+        }
+    }
+
     @Test(arguments: TransportKind.available)
     func aChangeReachesAReaderThroughAFlagdStream(kind: TransportKind) async throws {
         let server = try await Self.server()

@@ -59,7 +59,7 @@ package final class OnlineSession: Sendable {
             identity: identity,
             timeout: options.requestTimeout > .zero ? options.requestTimeout : .seconds(10),
             maxResponseBytes: options.maxResponseBytes > 0 ? options.maxResponseBytes : 8 << 20)
-        let machine = RefreshMachine.Configuration(
+        var machine = RefreshMachine.Configuration(
             pollInterval: options.changeDetection == .none ? .zero : max(options.pollInterval, .zero),
             pollJitter: options.pollJitter,
             // Full jitter from the first retry: a herd of clients spreads out at once.
@@ -68,6 +68,7 @@ package final class OnlineSession: Sendable {
             refreshIfStaleThreshold: options.refreshIfStaleThreshold)
         let streams = Self.makeStreams(options: options, identity: identity, transport: transport)
         self.streams = streams
+        machine.learnsAdvertisement = streams != nil
         engine = RefreshEngine(
             configuration: .init(machine: machine, builder: builder),
             transport: transport,

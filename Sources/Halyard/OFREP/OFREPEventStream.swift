@@ -60,8 +60,8 @@ extension OFREPEventStream {
     ///   host and optional port, no path), or to the control plane's origin when `origin` is
     ///   absent or empty (without a `controlPlane` such an entry is dropped).
     /// - The result must be `https`, or `http` to a loopback host; anything else is dropped.
-    /// - `inactivityDelaySec`: a non-negative integer (an integral number is accepted), clamped
-    ///   to a day; anything else is ignored (`nil`).
+    /// - `inactivityDelaySec`: an integer of at least 1 (the schema's minimum; an integral
+    ///   number is accepted), clamped to a day; anything else, 0 included, is ignored (`nil`).
     /// - Duplicate URLs are kept once; at most ``maxStreams`` streams are returned.
     ///
     /// Nothing here logs or throws: an invalid entry is simply not a stream.
@@ -148,7 +148,7 @@ extension OFREPEventStream {
             seconds = d >= Double(maxInactivityDelaySeconds) ? maxInactivityDelaySeconds : Int64(d)
         default: return nil
         }
-        guard seconds >= 0 else { return nil }
+        guard seconds >= 1 else { return nil }
         return .seconds(min(seconds, maxInactivityDelaySeconds))
     }
 }

@@ -15,6 +15,19 @@ struct RefreshMachine: Sendable {
         var backoff = Backoff(base: .seconds(1), maximum: .seconds(300))
         var staleAfter: Duration = .seconds(90)
         var refreshIfStaleThreshold: Duration = .seconds(15)
+        /// Whether the owner follows an advertised event stream (`.automatic` over a streaming
+        /// transport): until a 200 has shown the advertisement, a 304 is followed by one
+        /// unconditional fetch, since a 304 carries none (SPEC §14: a warm start, whose first
+        /// fetch carries the disk cache's ETag, must still learn the stream).
+        var learnsAdvertisement = false
+    }
+
+    /// Whether a 200 has shown the control plane's stream advertisement (or its absence).
+    enum Advertisement: Sendable, Hashable {
+        /// No 200 yet: a 304 says nothing about the stream.
+        case unknown
+        /// A 200 arrived; the advertisement it carried (possibly none) went to the owner.
+        case learned
     }
 
     /// Why a request is sent.
@@ -146,6 +159,8 @@ struct RefreshMachine: Sendable {
     private(set) var retryNotBefore: Duration?
     /// The polling interval in force (the configuration's, until the event stream changes it).
     private(set) var pollInterval: Duration
+    /// Whether the stream advertisement is known (``Configuration/learnsAdvertisement``).
+    private(set) var advertisement: Advertisement = .unknown
     /// The id of the last request sent.
     private var lastRequestID: UInt64 = 0
     /// The current status, as of the last input (derived from the state at that `now`).
@@ -454,11 +469,22 @@ struct RefreshMachine: Sendable {
         switch outcome {
         case .updated(let newETag):
             step.effects.append(.apply(requestID: request.id))
+            advertisement = .learned
             succeed(request: request, etag: newETag, now: now, random: &random, into: &step)
         case .notModified:
             if request.ifNoneMatch != nil, let values, values.fingerprint == request.fingerprint {
                 step.effects.append(.confirm)
                 succeed(request: request, etag: values.etag, now: now, random: &random, into: &step)
+                if configuration.learnsAdvertisement, advertisement == .unknown {
+                    // The values are confirmed; the stream is not known yet: ask once more,
+                    // without If-None-Match, for the 200 that carries the advertisement (after
+                    // this request is over, so its callers go with the 304's confirmation).
+                    step.effects.append(.finished(requestID: request.id))
+                    _ = send(
+                        .stream, now: now, into: &step, ignoreBackoff: true,
+                        stream: EventStreamMachine.Fetch(reason: .relearn))
+                    return
+                }
             } else {
                 // A 304 we did not ask for confirms nothing: treat as a bad answer (the request
                 // is over all the same: its callers are released below).

@@ -47,6 +47,8 @@ final class EventStreamDriver: Sendable {
     private let logHandler: HalyardLogHandler?
     private let owner = Locked<Owner?>(nil)
     private let state: Locked<State>
+    /// The redirect targets whose refusal was logged (SPEC §5: one warning per origin).
+    private let loggedRefusals = Locked<Set<String>>([])
 
     init(
         configuration: Configuration, transport: any StreamingTransport, clock: any HalyardClock,
@@ -202,18 +204,27 @@ final class EventStreamDriver: Sendable {
         do {
             opened = try await transport.openStream(
                 request, inactivityTimeout: configuration.machine.readInactivityTimeout)
+        } catch TransportError.redirectRefused(let origin, let reason) {
+            if Task.isCancelled { return }
+            // SPEC §5: the typed error, and one warning naming the target's origin only.
+            if loggedRefusals.withLock({ $0.count < 64 && $0.insert(origin).inserted }) {
+                logHandler?(.warning, "event stream redirect to \(origin) not followed (\(reason.rawValue))")
+            }
+            process(.closed(connection: id, .transportError))
+            return
         } catch {
             if Task.isCancelled { return }
             process(.closed(connection: id, .transportError))
             return
         }
         let isEventStream = (opened.headers["content-type"] ?? "").lowercased().hasPrefix("text/event-stream")
-        process(.opened(connection: id, status: opened.status, isEventStream: isEventStream))
+        let retryAfter = opened.header("Retry-After").flatMap { RetryAfter.parse($0, now: clock.wallNow) }
+        process(.opened(connection: id, status: opened.status, isEventStream: isEventStream, retryAfter: retryAfter))
         guard (200..<300).contains(opened.status), isEventStream, !Task.isCancelled else {
             opened.cancel()
             return
         }
-        var parser = EventStreamParser()
+        var parser = EventStreamParser(lastEventID: lastEventID ?? "")
         let reason: EventStreamMachine.CloseReason
         do {
             try await withTaskCancellationHandler {

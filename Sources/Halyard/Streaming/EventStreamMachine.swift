@@ -47,6 +47,10 @@ struct EventStreamMachine: Sendable {
             case event
             /// `setActive(true)`: without `If-None-Match` and without `flagConfig*` parameters.
             case activated
+            /// The stream URL answered 401, 403, 404 or 410: without `If-None-Match`, so that the
+            /// answer is a 200 carrying the current advertisement (SPEC §14, "Through a process's
+            /// life").
+            case relearn
         }
         var reason: Reason
         /// The flag configuration an event names (its `etag` and `lastModified` as received);
@@ -54,7 +58,7 @@ struct EventStreamMachine: Sendable {
         var flagConfig: FlagConfigVersion? = nil
 
         /// Whether the fetch must go without `If-None-Match`.
-        var unconditional: Bool { reason == .activated }
+        var unconditional: Bool { reason == .activated || reason == .relearn }
     }
 
     enum Input: Sendable, Hashable {
@@ -63,8 +67,9 @@ struct EventStreamMachine: Sendable {
         case advertised(inactivityDelay: Duration?)
         /// No stream is advertised any more: close it; polling returns to `pollInterval`.
         case withdrawn
-        /// The response head of connection `connection` arrived.
-        case opened(connection: UInt64, status: Int, isEventStream: Bool)
+        /// The response head of connection `connection` arrived; `retryAfter`: its `Retry-After`
+        /// (a 429 or 503 head's; the driver parses and caps it).
+        case opened(connection: UInt64, status: Int, isEventStream: Bool, retryAfter: Duration? = nil)
         /// Bytes arrived on `connection` (a comment counts), with the last valid `retry:`.
         case bytes(connection: UInt64, retry: Duration?)
         /// One dispatched event's `data` on `connection`.
@@ -160,6 +165,8 @@ struct EventStreamMachine: Sendable {
     var desiredPollInterval: Duration {
         let normal = max(configuration.pollInterval, .zero)
         guard normal > .zero else { return .zero }
+        // Suspended (inactive, stream closed on purpose): no faster than while streaming.
+        if case .suspended = phase { return max(normal, configuration.safetyPollInterval) }
         return isHealthy ? max(normal, configuration.safetyPollInterval) : normal
     }
 
@@ -218,7 +225,7 @@ struct EventStreamMachine: Sendable {
             phase = .idle
             failures = 0
             degraded = false
-        case .opened(let id, let status, let isEventStream):
+        case .opened(let id, let status, let isEventStream, let retryAfter):
             guard id == connection, case .connecting = phase else { break }
             if (200..<300).contains(status) && isEventStream {
                 phase = .connected(since: now)
@@ -229,7 +236,14 @@ struct EventStreamMachine: Sendable {
             } else {
                 let why = (200..<300).contains(status) ? "a \(status) that is not text/event-stream" : "\(status)"
                 actions.append(.disconnect(connection: id))
-                fail(hard: true, message: "the event stream answered \(why)", now: now, random: &random, into: &actions)
+                fail(
+                    hard: true, message: "the event stream answered \(why)", now: now, random: &random,
+                    notBefore: Self.honoursRetryAfter(status) ? retryAfter.map { min($0, Self.maxRetryAfter) } : nil,
+                    into: &actions)
+                // The URL may have been rotated or its credential refused: one unconditional
+                // bulk fetch per failing step learns the current advertisement (a new URL
+                // arrives as `.withdrawn` + `.advertised`; the same one keeps this backoff).
+                if Self.relearnStatuses.contains(status) { requestFetch(Fetch(reason: .relearn), into: &actions) }
             }
         case .bytes(let id, let retry):
             guard id == connection else { break }
@@ -338,15 +352,39 @@ struct EventStreamMachine: Sendable {
     }
 
     /// A string verbatim, a number as its digits; anything else is not forwarded.
+    /// An integral, finite `value` written out in decimal digits (`1e20` → `100000000000000000000`).
+    static func integralDigits(_ value: Double) -> String {
+        if let exact = Int64(exactly: value) { return String(exact) }
+        // |value| >= 2^63: significand × 2^exponent, doubled digit by digit (little-endian).
+        var digits = Array(String(value.significandBitPattern | (1 << 52)).utf8.reversed().map { Int($0 - 48) })
+        for _ in 0..<(Int(value.exponent) - 52) {
+            var carry = 0
+            for i in digits.indices {
+                let doubled = digits[i] * 2 + carry
+                digits[i] = doubled % 10
+                carry = doubled / 10
+            }
+            if carry > 0 { digits.append(carry) }
+        }
+        let text = String(decoding: digits.reversed().map { UInt8($0 + 48) }, as: UTF8.self)
+        return value < 0 ? "-" + text : text
+    }
+
+    /// Longer than this (UTF-8 bytes), a value is dropped: the fetch goes without it rather
+    /// than with a URL a server refuses (SPEC §14: *default* 1 KiB).
+    static let maxParameterBytes = 1_024
+
     private static func parameter(_ value: JSONValue?) -> String? {
+        let text: String
         switch value {
-        case .string(let s): return s
-        case .int(let i): return String(i)
-        case .double(let d):
-            if d.rounded() == d, abs(d) < 9.0e15 { return String(Int64(d)) }
-            return String(d)
+        case .string(let s): text = s
+        case .int(let i): text = String(i)
+        case .double(let d) where d.isFinite:
+            // An integral number as its digits, however large (never `1e+20`).
+            text = d.rounded() == d ? integralDigits(d) : String(d)
         default: return nil
         }
+        return text.utf8.count <= maxParameterBytes ? text : nil
     }
 
     // MARK: - Internals
@@ -384,9 +422,11 @@ struct EventStreamMachine: Sendable {
         }
     }
 
-    /// The delay before reconnect attempt after `failures` consecutive failures: the ceiling
+    /// The delay before reconnect attempt after `failures` consecutive failures: the step
     /// doubles from the server's `retry:` (clamped to the bounds) or the initial delay, and the
-    /// delay is drawn from the upper half of it (never below the initial delay).
+    /// delay is drawn uniformly from the upper half of it, `[step/2, step]`, the first attempt
+    /// included (SPEC §14: a fleet whose streams a server restart ended together must not come
+    /// back at the same instant).
     func reconnectDelay(failures: Int, unit: Double) -> Duration {
         let lower = max(configuration.initialReconnectDelay, .milliseconds(1))
         let upper = max(configuration.maxReconnectDelay, lower)
@@ -399,16 +439,27 @@ struct EventStreamMachine: Sendable {
         }
         ceiling = min(ceiling, upper)
         let u = unit.isNaN ? 0 : min(max(unit, 0), 1)
-        return max(ceiling / 2 + (ceiling / 2) * u, lower)
+        return ceiling / 2 + (ceiling / 2) * u
     }
 
+    /// Statuses of a stream URL after which the advertisement is learned again.
+    static let relearnStatuses: Set<Int> = [401, 403, 404, 410]
+    /// The longest `Retry-After` a stream URL's answer is honoured for (SPEC §14: 1 h).
+    static let maxRetryAfter: Duration = .seconds(3_600)
+
+    /// Whether a stream URL's `status` carries a `Retry-After` to honour (429, 503).
+    static func honoursRetryAfter(_ status: Int) -> Bool { status == 429 || status == 503 }
+
+    /// Counts a failure and waits the jittered backoff before reconnecting, or until
+    /// `notBefore` from now when that is later (a `Retry-After`).
     private mutating func fail(
-        hard: Bool, message: String, now: Duration, random: inout SplitMix64, into actions: inout [Action]
+        hard: Bool, message: String, now: Duration, random: inout SplitMix64, notBefore: Duration? = nil,
+        into actions: inout [Action]
     ) {
         stats.failures += 1
         failures += 1
         if hard || failures >= max(configuration.closesBeforeFailed, 1) { degraded = true }
-        let delay = reconnectDelay(failures: failures, unit: random.unit())
+        let delay = max(reconnectDelay(failures: failures, unit: random.unit()), notBefore ?? .zero)
         phase = .waiting(until: now + delay)
         actions.append(.log(degraded ? .warning : .info, message + "; reconnecting in \(delay)"))
     }
@@ -418,7 +469,7 @@ struct EventStreamMachine: Sendable {
         case .inFlight(let pending):
             if pending != nil { stats.coalescedEvents += 1 }
             // The pending one carries the latest parameters; an unconditional fetch stays so.
-            if pending?.reason == .activated && next.reason != .activated { return }
+            if pending?.unconditional == true && !next.unconditional { return }
             fetch = .inFlight(pending: next)
         case .idle:
             fetch = .inFlight(pending: nil)

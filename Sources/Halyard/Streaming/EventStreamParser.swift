@@ -26,8 +26,12 @@ package struct EventStreamParser: Sendable {
     package let maxLineBytes: Int
 
     /// The last event ID buffer (WHATWG): the value of the last valid `id:` line, persisting
-    /// across events. A reconnect may send it as `Last-Event-ID`.
+    /// across events (and, when the owner passes it to the next parser, across connections).
+    /// A reconnect sends it as `Last-Event-ID`. Only an `id` field changes it; one over
+    /// ``maxLastEventIDBytes`` is ignored, like one holding NUL.
     package private(set) var lastEventID = ""
+    /// The longest `id` value kept, in bytes (SPEC §14: *default* 1 KiB).
+    package static let maxLastEventIDBytes = 1_024
 
     private static let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
     /// How many bytes of the leading BOM matched so far; `nil` once the start is decided.
@@ -43,10 +47,12 @@ package struct EventStreamParser: Sendable {
     /// Filled during one `feed` call.
     private var output = EventStreamOutput()
 
-    /// Creates a parser with the given bounds (64 KiB each by default; at least 1 byte).
-    package init(maxEventBytes: Int = 64 << 10, maxLineBytes: Int = 64 << 10) {
+    /// Creates a parser with the given bounds (64 KiB each by default; at least 1 byte), its
+    /// last event ID buffer starting at `lastEventID` (the previous connection's).
+    package init(maxEventBytes: Int = 64 << 10, maxLineBytes: Int = 64 << 10, lastEventID: String = "") {
         self.maxEventBytes = max(maxEventBytes, 1)
         self.maxLineBytes = max(maxLineBytes, 1)
+        self.lastEventID = lastEventID.utf8.count <= Self.maxLastEventIDBytes ? lastEventID : ""
     }
 
     /// Feeds a chunk; returns the events it completed and the last valid `retry:` value it held.
@@ -152,7 +158,9 @@ package struct EventStreamParser: Sendable {
         } else if name.elementsEqual("event".utf8) {
             eventType = Array(value)
         } else if name.elementsEqual("id".utf8) {
-            if !value.contains(0) { lastEventID = String(decoding: value, as: UTF8.self) }
+            if !value.contains(0), value.count <= Self.maxLastEventIDBytes {
+                lastEventID = String(decoding: value, as: UTF8.self)
+            }
         } else if name.elementsEqual("retry".utf8) {
             if let milliseconds = Self.digits(value) { output.retry = .milliseconds(milliseconds) }
         }

@@ -10,8 +10,10 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
     /// What the stream answers when opened.
     enum StreamAnswer: Sendable {
         case eventStream
-        case status(Int)
+        case status(Int, headers: [String: String] = [:])
         case refuse
+        /// The transport refused a redirect to `origin` (SPEC §5).
+        case redirectRefused(origin: String)
     }
 
     struct Recorded: Sendable {
@@ -146,10 +148,12 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
         switch answer {
         case .refuse:
             throw TransportError.network("connection refused")
-        case .status(let status):
+        case .redirectRefused(let origin):
+            throw TransportError.redirectRefused(origin: origin, reason: .otherOrigin)
+        case .status(let status, let headers):
             let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
             continuation.finish()
-            return TransportStream(status: status, headers: [:], chunks: stream, onCancel: {})
+            return TransportStream(status: status, headers: headers, chunks: stream, onCancel: {})
         case .eventStream:
             let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
             let index = state.withLock { s -> Int in

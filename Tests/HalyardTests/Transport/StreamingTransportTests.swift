@@ -191,6 +191,32 @@ import Testing
         }
     }
 
+    #if canImport(CHalyardCurl)
+        /// A stream transfer is freed whatever its head: a 503 (or any non-2xx) ends the chunks in
+        /// the header callback, before the opener installs its termination handler; that handler
+        /// was then stored on a finished continuation, never ran, and held the transfer (and its
+        /// easy handle) in a cycle: one leak per open of a failing stream URL. Shown failing with
+        /// the fix reverted: 28 of the 40 transfers still alive after 30 s.
+        @Test func streamTransfersAreFreedWhateverTheirStatus() async throws {
+            guard CurlTransport.isAvailable else { return }
+            let server = try await ControlPlaneServer.launched()
+            defer { server.stop() }
+            let transport = CurlTransport()
+            for (query, opens) in [("mode=status&status=503", 20), ("mode=404", 10), ("", 10)] {
+                for _ in 0..<opens {
+                    let stream = try await Wait.result("open \(query)") {
+                        try await transport.openStream(
+                            self.request(server.streamURL(query)), inactivityTimeout: .seconds(30))
+                    }
+                    stream.cancel()
+                }
+            }
+            try await Wait.until("every stream transfer freed (\(transport.liveStreamTransfers.value) alive)") {
+                transport.liveStreamTransfers.value == 0
+            }
+        }
+    #endif
+
     @Test(arguments: TransportKind.available)
     func aRefusedConnectionFailsTheOpen(kind: TransportKind) async throws {
         let transport = try transport(kind)

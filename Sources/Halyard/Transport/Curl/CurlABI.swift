@@ -68,6 +68,9 @@
         static let redirectProtocols: Int32 = 182
         /// `CURLOPT_XFERINFOFUNCTION` (function).
         static let xferInfoFunction: Int32 = 20_219
+        /// `CURLOPT_SUPPRESS_CONNECT_HEADERS` (long; 7.54.0): a proxy's CONNECT answer
+        /// (`HTTP/1.1 200 Connection established`) is not passed to the header callback.
+        static let suppressConnectHeaders: Int32 = 265
         /// `CURLOPT_PROTOCOLS_STR` (string; 7.85.0).
         static let protocolsString: Int32 = 10_318
         /// `CURLOPT_REDIR_PROTOCOLS_STR` (string; 7.85.0).

@@ -36,6 +36,9 @@
             try setLong(CurlABI.sslVerifyPeer, 1, "SSL_VERIFYPEER")
             try setLong(CurlABI.sslVerifyHost, 2, "SSL_VERIFYHOST")
             if let trustedCAFile { try setString(CurlABI.caInfo, trustedCAFile, "CAINFO") }
+            // Behind an HTTPS proxy (`https_proxy`), the proxy's own `200 Connection established`
+            // head would reach the header callback first: a stream would take it for its head.
+            try setLong(CurlABI.suppressConnectHeaders, 1, "SUPPRESS_CONNECT_HEADERS")
         }
 
         /// One header as a libcurl header line: the value trimmed, and an empty value written

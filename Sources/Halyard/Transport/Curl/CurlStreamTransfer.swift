@@ -42,12 +42,18 @@
         private var responseHead = CurlResponseHead(limit: CurlStreamTransfer.maxHeaderBytes)
         private var headDelivered = false
         private var failure: TransportError?
+        /// The count of live transfers this one is in (its transport's), if any.
+        private let live: Locked<Int>?
 
-        /// Prepares the easy handle; throws when libcurl refuses an option.
-        init(_ request: TransportRequest, inactivity: Duration, trustedCAFile: String?, library: CurlLibrary)
-            throws(TransportError)
-        {
+        /// Prepares the easy handle; throws when libcurl refuses an option. `live` counts this
+        /// transfer until it is freed.
+        init(
+            _ request: TransportRequest, inactivity: Duration, trustedCAFile: String?, library: CurlLibrary,
+            live: Locked<Int>? = nil
+        ) throws(TransportError) {
             handle = try CurlEasyHandle(library: library)
+            self.live = live
+            live?.withLock { $0 += 1 }
             self.inactivity = max(inactivity, .milliseconds(1))
             deadline = ContinuousClock.now + max(request.timeout, .milliseconds(1))
             (chunks, continuation) = AsyncThrowingStream.makeStream(
@@ -62,6 +68,10 @@
             try options.setLong(CurlABI.connectTimeoutMilliseconds, milliseconds, "CONNECTTIMEOUT_MS")
             try options.setLong(CurlABI.timeoutMilliseconds, 0, "TIMEOUT_MS")
             try options.setLong(CurlABI.httpGet, 1, "HTTPGET")
+        }
+
+        deinit {
+            live?.withLock { $0 -= 1 }
         }
 
         // MARK: - Callbacks (driver thread)
@@ -160,11 +170,22 @@
             } else {
                 continuation.finish()
             }
+            // The handler has run (or will never run): drop it, so that it does not keep this
+            // transfer alive through the continuation it is stored in.
+            continuation.onTermination = nil
         }
 
-        /// Runs `action` when the consumer stops iterating (or the chunks end).
+        /// Runs `action` when the consumer stops iterating or the chunks end; at once when they
+        /// already ended (a non-2xx head ends them in the header callback, before the opener
+        /// gets here). A handler stored on a finished continuation would never run, and the
+        /// cycle transfer → continuation → handler → transfer would keep the easy handle
+        /// forever.
         func onTermination(_ action: @escaping @Sendable () -> Void) {
             continuation.onTermination = { _ in action() }
+            if isFinished {
+                continuation.onTermination = nil
+                action()
+            }
         }
     }
 #endif

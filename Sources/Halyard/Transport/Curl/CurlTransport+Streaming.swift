@@ -20,7 +20,8 @@
             var get = request
             get.method = "GET"
             let transfer = try CurlStreamTransfer(
-                get, inactivity: inactivityTimeout, trustedCAFile: trustedCAFile, library: multi.library)
+                get, inactivity: inactivityTimeout, trustedCAFile: trustedCAFile, library: multi.library,
+                live: liveStreamTransfers)
             let head = await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
                     transfer.attachHead(continuation)

@@ -33,6 +33,9 @@
         /// A PEM file of certificate authorities to trust instead of the system's, or `nil`.
         public let trustedCAFile: String?
         private let multi: Result<CurlMulti, CurlUnavailable>
+        /// How many of this transport's stream transfers are alive (their easy handles not yet
+        /// cleaned up): back to zero once every stream it opened is over, whatever its status.
+        let liveStreamTransfers = Locked(0)
 
         /// Whether libcurl could be loaded in this process (a supported version, `curl_multi_init`
         /// worked); when `false`, ``send(_:)`` fails every request.
