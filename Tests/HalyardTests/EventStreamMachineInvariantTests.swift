@@ -13,7 +13,7 @@ struct EventStreamMachineInvariantTests {
             StreamScenario.self,
             reaching: [
                 "idle", "waiting", "connecting", "connected", "suspended", "stopped", "healthy", "degraded",
-                "fetch pending", "activated pending", "inactive",
+                "fetch pending", "activated pending", "inactive", "fetch held",
             ])
     }
 }
@@ -63,13 +63,18 @@ struct StreamScenario: RandomScenario {
     mutating func nextInput(_ random: inout SplitMix64) -> EventStreamMachine.Input {
         var connecting = false
         if case .connecting = machine.phase { connecting = true }
+        var connected = false
+        if case .connected = machine.phase { connected = true }
         let kind = random.pick([
-            (6, Kind.advertised), (2, .withdrawn), (connecting ? 20 : 2, .opened), (12, .bytes), (16, .message),
+            (6, Kind.advertised), (2, .withdrawn), (connecting ? 20 : 2, .opened), (12, .bytes),
+            (connected ? 40 : 8, .message),
             (8, .closed), (invariants.fetchesInFlight > 0 ? 20 : 0, .fetchFinished), (6, .setActive), (28, .timer),
             (1, .stop),
         ])
         if kind == .timer, random.chance(0.8), let wake = machine.nextWake {
             now = max(now, wake)
+        } else if kind == .message || kind == .fetchFinished, random.chance(0.5) {
+            // Events and answers in quick succession (the rate limit's case): same instant.
         } else {
             now += random.advance()
         }
@@ -119,6 +124,7 @@ struct StreamScenario: RandomScenario {
         if case .inFlight(let pending?) = machine.fetch {
             coverage.insert(pending.reason == .activated ? "activated pending" : "fetch pending")
         }
+        if case .held = machine.fetch { coverage.insert("fetch held") }
     }
 }
 
@@ -128,6 +134,8 @@ struct StreamScenario: RandomScenario {
 struct StreamInvariants {
     /// Fetches the driver runs: asked for, not yet reported finished.
     var fetchesInFlight = 0
+    /// When the last event-triggered fetch was asked for (the rate limit).
+    var lastEventFetchAt: Duration?
     /// The connections the driver holds open: connected, not yet disconnected or ended.
     var open = Set<UInt64>()
     /// The last connection id the machine asked for.
@@ -152,7 +160,9 @@ struct StreamInvariants {
         }
         checkActions(input, now: now, before: before, actions: actions, after: after, into: &broken)
         if !stopped {
-            if (fetchesInFlight > 0) != (after.fetch != .idle) {
+            var slotInFlight = false
+            if case .inFlight = after.fetch { slotInFlight = true }
+            if (fetchesInFlight > 0) != slotInFlight {
                 broken.append("the driver runs \(fetchesInFlight) fetches, the machine's slot is \(after.fetch)")
             }
             if after.announcedPoll != after.desiredPollInterval || announced != after.desiredPollInterval {
@@ -194,7 +204,16 @@ struct StreamInvariants {
                     case .setActive(true): .activated
                     default: nil
                     }
-                if case .fetchFinished = input {
+                if fetch.reason == .event {
+                    if let last = lastEventFetchAt, now - last < before.configuration.minEventFetchSpacing {
+                        broken.append("an event fetch \(now - last) after the previous one")
+                    }
+                    lastEventFetchAt = now
+                }
+                if case .held(let held, let until) = before.fetch, fetch == held {
+                    // The held event fetch, released by its time (or taken over by the input's).
+                    if case .timer = input, now < until { broken.append("a held fetch sent before \(until)") }
+                } else if case .fetchFinished = input {
                     if before.fetch != .inFlight(pending: fetch) {
                         broken.append("the fetch after a finished one is not the pending one")
                     }

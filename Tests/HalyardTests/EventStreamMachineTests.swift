@@ -112,7 +112,7 @@ struct EventStreamMachineTests {
     }
 
     @Test("ten events in a burst: one fetch in flight, one pending carrying the latest parameters")
-    func coalescing() {
+    func coalescing() throws {
         var d = StreamDriver()
         d.connected()
         d.feed(.fetchFinished)
@@ -122,11 +122,42 @@ struct EventStreamMachineTests {
         #expect(d.fetches.count == 2)  // the connect fetch and the first event's
         #expect(d.fetches.last?.flagConfig?.etag == "e1")
         d.feed(.fetchFinished)
+        // The pending one waits for the rate limit (200 ms after the first event's fetch).
+        #expect(d.fetches.count == 2)
+        try d.fireTimer()
+        #expect(d.now == .milliseconds(200))
         #expect(d.fetches.count == 3)
         #expect(d.fetches.last?.flagConfig?.etag == "e10")
         d.feed(.fetchFinished)
         #expect(d.fetches.count == 3)
         #expect(d.machine.fetch == .idle)
+    }
+
+    @Test("event fetches are rate-limited: the first at once, then at most 5 per second (before: ~400 in 10 s)")
+    func eventFetchesRateLimited() throws {
+        var d = StreamDriver()
+        d.connected()
+        d.feed(.fetchFinished)
+        let first = d.fetches.count
+        d.feed(.message(connection: 1, data: StreamDriver.refetch(etag: "\"first\"")))
+        #expect(d.fetches.count == first + 1, "the first event's fetch goes at once")
+        // An event every 5 ms for 10 s; each fetch answered 20 ms after it was sent.
+        var answerAt: Duration? = .milliseconds(20)
+        for step in 1...2_000 {
+            d.now = .milliseconds(5 * step)
+            let before = d.fetches.count
+            if let due = answerAt, d.now >= due {
+                answerAt = nil
+                d.feed(.fetchFinished)
+            }
+            if let wake = d.machine.nextWake, wake <= d.now { d.feed(.timer) }
+            d.feed(.message(connection: 1, data: StreamDriver.refetch(etag: "\"v\(step)\"")))
+            if d.fetches.count > before { answerAt = d.now + .milliseconds(20) }
+        }
+        let eventFetches = d.fetches.count - first
+        #expect(eventFetches <= 51, "\(eventFetches) event fetches in 10 s")
+        #expect(eventFetches >= 45, "\(eventFetches): the limit, not a stall")
+        #expect(d.fetches.last?.flagConfig?.etag != nil)
     }
 
     @Test("events on a superseded connection are ignored")

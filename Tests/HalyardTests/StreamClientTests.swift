@@ -96,6 +96,12 @@ struct StreamClientTests {
         try await Wait.until("the first event's fetch, held") { h.transport.heldFetches == 1 }
         #expect(h.transport.fetches.count == before + 1)
         h.transport.release()
+        try await Wait.until("the first event's fetch answered") {
+            h.client.stats.sync.responsesByStatus.values.reduce(0, +) == before + 1
+        }
+        // The pending one waits for the rate limit: 200 ms after the first event's fetch.
+        #expect(h.transport.fetches.count == before + 1)
+        h.clock.advance(by: .milliseconds(200))
         try await Wait.until("the pending fetch") { h.transport.fetches.count == before + 2 }
         try await Wait.until("both answered") {
             h.client.stats.sync.responsesByStatus.values.reduce(0, +) == before + 2

@@ -103,6 +103,8 @@ final class ServiceStreaming: Sendable {
         var machine = EventStreamMachine.Configuration()
         // The service does not poll: `refreshAfter` is its safety net.
         machine.pollInterval = .zero
+        // A wave is already limited (200 requests/s, `maxConcurrentFetches`) and coalesced.
+        machine.minEventFetchSpacing = .zero
         machine.connectTimeout = options.requestTimeout > .zero ? options.requestTimeout : .seconds(10)
         let driver = EventStreamDriver(
             configuration: .init(machine: machine, identity: identity), transport: streaming, clock: options.clock,

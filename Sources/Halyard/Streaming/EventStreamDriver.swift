@@ -160,8 +160,10 @@ final class EventStreamDriver: Sendable {
             let task = Task { [weak self] () -> Void in
                 await self?.run(connection: id, stream: stream, lastEventID: lastEventID)
             }
+            // Stale unless the machine still waits for this very connection: a `.withdrawn`, a
+            // suspension or a stop between the action and this delivery found no task to cancel.
             let stale = state.withLock { s -> Bool in
-                guard s.machine.connection == id, !Self.isStopped(s.machine.phase) else { return true }
+                guard s.machine.connection == id, case .connecting = s.machine.phase else { return true }
                 s.tasks[id] = task
                 return false
             }
@@ -179,11 +181,6 @@ final class EventStreamDriver: Sendable {
         case .log(let level, let message):
             logHandler?(level, message)
         }
-    }
-
-    private static func isStopped(_ phase: EventStreamMachine.Phase) -> Bool {
-        if case .stopped = phase { return true }
-        return false
     }
 
     /// The GET of SPEC §14: `Accept: text/event-stream`; the identity headers only on the
@@ -220,7 +217,13 @@ final class EventStreamDriver: Sendable {
         let isEventStream = (opened.headers["content-type"] ?? "").lowercased().hasPrefix("text/event-stream")
         let retryAfter = opened.header("Retry-After").flatMap { RetryAfter.parse($0, now: clock.wallNow) }
         process(.opened(connection: id, status: opened.status, isEventStream: isEventStream, retryAfter: retryAfter))
-        guard (200..<300).contains(opened.status), isEventStream, !Task.isCancelled else {
+        // Read on only when the machine took this head as its connection (not when it moved on
+        // while the head was on its way): no connection nobody follows.
+        let accepted = state.withLock { s -> Bool in
+            guard s.machine.connection == id, case .connected = s.machine.phase else { return false }
+            return true
+        }
+        guard accepted, (200..<300).contains(opened.status), isEventStream, !Task.isCancelled else {
             opened.cancel()
             return
         }

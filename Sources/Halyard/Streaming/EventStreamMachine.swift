@@ -26,6 +26,9 @@ struct EventStreamMachine: Sendable {
         var inactivityDelayOverride: Duration? = nil
         /// Consecutive short-lived closes after which the stream counts as failed.
         var closesBeforeFailed: Int = 2
+        /// The least time between two event-triggered fetches (SPEC §14: at most 5 per second,
+        /// the first at once); events within it are coalesced into the one held fetch.
+        var minEventFetchSpacing: Duration = .milliseconds(200)
     }
 
     /// Why the stream ended.
@@ -116,6 +119,9 @@ struct EventStreamMachine: Sendable {
     enum FetchSlot: Sendable, Hashable {
         /// No fetch in flight.
         case idle
+        /// No fetch in flight; this event fetch waits for the rate limit until `until` (later
+        /// events replace it: the latest parameters; an unconditional fetch stays so).
+        case held(Fetch, until: Duration)
         /// A fetch is in flight; `pending` is sent when it is over (the latest event's
         /// parameters; an unconditional fetch stays unconditional).
         case inFlight(pending: Fetch?)
@@ -136,6 +142,8 @@ struct EventStreamMachine: Sendable {
     private(set) var lastByteAt: Duration = .zero
     /// The bulk re-fetch in flight and the one pending after it.
     private(set) var fetch: FetchSlot = .idle
+    /// When the last event-triggered fetch was sent (the rate limit's origin).
+    private(set) var lastEventFetchAt: Duration?
     /// The polling interval last asked for (nil: none asked yet).
     private(set) var announcedPoll: Duration?
     /// The counters, and whether the stream is connected and healthy as of the last input
@@ -188,6 +196,7 @@ struct EventStreamMachine: Sendable {
             default: break
             }
         }
+        if case .held(_, let until) = fetch { consider(until) }
         return wake
     }
 
@@ -232,7 +241,7 @@ struct EventStreamMachine: Sendable {
                 lastByteAt = now
                 stats.connections += 1
                 actions.append(.log(.debug, "event stream connected"))
-                requestFetch(Fetch(reason: .connected), into: &actions)
+                requestFetch(Fetch(reason: .connected), now: now, into: &actions)
             } else {
                 let why = (200..<300).contains(status) ? "a \(status) that is not text/event-stream" : "\(status)"
                 actions.append(.disconnect(connection: id))
@@ -243,7 +252,9 @@ struct EventStreamMachine: Sendable {
                 // The URL may have been rotated or its credential refused: one unconditional
                 // bulk fetch per failing step learns the current advertisement (a new URL
                 // arrives as `.withdrawn` + `.advertised`; the same one keeps this backoff).
-                if Self.relearnStatuses.contains(status) { requestFetch(Fetch(reason: .relearn), into: &actions) }
+                if Self.relearnStatuses.contains(status) {
+                    requestFetch(Fetch(reason: .relearn), now: now, into: &actions)
+                }
             }
         case .bytes(let id, let retry):
             guard id == connection else { break }
@@ -257,7 +268,7 @@ struct EventStreamMachine: Sendable {
                 break
             }
             stats.refetchEvents += 1
-            requestFetch(event, into: &actions)
+            requestFetch(event, now: now, into: &actions)
         case .closed(let id, let reason):
             guard id == connection else { break }
             switch phase {
@@ -284,14 +295,14 @@ struct EventStreamMachine: Sendable {
                 preconditionFailure("a fetch finished that the machine did not ask for")
             }
             fetch = .idle
-            if let pending { requestFetch(pending, into: &actions) }
+            if let pending { requestFetch(pending, now: now, into: &actions) }
         case .setActive(let isActive):
             guard isActive != (inactiveSince == nil) else { break }
             if isActive {
                 inactiveSince = nil
                 // Only a client that follows a stream re-fetches on activation (polling-only
                 // and `.none` clients keep their own triggers).
-                if phase != .idle { requestFetch(Fetch(reason: .activated), into: &actions) }
+                if phase != .idle { requestFetch(Fetch(reason: .activated), now: now, into: &actions) }
                 if case .suspended = phase {
                     failures = 0
                     connect(now: now, into: &actions)
@@ -300,6 +311,7 @@ struct EventStreamMachine: Sendable {
                 inactiveSince = now
             }
         case .timer:
+            if case .held(let held, let until) = fetch, now >= until { send(held, now: now, into: &actions) }
             if let since = inactiveSince, now >= since + inactivityDelay {
                 switch phase {
                 case .waiting, .connecting, .connected:
@@ -464,16 +476,36 @@ struct EventStreamMachine: Sendable {
         actions.append(.log(degraded ? .warning : .info, message + "; reconnecting in \(delay)"))
     }
 
-    private mutating func requestFetch(_ next: Fetch, into actions: inout [Action]) {
+    private mutating func requestFetch(_ next: Fetch, now: Duration, into actions: inout [Action]) {
         switch fetch {
         case .inFlight(let pending):
             if pending != nil { stats.coalescedEvents += 1 }
             // The pending one carries the latest parameters; an unconditional fetch stays so.
             if pending?.unconditional == true && !next.unconditional { return }
             fetch = .inFlight(pending: next)
+        case .held(let held, let until):
+            stats.coalescedEvents += 1
+            let merged = held.unconditional && !next.unconditional ? held : next
+            // Only events wait for the rate limit; a connect's or an activation's fetch goes now
+            // (and covers the held event's change).
+            if next.reason == .event {
+                fetch = .held(merged, until: until)
+            } else {
+                send(merged, now: now, into: &actions)
+            }
         case .idle:
-            fetch = .inFlight(pending: nil)
-            actions.append(.fetch(next))
+            if next.reason == .event, let last = lastEventFetchAt, now < last + configuration.minEventFetchSpacing {
+                fetch = .held(next, until: last + configuration.minEventFetchSpacing)
+            } else {
+                send(next, now: now, into: &actions)
+            }
         }
+    }
+
+    /// Sends `fetch` now (the slot must not be in flight).
+    private mutating func send(_ next: Fetch, now: Duration, into actions: inout [Action]) {
+        if next.reason == .event { lastEventFetchAt = now }
+        fetch = .inFlight(pending: nil)
+        actions.append(.fetch(next))
     }
 }
