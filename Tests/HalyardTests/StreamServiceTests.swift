@@ -231,6 +231,36 @@ struct StreamServiceTests {
         #expect(transport.fetches.last?.url.query == "flagConfigEtag=v9")
     }
 
+    @Test("an event finding a fetch in flight fetches the context again when it ends (its answer predates the change)")
+    func anEventDuringAFetchInFlightRefetchesAfterIt() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        let service = try FlagService(options: try Self.options(transport, clock))
+        defer { service.close() }
+        let first = try EvaluationContext(targetingKey: "u0").fitted()
+        _ = await service.flags(for: first)
+        try await Self.connectWaveEnded(service, transport)
+        // A cold fetch on its way when the flag changes and the event arrives.
+        transport.hold(answeringAsSent: true)
+        let late = try EvaluationContext(targetingKey: "u1").fitted()
+        let cold = Task { await service.flags(for: late).int("version", default: 0) }
+        try await Wait.until("the cold fetch in flight") { transport.heldFetches == 1 }
+        clock.advance(by: .milliseconds(1))  // the wave's stale mark is "confirmed before now"
+        transport.change()
+        transport.pushRefetch()
+        try await Wait.until("the event's wave") { service.stats.streamWaves == 2 }
+        transport.release()
+        #expect(await cold.value == 1, "the cold fetch's answer was sent before the change")
+        // No clock movement (refreshAfter is an hour): only the mark can bring version 2.
+        try await Wait.until("the late context to read version 2") {
+            service.flagsIfCached(for: late).int("version", default: 0) == 2
+        }
+        // The other held context was marked stale by the wave: its next use refreshes it.
+        try await Wait.until("the first context to read version 2") {
+            service.flagsIfCached(for: first).int("version", default: 0) == 2
+        }
+    }
+
     @Test("a context queued in a wave is not marked stale: a read of it starts no second refresh")
     func aQueuedContextIsNotRefreshedTwice() async throws {
         let clock = ManualClock()

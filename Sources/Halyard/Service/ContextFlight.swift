@@ -23,6 +23,28 @@ final class ContextFlight: Sendable {
         /// dropped, docs/service.md, "Brownout").
         var onAbandon: (@Sendable () -> Void)?
         var abandoned = false
+        /// A stream event arrived while the fetch was on its way (``markRefetch(_:)``).
+        var refetch: Refetch?
+    }
+
+    /// A re-fetch owed after the flight: the event's flag configuration version, if any.
+    struct Refetch: Sendable {
+        var flagConfig: FlagConfigVersion?
+    }
+
+    /// Marks the flight: a refetch event found it in flight, so its answer may predate the
+    /// change; the context is fetched again once it ends (SPEC §14, service mode). The latest
+    /// event's parameters win. Called under the context's shard lock, like the flight's removal.
+    func markRefetch(_ flagConfig: FlagConfigVersion?) {
+        state.withLock { $0.refetch = Refetch(flagConfig: flagConfig) }
+    }
+
+    /// The re-fetch owed after this flight, once (nil when no event marked it).
+    func takeRefetch() -> Refetch? {
+        state.withLock { s in
+            defer { s.refetch = nil }
+            return s.refetch
+        }
     }
 
     private let state = Locked(State())

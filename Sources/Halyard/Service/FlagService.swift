@@ -325,6 +325,9 @@ public final class FlagService: Sendable {
                 return
             }
             flight.complete(self.apply(result, fitted.fingerprint, previous: previous, flight: flight))
+            // An event found this fetch in flight: fetch again (apply removed the flight under
+            // the shard lock the mark was set under, so no mark is lost).
+            if let refetch = flight.takeRefetch() { await self.refreshHeld(fitted, flagConfig: refetch.flagConfig) }
         }
         if !started {
             fetcher.ended()

@@ -36,6 +36,9 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
         var requests: [Recorded] = []
         var connections: [Connection] = []
         var held = false
+        /// Held answers carry the version of the moment they were sent (an answer that
+        /// predates a change made while it was on its way).
+        var answersAsSent = false
         var inFlight = 0
         var maxInFlight = 0
         var waiting: [CheckedContinuation<Void, Never>] = []
@@ -86,8 +89,14 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
         c?.finish()
     }
 
-    /// Holds every bulk answer until ``release()`` (to see coalescing deterministically).
-    func hold() { state.withLock { $0.held = true } }
+    /// Holds every bulk answer until ``release()`` (to see coalescing deterministically);
+    /// `answeringAsSent`: each held answer carries the version of the moment it was sent.
+    func hold(answeringAsSent: Bool = false) {
+        state.withLock {
+            $0.held = true
+            $0.answersAsSent = answeringAsSent
+        }
+    }
     func release() {
         let waiting = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.held = false
@@ -118,6 +127,7 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
             s.maxInFlight = max(s.maxInFlight, s.inFlight)
         }
         defer { state.withLock { $0.inFlight -= 1 } }
+        let versionAtSend = state.withLock { $0.answersAsSent ? $0.version : nil }
         // Let concurrent requests overlap (a real server takes time too).
         await Task.yield()
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
@@ -127,7 +137,8 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
             }
             if resumeNow { c.resume() }
         }
-        let (version, advertise) = state.withLock { ($0.version, $0.advertise) }
+        let (current, advertise) = state.withLock { ($0.version, $0.advertise) }
+        let version = versionAtSend ?? current
         let etag = "\"v\(version)\""
         if request.headers["If-None-Match"] == etag {
             return TransportResponse(status: 304, headers: ["ETag": etag])
