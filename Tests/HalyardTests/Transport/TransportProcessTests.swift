@@ -59,6 +59,54 @@ struct TransportProcessTests {
         }
     }
 
+    /// A stream URL answering 503 leaks nothing per open (SPEC §14: "a stream URL answering 503
+    /// for a day leaks nothing"): 5,000 opens, each cancelled, and resident memory flat; the
+    /// curl transport's live stream transfers back to zero. Before the fix about 10 KB stayed
+    /// per open (the transfer and its easy handle, held in a cycle).
+    @Test(arguments: TransportKind.available)
+    func fiveThousandOpensOfA503StreamURLKeepResidentMemoryFlat(kind: TransportKind) async throws {
+        let server = try await ControlPlaneServer.launched(flags: Self.flags)
+        defer { server.stop() }
+        let transport = try #require(kind.make() as? any StreamingTransport)
+        let request = TransportRequest(
+            method: "GET", url: server.streamURL("mode=status&status=503"), headers: [:], timeout: .seconds(10))
+        func open(_ count: Int) async throws {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<4 {
+                    group.addTask {
+                        for _ in 0..<(count / 4 + (worker < count % 4 ? 1 : 0)) {
+                            let stream = try await transport.openStream(request, inactivityTimeout: .seconds(30))
+                            stream.cancel()
+                            guard stream.status == 503 else { throw TransportError.network("status \(stream.status)") }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await open(500)
+        let early = try #require(ProcessProbe.residentBytes)
+        try await open(4_500)
+        let late = try #require(ProcessProbe.residentBytes)
+        let growth = late - early
+        print("\(kind.rawValue): resident \(early >> 10) KiB after 500 opens of a 503 stream, \(late >> 10) KiB after 5,000")
+        #if canImport(CHalyardCurl)
+            if let curl = transport as? CurlTransport {
+                try await Wait.until("every stream transfer freed (\(curl.liveStreamTransfers.value) alive)") {
+                    curl.liveStreamTransfers.value == 0
+                }
+            }
+        #endif
+        if kind == .urlSession {
+            // FoundationNetworking keeps memory per task on Linux (see above): recorded, not required.
+            withKnownIssue("URLSession on Linux grows per request", isIntermittent: true) {
+                #expect(growth < 512 << 10, "URLSession: resident memory grew by \(growth >> 10) KiB")
+            }
+        } else {
+            #expect(growth < 512 << 10, "resident memory grew by \(growth >> 10) KiB over 4,500 opens of a 503 stream")
+        }
+    }
+
     /// A client on the platform's default transport (`kind == nil`) or on `kind`.
     static func makeClient(_ server: ControlPlaneServer, _ kind: TransportKind?) throws -> FlagClient {
         var options = FlagClientOptions(baseURL: server.baseURL, key: "process-test")
