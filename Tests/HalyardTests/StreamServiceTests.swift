@@ -261,6 +261,32 @@ struct StreamServiceTests {
         }
     }
 
+    @Test("the service follows the advertisement: a 200 without one closes the stream, a new URL replaces it")
+    func followsWithdrawalsAndNewURLs() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        let service = try FlagService(options: try Self.options(transport, clock))
+        defer { service.close() }
+        _ = await service.flags(for: try EvaluationContext(targetingKey: "u0").fitted())
+        try await Self.connectWaveEnded(service, transport)
+        #expect(transport.openConnections == 1)
+        // Withdrawn: the next 200 advertises nothing (before: the first stream was kept for life).
+        transport.setAdvertise(false)
+        _ = await service.flags(for: try EvaluationContext(targetingKey: "u1").fitted())
+        try await Wait.until("the withdrawn stream to close") {
+            transport.openConnections == 0 && !service.stats.stream.advertised
+        }
+        // Advertised again, at another URL: the service connects there.
+        let rotated = "http://127.0.0.1:9/ofrep/v1/sse?token=rotated"
+        transport.setStreamURL(rotated)
+        transport.setAdvertise(true)
+        _ = await service.flags(for: try EvaluationContext(targetingKey: "u2").fitted())
+        try await Wait.until("the stream at the new URL") {
+            transport.openConnections == 1 && transport.streamOpens.last?.url.absoluteString == rotated
+        }
+        #expect(transport.streamOpens.count == 2)
+    }
+
     @Test("a context queued in a wave is not marked stale: a read of it starts no second refresh")
     func aQueuedContextIsNotRefreshedTwice() async throws {
         let clock = ManualClock()

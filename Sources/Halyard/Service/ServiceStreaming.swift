@@ -1,7 +1,8 @@
 import Foundation
 
 /// Service mode's event stream (SPEC §14, docs/service.md "Event streams"): one stream per
-/// service, opened from the first bulk response that advertises one. A `refetchEvaluation`
+/// service, following what the latest bulk response advertised (a new URL replaces the stream,
+/// a 200 without one closes it, as for a client). A `refetchEvaluation`
 /// (and a reconnect) starts a refresh wave: the held contexts used since the last wave are
 /// refreshed most recently used first, by at most `maxConcurrentFetches` workers and at most
 /// ``requestsPerSecond`` requests/s (a token bucket on the injected clock), with
@@ -40,8 +41,6 @@ final class ServiceStreaming: Sendable {
         var exited: Set<UInt64> = []
         var nextWorker: UInt64 = 0
         var closed = false
-        /// Whether a stream was advertised once (then it is followed for the service's life).
-        var opened = false
         var waves = 0
         var waveRefreshes = 0
 
@@ -134,14 +133,11 @@ final class ServiceStreaming: Sendable {
         }
     }
 
-    /// The streams a bulk response advertised: the first non-empty list opens the stream.
+    /// The streams a 200 bulk response advertised: the driver follows the first (the same URL
+    /// keeps its connection, another replaces it, none closes it: SPEC §14, client and service
+    /// alike).
     func advertised(_ streams: [OFREPEventStream]) {
-        guard !streams.isEmpty else { return }
-        let first = roster.withLock { r -> Bool in
-            defer { r.opened = true }
-            return !r.opened
-        }
-        if first { driver.advertised(streams) }
+        driver.advertised(streams)
     }
 
     /// Waves started and refreshes sent by them.

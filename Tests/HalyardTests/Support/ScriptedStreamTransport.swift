@@ -36,6 +36,7 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
         var requests: [Recorded] = []
         var connections: [Connection] = []
         var held = false
+        var streamURL: String?
         /// Held answers carry the version of the moment they were sent (an answer that
         /// predates a change made while it was on its way).
         var answersAsSent = false
@@ -46,7 +47,11 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
 
     /// The advertised stream's URL: it carries a secret, so tests can check it never leaks.
     static let secret = "tok3n-s3cr3t"
-    let streamURL: String
+    private let initialStreamURL: String
+    /// The stream URL the bulk answers advertise now.
+    var streamURL: String { state.withLock { $0.streamURL ?? initialStreamURL } }
+    /// Advertises `url` from now on (a rotated stream URL).
+    func setStreamURL(_ url: String) { state.withLock { $0.streamURL = url } }
     let clock: any HalyardClock
     private let state = Locked(State())
 
@@ -55,7 +60,7 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
         streamURL: String = "http://127.0.0.1:9/ofrep/v1/sse?token=\(ScriptedStreamTransport.secret)"
     ) {
         self.clock = clock
-        self.streamURL = streamURL
+        initialStreamURL = streamURL
     }
 
     // MARK: - Script

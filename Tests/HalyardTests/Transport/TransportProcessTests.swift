@@ -89,7 +89,9 @@ struct TransportProcessTests {
         try await open(4_500)
         let late = try #require(ProcessProbe.residentBytes)
         let growth = late - early
-        print("\(kind.rawValue): resident \(early >> 10) KiB after 500 opens of a 503 stream, \(late >> 10) KiB after 5,000")
+        print(
+            "\(kind.rawValue): resident \(early >> 10) KiB after 500 opens of a 503 stream, \(late >> 10) KiB after 5,000"
+        )
         #if canImport(CHalyardCurl)
             if let curl = transport as? CurlTransport {
                 try await Wait.until("every stream transfer freed (\(curl.liveStreamTransfers.value) alive)") {
