@@ -211,7 +211,12 @@ import Testing
             #expect(await service.flags(for: context).int("version", default: 0) == 1)
         }
         try await Self.connected(server) { service.stats.stream }
-        // The connect wave must be over before the change: quiet for 300 ms, nothing in flight.
+        // Uses are recorded for the waves only while the stream is connected: the contexts are
+        // used again now (the connect wave marked them stale: each refreshes once, in the
+        // background), so the event's wave refreshes them all.
+        for context in contexts { _ = service.flagsIfCached(for: context) }
+        // The connect wave and those refreshes must be over before the change: quiet for 300 ms,
+        // nothing in flight.
         var bulkBefore = -1
         try await Wait.untilAsync("the connect wave to end", seconds: 20) {
             let count = (try await server.streamReport()["bulk"] as? [[String: Any]] ?? []).count

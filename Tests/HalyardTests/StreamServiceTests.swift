@@ -41,50 +41,58 @@ struct StreamServiceTests {
         return Int(match.1)
     }
 
+    /// Opens the stream with one context and waits for its connect wave; then makes `count`
+    /// contexts (`u0`...) used while it is connected (the uses a wave refreshes are recorded
+    /// only then), one per millisecond of clock time.
+    static func connectedWithUses(
+        _ service: FlagService, _ transport: ScriptedStreamTransport, _ clock: ManualClock, count: Int
+    ) async throws -> [FittedContext] {
+        _ = await service.flags(for: try EvaluationContext(targetingKey: "opener").fitted())
+        try await Self.connectWaveEnded(service, transport)
+        let contexts = try (0..<count).map { try EvaluationContext(targetingKey: "u\($0)").fitted() }
+        for context in contexts {
+            clock.advance(by: .milliseconds(1))
+            _ = await service.flags(for: context)
+        }
+        return contexts
+    }
+
     @Test("a service holding 1,000 contexts refreshes them within the concurrency bound, most recent first, ≤ 200/s")
     func thousandContexts() async throws {
         let clock = ManualClock()
         let transport = ScriptedStreamTransport(clock: clock)
-        transport.setAdvertise(false)
         var options = try Self.options(transport, clock)
         options.maxConcurrentFetches = 8
         options.maxContexts = 2_000
         let service = try FlagService(options: options)
         defer { service.close() }
-        let contexts = try (0..<1_000).map { try EvaluationContext(targetingKey: "u\($0)").fitted() }
-        for context in contexts {
-            _ = await service.flags(for: context)
-            clock.advance(by: .milliseconds(1))
-        }
-        #expect(service.stats.contextsHeld == 1_000)
-        // The next bulk response advertises the stream: it opens and its connect wave refreshes
-        // every context used since (all of them), most recently used first.
-        transport.setAdvertise(true)
+        let contexts = try await Self.connectedWithUses(service, transport, clock, count: 1_000)
+        #expect(service.stats.contextsHeld == 1_001)
+        // A change: the event's wave refreshes every context used since the last wave (the
+        // 1,000), most recently used first.
         transport.change()
-        let extra = try EvaluationContext(targetingKey: "u1000").fitted()
-        _ = await service.flags(for: extra)
         let before = transport.fetches.count
-        try await Wait.until("the stream to connect") { service.stats.stream.connected }
-        try await Wait.until("the wave to refresh 1,001 contexts", seconds: 30) {
-            if transport.fetches.count < before + 1_001 { clock.advance(by: .milliseconds(50)) }
-            return transport.fetches.count >= before + 1_001 && service.stats.fetchesInFlight == 0
+        transport.pushRefetch()
+        try await Wait.until("the wave to refresh 1,000 contexts", seconds: 30) {
+            if transport.fetches.count < before + 1_000 { clock.advance(by: .milliseconds(50)) }
+            return transport.fetches.count >= before + 1_000 && service.stats.fetchesInFlight == 0
         }
         let wave = Array(transport.fetches[before...])
-        #expect(wave.count == 1_001)
+        #expect(wave.count == 1_000)
         #expect(transport.maxInFlight <= 8)
         #expect(transport.maxInFlight >= 2, "the wave runs fetches concurrently")
         let order = wave.compactMap { Self.index(of: $0.body) }
-        #expect(order.count == 1_001)
-        #expect(order.first.map { $0 >= 1_000 - 8 } == true, "the most recent first")
+        #expect(order.count == 1_000)
+        #expect(order.first.map { $0 >= 999 - 8 } == true, "the most recent first")
         // Within the concurrency window, the order follows recency.
         for (position, index) in order.enumerated() {
-            #expect(index >= 1_000 - position - 8, "position \(position) got u\(index)")
+            #expect(index >= 999 - position - 8, "position \(position) got u\(index)")
         }
         #expect(wave.allSatisfy { $0.headers["If-None-Match"] != nil })
         // At most 200 requests/s: a burst of one second's worth, then the bucket's rate.
         let start = try #require(wave.first).at
         let last = try #require(wave.last).at
-        #expect(last - start >= .seconds(3), "1,001 requests at 200/s take at least 4 s of clock time after the burst")
+        #expect(last - start >= .seconds(3), "1,000 requests at 200/s take 4 s of clock time after the burst")
         for request in wave {
             let elapsed =
                 Double((request.at - start).components.seconds)
@@ -96,8 +104,47 @@ struct StreamServiceTests {
         }
         // The values changed on the server are served without any refreshAfter expiring.
         #expect(service.flagsIfCached(for: contexts[0]).int("version", default: 0) == 2)
-        #expect(service.stats.streamWaves == 1)
+        #expect(service.stats.streamWaves == 2)
         #expect(service.status == .ready)
+    }
+
+    @Test("uses are kept for the waves only while a stream is connected, per shard, and counted in the bytes held")
+    func usesKeptOnlyWhileConnectedAndCounted() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        transport.setAdvertise(false)
+        let service = try FlagService(options: try Self.options(transport, clock))
+        defer { service.close() }
+        // No stream: nothing kept (before: every lookup took the roster's global lock and kept
+        // its context, up to maxContexts, outside the byte bound and the stats).
+        let early = try (0..<50).map { try EvaluationContext(targetingKey: "early\($0)").fitted() }
+        for context in early { _ = await service.flags(for: context) }
+        #expect(service.stats.streamUsesHeld == 0)
+        #expect(service.stats.streamUseBytes == 0)
+        // Connected: each use is kept once, and its bytes are part of the bytes held.
+        transport.setAdvertise(true)
+        _ = await service.flags(for: try EvaluationContext(targetingKey: "opener").fitted())
+        try await Self.connectWaveEnded(service, transport)
+        let bytesBefore = service.stats.bytesHeld
+        for context in early { _ = service.flagsIfCached(for: context) }
+        for context in early { _ = service.flagsIfCached(for: context) }
+        let stats = service.stats
+        #expect(stats.streamUsesHeld == 50)
+        #expect(stats.streamUseBytes >= 50 * early[0].canonicalJSON.utf8.count)
+        #expect(stats.bytesHeld - bytesBefore == stats.streamUseBytes)
+        // A wave takes them (their bytes go back); a lost stream drops what is kept.
+        transport.pushRefetch()
+        try await Wait.until("the wave to take the uses") {
+            service.stats.streamWaves == 2 && service.stats.streamUsesHeld == 0
+        }
+        _ = service.flagsIfCached(for: early[0])
+        #expect(service.stats.streamUsesHeld == 1)
+        transport.setStreamAnswer(.status(503))
+        transport.drop()
+        try await Wait.until("the stream to be lost and its uses dropped") {
+            !service.stats.stream.connected && service.stats.streamUsesHeld == 0
+        }
+        #expect(service.stats.streamUseBytes == 0)
     }
 
     @Test("held contexts not used since the last wave are marked stale and refreshed on next use")
@@ -133,29 +180,22 @@ struct StreamServiceTests {
     func aLaterWaveGoesFirst() async throws {
         let clock = ManualClock()
         let transport = ScriptedStreamTransport(clock: clock)
-        transport.setAdvertise(false)
         var options = try Self.options(transport, clock)
         options.maxConcurrentFetches = 4
         options.maxContexts = 2_000
         let service = try FlagService(options: options)
         defer { service.close() }
-        let contexts = try (0..<1_000).map { try EvaluationContext(targetingKey: "u\($0)").fitted() }
-        for context in contexts {
-            _ = await service.flags(for: context)
-            clock.advance(by: .milliseconds(1))
-        }
-        // The stream opens; its connect wave has 1,000 contexts to refresh at 200/s (5 s of
-        // clock time). Let it run 300 refreshes, no more.
-        transport.setAdvertise(true)
-        _ = await service.flags(for: try EvaluationContext(targetingKey: "opener").fitted())
-        try await Wait.until("the stream to connect") { service.stats.stream.connected }
+        let contexts = try await Self.connectedWithUses(service, transport, clock, count: 1_000)
+        // An event: its wave has 1,000 contexts to refresh at 200/s (5 s of clock time). Let it
+        // run 300 refreshes, no more.
         let before = transport.fetches.count
-        try await Wait.until("300 refreshes of the connect wave", seconds: 30) {
+        transport.pushRefetch()
+        try await Wait.until("300 refreshes of the first wave", seconds: 30) {
             let sent = transport.fetches.count - before
             if sent < 300 { clock.advance(by: .milliseconds(5)) }
             return sent >= 300
         }
-        // Ten contexts the connect wave has not reached yet are used, then the server changes:
+        // Ten contexts the first wave has not reached yet are used, then the server changes:
         // they must be sent next, after at most the four refreshes already in flight.
         let hot = Array(contexts[0..<10])
         clock.advance(by: .milliseconds(1))
@@ -163,11 +203,11 @@ struct StreamServiceTests {
         transport.change()
         transport.pushRefetch()
         // No clock movement until the event's wave is merged. (With waves queued one behind the
-        // other, the event's wave never starts here: the connect wave needs the clock to finish.)
+        // other, the event's wave never starts here: the first wave needs the clock to finish.)
         // Counted from the merge: tokens left over from the steps above may still send refreshes
-        // of the connect wave before the event is handled (seen under TSan), but after it only
+        // of the first wave before the event is handled (seen under TSan), but after it only
         // the refreshes already taken from the queue (at most the 4 workers) can go first.
-        try await Wait.until("the event's wave", seconds: 30) { service.stats.streamWaves >= 2 }
+        try await Wait.until("the event's wave", seconds: 30) { service.stats.streamWaves >= 3 }
         let mark = transport.fetches.count
         try await Wait.until("the hot contexts to be refreshed", seconds: 30) {
             let hotSeen = hot.allSatisfy { service.flagsIfCached(for: $0).int("version", default: 0) == 2 }
@@ -194,14 +234,14 @@ struct StreamServiceTests {
         do {
             try await Wait.until("every held context refreshed", seconds: 120) {
                 sent = transport.fetches.count - before
-                let done = sent >= 1_001 && service.stats.fetchesInFlight == 0
+                let done = sent >= 1_000 && service.stats.fetchesInFlight == 0
                 if !done { clock.advance(by: .milliseconds(50)) }
                 return done
             }
         } catch {
-            Issue.record(error, "\(sent) of 1,001 refreshes sent; waves \(service.stats.streamWaves)")
+            Issue.record(error, "\(sent) of 1,000 refreshes sent; waves \(service.stats.streamWaves)")
         }
-        #expect(transport.fetches.count - before <= 1_001, "each context refreshed once: merged, not repeated")
+        #expect(transport.fetches.count - before <= 1_000, "each context refreshed once: merged, not repeated")
     }
 
     @Test("an event's wave, and the refreshes its stale mark starts, carry the event's flagConfig parameters")

@@ -62,6 +62,11 @@ final class ContextCache: Sendable {
         let maxCount: Int
         /// The frequency sketch of the admission filter (nil: plain LRU).
         var sketch: FrequencySketch?
+        /// Contexts used since the last stream wave, kept only while a stream is connected
+        /// (`ContextCache+StreamUses.swift`); their bytes are reserved in the byte budget.
+        var streamUses: [String: StreamUse] = [:]
+        /// Fingerprints a wave has queued or is refreshing: not marked stale meanwhile.
+        var streamQueued: Set<String> = []
 
         init(maxCount: Int, admission: Bool) {
             self.maxCount = maxCount

@@ -13,7 +13,8 @@ extension FlagService {
                         await self?.refreshHeld(fitted, flagConfig: flagConfig)
                     }
                 },
-                pollInterval: { _ in }))
+                pollInterval: { _ in },
+                connected: { [weak self] isConnected in self?.streaming?.connected(isConnected) }))
     }
 
     /// Refreshes a held context now (in the background flight machinery, with `If-None-Match`)
@@ -48,5 +49,8 @@ extension FlagService {
         let counters = streaming.counters
         stats.streamWaves = counters.waves
         stats.streamRefreshes = counters.refreshes
+        let uses = cache.streamUseCounts
+        stats.streamUsesHeld = uses.uses
+        stats.streamUseBytes = uses.bytes
     }
 }

@@ -68,7 +68,7 @@ public final class FlagService: Sendable {
         )
         cache = ContextCache(
             maxContexts: options.maxContexts, maxBytes: options.maxCacheBytes, admission: options.frequencyAdmission)
-        streaming = ServiceStreaming.make(options: options, identity: identity, transport: transport)
+        streaming = ServiceStreaming.make(options: options, identity: identity, transport: transport, cache: cache)
         attachStreaming()
     }
 
@@ -256,17 +256,22 @@ public final class FlagService: Sendable {
         let shutCode: FlagErrorCode = gate.fatal ? .providerFatal : .providerNotReady
         var start: Start?
         var refused = false
-        // Held values confirmed before the last stream wave are stale.
-        let stale = streaming?.noteUse(fitted, now: now) ?? nil
+        // Held values confirmed before the last stream wave are stale (two atomic loads: no
+        // global lock on the lookup path, SPEC §12; the use is recorded in the shard below).
+        let tracking = streaming?.isTracking ?? false
+        let staleBefore = streaming?.staleBefore ?? .zero
+        var marked = false
         let decision = cache.shard(for: fingerprint).withLock { s -> Decision in
             var previous: Snapshot?
             s.recordAccess(fingerprint)
+            if tracking { s.noteStreamUse(fitted, now: now, budget: cache.budget) }
             if let i = s.find(fingerprint) {
                 s.touch(i)
                 let node = s.nodes[Int(i)]
                 if let snapshot = node.snapshot, now - node.confirmedAt <= options.maxStaleness {
                     s.hits += 1
-                    let marked = node.confirmedAt < (stale?.before ?? .zero)
+                    // A context a wave holds is not marked (its refresh is queued or running).
+                    marked = node.confirmedAt < staleBefore && !s.streamQueued.contains(fingerprint)
                     if now - node.confirmedAt > options.refreshAfter || marked,
                         now >= node.retryAt,
                         s.flights[fingerprint] == nil,
@@ -274,9 +279,7 @@ public final class FlagService: Sendable {
                     {
                         let flight = ContextFlight()
                         s.flights[fingerprint] = flight
-                        start = Start(
-                            flight: flight, previous: snapshot, background: true,
-                            flagConfig: marked ? stale?.flagConfig : nil)
+                        start = Start(flight: flight, previous: snapshot, background: true)
                     }
                     return .view(ContextFlags(snapshot: snapshot, environment: environment))
                 }
@@ -301,7 +304,12 @@ public final class FlagService: Sendable {
             return .join(flight)
         }
         if refused { fetcher.countRefused(gate) }
-        if let start { run(start, fitted) }
+        if var start {
+            // A refresh the stale mark started is event-triggered: it carries the event's
+            // parameters (read outside the shard lock, once per context per wave).
+            if marked, start.background { start.flagConfig = streaming?.staleFlagConfig }
+            run(start, fitted)
+        }
         return decision
     }
 

@@ -27,6 +27,11 @@ public struct FlagServiceStats: Sendable, Hashable {
     public var streamWaves = 0
     /// Held contexts the waves refreshed.
     public var streamRefreshes = 0
+    /// Contexts used since the last wave, kept for the next one: only while a stream is
+    /// connected, their bytes counted in the byte bound and in the bytes held.
+    public var streamUsesHeld = 0
+    /// The estimated bytes of ``streamUsesHeld`` (part of the bytes held).
+    public var streamUseBytes = 0
     /// Fetches in flight or queued now (single-flight: at most one per context).
     public var fetchesInFlight = 0
     /// Requests sent to the control plane.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Service mode's event stream (SPEC §14, docs/service.md "Event streams"): one stream per
 /// service, following what the latest bulk response advertised (a new URL replaces the stream,
@@ -20,20 +21,14 @@ final class ServiceStreaming: Sendable {
     }
 
     private struct Roster {
-        /// Contexts used since the last wave, with when they were last used.
-        var used: [String: Used] = [:]
-        /// Held values confirmed before this are stale (refreshed on next use).
-        var staleBefore: Duration?
-        /// The version of the event that set `staleBefore` (nil for a connect's wave).
+        /// The version of the event that set ``ServiceStreaming/staleBefore`` (nil for a
+        /// connect's wave).
         var staleFlagConfig: FlagConfigVersion?
         /// The contexts the waves still have to refresh, most recently used LAST (workers take
         /// from the end). A new wave merges into it, so the contexts used most recently go
         /// first even while an earlier wave (a connect wave over every held context, at
         /// 200 requests/s) is still running.
         var pending: [Used] = []
-        /// The fingerprints in `pending` or being refreshed by a worker: not marked stale
-        /// meanwhile (a read of one would otherwise start a second, background refresh of it).
-        var queued: Set<String> = []
         /// Running workers (at most the concurrency bound; counted from when a wave reserves
         /// them) and their tasks, for `close`.
         var running = 0
@@ -64,7 +59,6 @@ final class ServiceStreaming: Sendable {
                     byFingerprint[fingerprint] = entry
                     added += 1
                 }
-                queued.insert(fingerprint)
             }
             pending = byFingerprint.values.sorted { $0.usedAt < $1.usedAt }
             return added
@@ -78,24 +72,33 @@ final class ServiceStreaming: Sendable {
 
     let driver: EventStreamDriver
     private let clock: any HalyardClock
-    private let limit: Int
+    /// Where uses are recorded (per shard, under the lock a lookup holds anyway) and the
+    /// contexts a wave holds are marked (`ContextCache+StreamUses.swift`).
+    private let cache: ContextCache
     private let concurrency: Int
     private let roster = Locked(Roster())
     private let bucket: Locked<Bucket>
+    /// Whether the stream is connected: lookups record their use for the next wave only then.
+    private let tracking = Atomic<Bool>(false)
+    /// Held values confirmed before this (nanoseconds on the service's monotonic clock) are
+    /// stale: refreshed on their next use. `Int64.min`: no wave yet.
+    private let staleBeforeNanoseconds = Atomic<Int64>(.min)
 
-    init(driver: EventStreamDriver, clock: any HalyardClock, maxContexts: Int, maxConcurrentFetches: Int) {
+    init(
+        driver: EventStreamDriver, clock: any HalyardClock, cache: ContextCache, maxConcurrentFetches: Int
+    ) {
         self.driver = driver
         self.clock = clock
-        limit = max(maxContexts, 1)
+        self.cache = cache
         concurrency = max(maxConcurrentFetches, 1)
         bucket = Locked(Bucket(tokens: Self.requestsPerSecond, updatedAt: clock.monotonicNow))
     }
 
     /// The service's stream for its options: only with ``ChangeDetection/automatic`` and a
     /// transport that can stream.
-    static func make(options: FlagServiceOptions, identity: ClientIdentity, transport: any FlagTransport)
-        -> ServiceStreaming?
-    {
+    static func make(
+        options: FlagServiceOptions, identity: ClientIdentity, transport: any FlagTransport, cache: ContextCache
+    ) -> ServiceStreaming? {
         guard options.changeDetection == .automatic, let streaming = GuardedTransport.streaming(transport) else {
             return nil
         }
@@ -109,28 +112,29 @@ final class ServiceStreaming: Sendable {
             configuration: .init(machine: machine, identity: identity), transport: streaming, clock: options.clock,
             logHandler: options.logHandler)
         return ServiceStreaming(
-            driver: driver, clock: options.clock, maxContexts: options.maxContexts,
-            maxConcurrentFetches: options.maxConcurrentFetches)
+            driver: driver, clock: options.clock, cache: cache, maxConcurrentFetches: options.maxConcurrentFetches)
     }
 
-    /// The stale mark in force for one context, and the flag configuration version of the event
-    /// that set it (a refresh started because of the mark carries them: it is event-triggered,
-    /// and the parameters are what lets a cache in front of the control plane serve the new
-    /// configuration).
-    struct StaleMark: Sendable {
-        var before: Duration
-        var flagConfig: FlagConfigVersion?
+    /// Whether a lookup records its use for the next wave (a stream is connected): one atomic
+    /// load.
+    var isTracking: Bool { tracking.load(ordering: .relaxed) }
+
+    /// Held values confirmed before this are stale (nil: no wave yet): one atomic load.
+    var staleBefore: Duration? {
+        let nanoseconds = staleBeforeNanoseconds.load(ordering: .acquiring)
+        return nanoseconds == .min ? nil : .nanoseconds(nanoseconds)
     }
 
-    /// Notes a use of `fitted` (for the next wave) and returns the stale mark in force.
-    func noteUse(_ fitted: FittedContext, now: Duration) -> StaleMark? {
-        roster.withLock { r in
-            if r.used[fitted.fingerprint] != nil || r.used.count < limit {
-                r.used[fitted.fingerprint] = Used(fitted: fitted, usedAt: now)
-            }
-            guard !r.queued.contains(fitted.fingerprint), let before = r.staleBefore else { return nil }
-            return StaleMark(before: before, flagConfig: r.staleFlagConfig)
-        }
+    /// The flag configuration version of the event whose wave set ``staleBefore``: read only
+    /// when a lookup found its context marked (once per context per wave).
+    var staleFlagConfig: FlagConfigVersion? { roster.withLock { $0.staleFlagConfig } }
+
+    /// The driver says whether the stream is connected: uses are recorded only while it is;
+    /// those recorded are dropped when it stops being (its reconnect's wave marks every held
+    /// context stale, so none is missed).
+    func connected(_ isConnected: Bool) {
+        tracking.store(isConnected, ordering: .relaxed)
+        if !isConnected { cache.dropStreamUses() }
     }
 
     /// The streams a 200 bulk response advertised: the driver follows the first (the same URL
@@ -153,13 +157,13 @@ final class ServiceStreaming: Sendable {
         refresh: @escaping @Sendable (FittedContext, FlagConfigVersion?) async -> Void
     ) async {
         let now = clock.monotonicNow
+        // The uses, shard by shard (off the lookup path); then the roster, never under a shard.
+        let taken = cache.takeStreamUses().map { Used(fitted: $0.fitted, usedAt: $0.usedAt) }
         let start = roster.withLock { r -> [UInt64] in
             guard !r.closed else { return [] }
-            r.staleBefore = now
             r.staleFlagConfig = flagConfig
+            staleBeforeNanoseconds.store(Self.nanoseconds(now), ordering: .releasing)
             r.waves += 1
-            let taken = Array(r.used.values)
-            r.used = [:]
             r.waveRefreshes += r.merge(taken, flagConfig: flagConfig)
             let wanted = min(concurrency, r.pending.count) - r.running
             guard wanted > 0 else { return [] }
@@ -200,9 +204,9 @@ final class ServiceStreaming: Sendable {
             guard await takeToken() else {
                 roster.withLock { r in
                     r.pending.removeAll()
-                    r.queued.removeAll()
                     leave(&r)
                 }
+                cache.clearStreamQueued()
                 return
             }
             let next = roster.withLock { r -> Used? in
@@ -217,8 +221,16 @@ final class ServiceStreaming: Sendable {
                 return
             }
             await refresh(next.fitted, next.flagConfig)
-            _ = roster.withLock { $0.queued.remove(next.fitted.fingerprint) }
+            cache.streamDone(next.fitted.fingerprint)
         }
+    }
+
+    /// `duration` in whole nanoseconds (saturating).
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min + 1 : .max }
+        return scaled &+ attoseconds / 1_000_000_000
     }
 
     /// Gives back a token taken for a context that another worker sent first.
@@ -253,9 +265,11 @@ final class ServiceStreaming: Sendable {
         let tasks = roster.withLock { r -> [Task<Void, Never>] in
             r.closed = true
             r.pending.removeAll()
-            r.queued.removeAll()
             return Array(r.workers.values)
         }
+        tracking.store(false, ordering: .relaxed)
+        cache.dropStreamUses()
+        cache.clearStreamQueued()
         for task in tasks { task.cancel() }
         driver.close()
     }

@@ -19,6 +19,8 @@ final class EventStreamDriver: Sendable {
         var fetch: @Sendable (EventStreamMachine.Fetch) async -> Void
         /// Poll at this interval from now on.
         var pollInterval: @Sendable (Duration) -> Void
+        /// The stream became connected (`true`) or stopped being so (`false`); in order.
+        var connected: @Sendable (Bool) -> Void = { _ in }
     }
 
     private enum Delivery {
@@ -27,6 +29,7 @@ final class EventStreamDriver: Sendable {
         case fetch(EventStreamMachine.Fetch)
         case pollInterval(Duration)
         case log(HalyardLogLevel, String)
+        case connected(Bool)
     }
 
     private struct State: Sendable, OutboxState {
@@ -120,7 +123,9 @@ final class EventStreamDriver: Sendable {
         var cancels: [Task<Void, Never>] = []
         state.withLock { s in
             prepare(&s)
+            let wasConnected = s.machine.stats.connected
             let actions = s.machine.event(input, now: now, random: &s.random)
+            if s.machine.stats.connected != wasConnected { s.outbox.append(.connected(s.machine.stats.connected)) }
             for action in actions {
                 switch action {
                 case .connect(let id):
@@ -180,6 +185,8 @@ final class EventStreamDriver: Sendable {
             owner.value?.pollInterval(interval)
         case .log(let level, let message):
             logHandler?(level, message)
+        case .connected(let connected):
+            owner.value?.connected(connected)
         }
     }
 
