@@ -96,6 +96,29 @@ import Testing
         #expect(plane.evaluationCount == 20 && service.stats.contextsHeld == 20)
     }
 
+    /// SPEC §2: flag keys are exact bytes. The key interner looked keys up in a `Set<String>`,
+    /// which merges canonically equivalent strings: the key served to the second context was
+    /// stored as the first context's bytes, and that context's read of its own key missed.
+    @Test func canonicallyEquivalentKeysServedToTwoContextsStayTheirOwn() async throws {
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(Array(composed.utf8) != Array(decomposed.utf8))
+        let plane = InMemoryControlPlane()
+        plane.setContextValues { context in
+            guard case .object(let m) = context, case .string(let key)? = m["targetingKey"] else { return nil }
+            return [key == "a" ? composed : decomposed: .bool(true)]
+        }
+        let service = try FlagService(options: plane.makeServiceOptions())
+        defer { service.close() }
+        let a = await service.flags(for: try EvaluationContext(targetingKey: "a").fitted())
+        let b = await service.flags(for: try EvaluationContext(targetingKey: "b").fitted())
+        #expect(a.boolDetail(composed, default: false).errorCode == nil)
+        let own = b.boolDetail(decomposed, default: false)
+        #expect(own.errorCode == nil, "b's read of its own key: \(own)")
+        #expect(own.value == true)
+        #expect(b.boolDetail(composed, default: false).errorCode == .flagNotFound, "b was never served a's bytes")
+    }
+
     @Test func flagsIfCachedNeverWaitsAndStartsTheFetch() async throws {
         let plane = Self.plane()
         plane.holdInitialization()

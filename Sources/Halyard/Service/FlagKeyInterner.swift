@@ -13,8 +13,20 @@ final class FlagKeyInterner: Sendable {
     /// The most estimated bytes of keys kept (the set's slots included).
     static let maxBytes = 1 << 20
     private struct Table {
-        var set = Set<String>()
+        var set = Set<ExactKey>()
         var keyBytes = 0
+    }
+
+    /// A key compared and hashed by its UTF-8 bytes (SPEC §2: flag keys are exact bytes). A
+    /// `Set<String>` would merge canonically equivalent keys (`"caf\u{E9}"` and
+    /// `"cafe\u{301}"`), giving one context the other's bytes, which its own reads then miss.
+    private struct ExactKey: Hashable {
+        let string: String
+        static func == (a: ExactKey, b: ExactKey) -> Bool { a.string.utf8.elementsEqual(b.string.utf8) }
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(string.utf8.count)
+            for byte in string.utf8 { hasher.combine(byte) }
+        }
     }
     private let table = Locked(Table())
 
@@ -25,13 +37,13 @@ final class FlagKeyInterner: Sendable {
             var all = true
             for index in flags.indices {
                 let key = flags[index].key
-                if let shared = t.set.firstIndex(of: key) {
-                    flags[index].key = t.set[shared]
+                if let shared = t.set.firstIndex(of: ExactKey(string: key)) {
+                    flags[index].key = t.set[shared].string
                     continue
                 }
                 let cost = Snapshot.stringBytes(key)
                 if t.set.count < Self.capacity, Self.slotBytes(t.set.count + 1) + t.keyBytes + cost <= Self.maxBytes {
-                    t.set.insert(key)
+                    t.set.insert(ExactKey(string: key))
                     t.keyBytes += cost
                 } else {
                     all = false
