@@ -319,6 +319,37 @@ final class FailingSleepClock: HalyardClock, Sendable {
         #expect(plane.requests.last?.headers["Authorization"] == "Bearer srv-new-key")
     }
 
+    /// A key rotation is not undone by the old key's late 401s: with two fetches in flight, the
+    /// first 401 makes the service fatal, `setKey` lifts it, and the second, sent with the old
+    /// key, changes nothing (before: fatal again, and a new context served defaults).
+    @Test func lateRefusalsOfTheOldKeyDoNotUndoSetKey() async throws {
+        let transport = KeyRotationTransport()
+        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "old-key")
+        options.transport = transport
+        options.exposures.enabled = false
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        let first = Task { await service.flags(for: serviceContext(1)).unavailableReason }
+        let second = Task { await service.flags(for: serviceContext(2)).unavailableReason }
+        try await Wait.until("two old-key fetches in flight") { transport.held == 2 }
+        transport.releaseOne()
+        try await Wait.until("the first 401 to make the service fatal") { service.status == .fatal }
+        try await service.setKey("new-key")
+        #expect(service.status == .notReady)
+        transport.releaseOne()
+        let reasons = [await first.value, await second.value]
+        #expect(service.status != .fatal, "a refusal of the replaced key made the service fatal again")
+        #expect(service.stats.staleKeyRefusals == 1)
+        // The context whose 401 came first was served the fatal reason (which one is the
+        // transport's order).
+        #expect(reasons.contains(.providerFatal), "\(reasons)")
+        let fresh = await service.flags(for: serviceContext(3))
+        #expect(
+            fresh.bool("a", default: false) == true,
+            "a new context after the rotation: \(fresh.unavailableReason as Any)")
+        #expect(service.status == .ready)
+    }
+
     /// During a 429 pause a miss creates nothing and stores nothing; status is `error` until a
     /// success after the pause.
     @Test func aPauseCreatesNoFlightAndStoresNothing() async throws {
@@ -490,5 +521,25 @@ final class FailingSleepClock: HalyardClock, Sendable {
             #expect(fitted.fingerprint == (try context.fitted()).fingerprint)
         }
         #expect(try a.fitted().fingerprint != (try b.fitted()).fingerprint)
+    }
+}
+
+/// Answers 401 to the old key, each held until ``releaseOne()``, and 200 to any other key.
+final class KeyRotationTransport: FlagTransport, Sendable {
+    private let waiting = Locked<[CheckedContinuation<Void, Never>]>([])
+    var held: Int { waiting.withLock { $0.count } }
+
+    func releaseOne() {
+        let next = waiting.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        next?.resume()
+    }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        guard request.headers["Authorization"] == "Bearer old-key" else {
+            let body = #"{"flags":[{"key":"a","value":true,"reason":"STATIC"}]}"#
+            return TransportResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
+        }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in waiting.withLock { $0.append(c) } }
+        return TransportResponse(status: 401)
     }
 }

@@ -190,6 +190,7 @@ public final class FlagService: Sendable {
         stats.shedFetches = fetches.shed
         stats.droppedFetches = fetches.dropped
         stats.forbiddenContexts = fetches.forbidden
+        stats.staleKeyRefusals = fetches.staleKeyRefusals
         stats.internedKeyBytes = keys.bytes + tables.bytes
         stats.sharedDetailBytes = details.bytes
         stats.sharedDetails = details.count

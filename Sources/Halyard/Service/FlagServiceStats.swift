@@ -25,6 +25,9 @@ public struct FlagServiceStats: Sendable, Hashable {
     public var stream = EventStreamStats()
     /// Refresh waves the stream started (one per `refetchEvaluation` or reconnect, coalesced).
     public var streamWaves = 0
+    /// 401/403 answers to requests sent with a key ``FlagService/setKey(_:)`` has since
+    /// replaced: ignored (they say nothing about the new key).
+    public var staleKeyRefusals = 0
     /// Held contexts the waves refreshed.
     public var streamRefreshes = 0
     /// Contexts used since the last wave, kept for the next one: only while a stream is

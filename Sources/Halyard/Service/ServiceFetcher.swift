@@ -39,6 +39,9 @@ final class ServiceFetcher: Sendable {
     }
 
     private struct State {
+        /// Bumped by every ``ServiceFetcher/setKey(_:)``: a request carries the generation of
+        /// the key it was built with, and a refusal of an older key changes nothing.
+        var keyGeneration: UInt64 = 0
         var inFlight = 0
         var queue: FetchQueue
         var waiting: [UInt64: CheckedContinuation<Grant, Never>] = [:]
@@ -66,6 +69,8 @@ final class ServiceFetcher: Sendable {
         var shed = 0
         var dropped = 0
         var forbidden = 0
+        /// 401/403 answers to requests sent with a key `setKey` has replaced (ignored).
+        var staleKeyRefusals = 0
     }
 
     /// What ``gate(now:)`` found: read from atomics, no lock.
@@ -174,6 +179,7 @@ final class ServiceFetcher: Sendable {
     func setKey(_ key: String) {
         identity.setKey(key)
         state.withLock { s in
+            s.keyGeneration &+= 1
             if s.status == .fatal { s.status = .notReady }
             publish(s)
         }
@@ -231,6 +237,9 @@ final class ServiceFetcher: Sendable {
             if gate.pausedUntil != nil { state.withLock { $0.stats.paused += 1 } }
             return .skipped(until: gate.pausedUntil)
         }
+        // The generation before the request reads the key: a `setKey` in between makes this
+        // request's refusal count as an old key's at worst (ignored once; the next one counts).
+        let generation = state.withLock { $0.keyGeneration }
         let request = builder.request(
             contextJSON: context.canonicalJSON, ifNoneMatch: etag, flagConfig: flagConfig)
         state.withLock { $0.stats.requestsSent += 1 }
@@ -256,16 +265,24 @@ final class ServiceFetcher: Sendable {
             }
             outcome = .transient(.network, retryAfter: nil)
         }
-        return record(outcome, status: status, decoded: decoded)
+        return record(outcome, status: status, decoded: decoded, generation: generation)
     }
 
-    private func record(_ outcome: RefreshMachine.Outcome, status: Int?, decoded: OFREPResponse?) -> Result {
+    private func record(
+        _ outcome: RefreshMachine.Outcome, status: Int?, decoded: OFREPResponse?, generation: UInt64
+    ) -> Result {
         let now = clock.monotonicNow
         let unit = Double.random(in: 0..<1)
         var log: (HalyardLogLevel, String)?
         let result = state.withLock { s -> Result in
             defer { publish(s) }
             if let status { s.stats.responsesByStatus[status, default: 0] += 1 }
+            if case .unauthorized = outcome, generation != s.keyGeneration {
+                // Sent with a key `setKey` has replaced: says nothing about the new key (with 32
+                // fetches in flight, a late 401 made the service fatal again after the rotation).
+                s.stats.staleKeyRefusals += 1
+                return .skipped(until: nil)
+            }
             switch outcome {
             case .updated(let etag):
                 s.consecutiveFailures = 0
