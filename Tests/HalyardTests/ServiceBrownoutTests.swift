@@ -327,6 +327,9 @@ final class FailingSleepClock: HalyardClock, Sendable {
         var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "old-key")
         options.transport = transport
         options.exposures.enabled = false
+        // Nothing may time out while the test holds the answers (a loaded machine is slow).
+        options.coldFetchTimeout = .seconds(120)
+        options.requestTimeout = .seconds(120)
         let service = try FlagService(options: options)
         defer { service.close() }
         let first = Task { await service.flags(for: serviceContext(1)).unavailableReason }
