@@ -358,7 +358,16 @@ if let path = options.json {
         "date": ISO8601DateFormatter().string(from: Date()),
         "results": results,
     ]
-    let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
+    // A figure that could not be measured (no sample: NaN) is written as null, not a crash.
+    func finite(_ value: Any) -> Any {
+        switch value {
+        case let number as Double: return number.isFinite ? number : NSNull()
+        case let array as [Any]: return array.map(finite)
+        case let object as [String: Any]: return object.mapValues(finite)
+        default: return value
+        }
+    }
+    let data = try JSONSerialization.data(withJSONObject: finite(document), options: [.prettyPrinted, .sortedKeys])
     try data.write(to: URL(fileURLWithPath: path))
     say("wrote \(path)")
 }

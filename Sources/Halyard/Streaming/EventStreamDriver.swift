@@ -165,12 +165,18 @@ final class EventStreamDriver: Sendable {
             let task = Task { [weak self] () -> Void in
                 await self?.run(connection: id, stream: stream, lastEventID: lastEventID)
             }
-            // Stale unless the machine still waits for this very connection: a `.withdrawn`, a
-            // suspension or a stop between the action and this delivery found no task to cancel.
+            // Stale unless the machine is still on this very connection, connecting or (the task
+            // may already have run its open) connected: a `.withdrawn`, a suspension or a stop
+            // between the action and this delivery found no task to cancel.
             let stale = state.withLock { s -> Bool in
-                guard s.machine.connection == id, case .connecting = s.machine.phase else { return true }
-                s.tasks[id] = task
-                return false
+                guard s.machine.connection == id else { return true }
+                switch s.machine.phase {
+                case .connecting, .connected:
+                    s.tasks[id] = task
+                    return false
+                case .idle, .waiting, .suspended, .stopped:
+                    return true
+                }
             }
             if stale { task.cancel() }
         case .close(let task):
