@@ -217,6 +217,41 @@ import Testing
         }
     #endif
 
+    #if canImport(CHalyardCurl)
+        /// Behind an HTTPS proxy the proxy's own `200 Connection established` head reached the
+        /// header callback first, and a stream took it for its head ("a 200 that is not
+        /// text/event-stream", forever). With `CURLOPT_SUPPRESS_CONNECT_HEADERS` the stream's head
+        /// is the server's; requests go through the tunnel too. (URLSession on Linux reads
+        /// `https_proxy` from the process environment only, which a parallel test run cannot set
+        /// for one test.)
+        @Test func streamsAndRequestsGoThroughAnHTTPSProxy() async throws {
+            guard CurlTransport.isAvailable else { return }
+            let certificate = try TransportTLSTests.makeCertificate()
+            defer { try? FileManager.default.removeItem(at: certificate.folder) }
+            let server = try await ControlPlaneServer.launched(
+                flags: ["default": [["key": "a", "value": 1]]], tls: (certificate.certificate, certificate.key))
+            defer { server.stop() }
+            let proxy = try ConnectProxy()
+            defer { proxy.stop() }
+            let transport = CurlTransport(trustedCAFile: certificate.certificate, proxy: proxy.url)
+            let stream = try await Wait.result("open a stream through the proxy") {
+                try await transport.openStream(self.request(server.streamURL()), inactivityTimeout: .seconds(30))
+            }
+            defer { stream.cancel() }
+            #expect(stream.status == 200)
+            #expect(
+                stream.header("Content-Type")?.hasPrefix("text/event-stream") == true,
+                "the stream's head is the server's, not the proxy's: \(stream.headers)")
+            #expect(stream.header("Proxy-Agent") == nil, "the proxy's CONNECT answer was taken for the head")
+            let response = try await Wait.result("a request through the proxy") {
+                try await transport.send(SyncTransportTests.request(server, timeout: .seconds(10)))
+            }
+            #expect(response.status == 200)
+            try await Wait.until("two tunnels seen by the proxy") { proxy.tunnels.count >= 2 }
+            #expect(proxy.tunnels.allSatisfy { $0 == "127.0.0.1:\(server.port)" }, "\(proxy.tunnels)")
+        }
+    #endif
+
     @Test(arguments: TransportKind.available)
     func aRefusedConnectionFailsTheOpen(kind: TransportKind) async throws {
         let transport = try transport(kind)

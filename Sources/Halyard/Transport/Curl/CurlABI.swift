@@ -68,6 +68,8 @@
         static let redirectProtocols: Int32 = 182
         /// `CURLOPT_XFERINFOFUNCTION` (function).
         static let xferInfoFunction: Int32 = 20_219
+        /// `CURLOPT_PROXY` (string): an explicit proxy (tests; users set `https_proxy`).
+        static let proxy: Int32 = 10_004
         /// `CURLOPT_SUPPRESS_CONNECT_HEADERS` (long; 7.54.0): a proxy's CONNECT answer
         /// (`HTTP/1.1 200 Connection established`) is not passed to the header callback.
         static let suppressConnectHeaders: Int32 = 265

@@ -43,11 +43,13 @@
         /// buffer, `headerLines` as the request's headers, and the header and write callbacks,
         /// which report to `receiver` from now on. Throws when libcurl refuses any of them.
         func configure(
-            url: URL, trustedCAFile: String?, headerLines: [String], receiver: any CurlTransfer
+            url: URL, trustedCAFile: String?, headerLines: [String], receiver: any CurlTransfer,
+            proxy: String? = nil
         ) throws(TransportError) {
             self.receiver = receiver
             let options = self.options
             try options.setPolicy(url: url, trustedCAFile: trustedCAFile)
+            if let proxy { try options.setString(CurlABI.proxy, proxy, "PROXY") }
             try options.setPointer(CurlABI.errorBuffer, errorBuffer, "ERRORBUFFER")
             try options.setHeaders(headerLines, into: &headerList)
 

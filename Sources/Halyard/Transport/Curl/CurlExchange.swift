@@ -35,7 +35,7 @@
         /// now. `backstop`: how long after the deadline libcurl's own timeout ends the transfer
         /// (`nil`: libcurl has none, only the driver's deadline holds — tests of that deadline).
         init(
-            _ request: TransportRequest, trustedCAFile: String?, library: CurlLibrary,
+            _ request: TransportRequest, trustedCAFile: String?, library: CurlLibrary, proxy: String? = nil,
             deadline: ContinuousClock.Instant? = nil, backstop: Duration? = .seconds(1)
         ) throws(TransportError) {
             handle = try CurlEasyHandle(library: library)
@@ -47,7 +47,8 @@
                 lines.append("Accept-Encoding: gzip")
             }
             lines.append("Expect:")  // no 100-continue round trip for large bodies
-            try handle.configure(url: request.url, trustedCAFile: trustedCAFile, headerLines: lines, receiver: self)
+            try handle.configure(
+                url: request.url, trustedCAFile: trustedCAFile, headerLines: lines, receiver: self, proxy: proxy)
             try configure(request, backstop: backstop)
         }
 

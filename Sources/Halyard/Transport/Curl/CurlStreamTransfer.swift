@@ -49,7 +49,7 @@
         /// transfer until it is freed.
         init(
             _ request: TransportRequest, inactivity: Duration, trustedCAFile: String?, library: CurlLibrary,
-            live: Locked<Int>? = nil
+            live: Locked<Int>? = nil, proxy: String? = nil
         ) throws(TransportError) {
             handle = try CurlEasyHandle(library: library)
             self.live = live
@@ -61,7 +61,7 @@
             try handle.configure(
                 url: request.url, trustedCAFile: trustedCAFile,
                 headerLines: streamRequestHeaders(request.headers).map { CurlEasyOptions.headerLine($0.key, $0.value) },
-                receiver: self)
+                receiver: self, proxy: proxy)
             let options = handle.options
             let milliseconds = CurlEasyOptions.milliseconds(request.timeout)
             // Connecting is bounded by the head's timeout; the transfer as a whole is not.

@@ -21,7 +21,7 @@
             get.method = "GET"
             let transfer = try CurlStreamTransfer(
                 get, inactivity: inactivityTimeout, trustedCAFile: trustedCAFile, library: multi.library,
-                live: liveStreamTransfers)
+                live: liveStreamTransfers, proxy: proxy)
             let head = await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
                     transfer.attachHead(continuation)

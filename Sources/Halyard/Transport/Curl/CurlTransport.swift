@@ -33,6 +33,8 @@
         /// A PEM file of certificate authorities to trust instead of the system's, or `nil`.
         public let trustedCAFile: String?
         private let multi: Result<CurlMulti, CurlUnavailable>
+        /// An explicit proxy for every transfer (tests), or nil (libcurl's `https_proxy` rules).
+        let proxy: String?
         /// How many of this transport's stream transfers are alive (their easy handles not yet
         /// cleaned up): back to zero once every stream it opened is over, whatever its status.
         let liveStreamTransfers = Locked(0)
@@ -50,12 +52,23 @@
         ///   `nil` (the default) trusts the system store. Verification is never turned off.
         public init(trustedCAFile: String? = nil) {
             self.trustedCAFile = trustedCAFile
+            proxy = nil
+            multi = CurlMulti.shared
+        }
+
+        /// A transport whose transfers go through `proxy` (`CURLOPT_PROXY`, e.g.
+        /// `http://127.0.0.1:3128`): the tests' loopback CONNECT proxy, without setting the
+        /// process-wide `https_proxy` that users set.
+        init(trustedCAFile: String?, proxy: String?) {
+            self.trustedCAFile = trustedCAFile
+            self.proxy = proxy
             multi = CurlMulti.shared
         }
 
         /// A transport on its own multi handle (tests).
         init(multi: CurlMulti, trustedCAFile: String? = nil) {
             self.trustedCAFile = trustedCAFile
+            proxy = nil
             self.multi = .success(multi)
         }
 
@@ -78,7 +91,7 @@
         ) async throws -> TransportResponse {
             if Task.isCancelled { throw TransportError.cancelled }
             let exchange = try CurlExchange(
-                request, trustedCAFile: trustedCAFile, library: multi.library, deadline: deadline,
+                request, trustedCAFile: trustedCAFile, library: multi.library, proxy: proxy, deadline: deadline,
                 backstop: multi.libcurlBackstop)
             let outcome = await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
