@@ -24,6 +24,8 @@ struct Options {
     var brownoutOnly = false
     /// `--details-only`: section 9 only (detail reads from every core, shared vs own details).
     var detailsOnly = false
+    /// `--stream-only`: section 10 only (the warm path with a stream connected, one event's wave).
+    var streamOnly = false
 
     /// Parses `arguments` (the program name first); exits with status 2 on an unknown argument.
     init(_ arguments: [String]) {
@@ -37,6 +39,7 @@ struct Options {
             case "--memory-only": memoryOnly = true
             case "--brownout-only": brownoutOnly = true
             case "--details-only": detailsOnly = true
+            case "--stream-only": streamOnly = true
             case "--samples": samples = iterator.next().flatMap { Int($0) }
             case "--path": path = iterator.next() ?? "both"
             default:

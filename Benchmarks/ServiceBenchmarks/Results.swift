@@ -35,6 +35,8 @@ struct ServiceResults: Codable {
     var storm: Storm?
     /// Section 9: detail reads from every core.
     var sharedDetails: SharedDetails?
+    /// Section 10: the warm path with a stream connected, and one event's wave.
+    var streamWarmPath: StreamWarmPath?
     /// Every verdict of the run, in the order printed.
     var verdicts: [Verdict] = []
 }
@@ -241,4 +243,33 @@ struct SharedDetails: Codable {
     var stripedToOwn: [Double]
     /// One copy of each result / own details, per round.
     var oneCopyToOwn: [Double]
+}
+
+/// Section 10: the warm path with a stream connected against polling, and one event's wave.
+struct StreamWarmPath: Codable {
+    /// Contexts held by each service (all used before the event).
+    var held: Int
+    /// Whether the streaming service's stream connected (the ratios mean nothing otherwise).
+    var connected: Bool
+    /// Requests timed per path and service.
+    var samples: Int
+    /// `flags(for: EvaluationContext)` + 10 reads with the stream connected, µs.
+    var streamP50us: Double
+    var streamP99us: Double
+    /// The same on the polling service, µs.
+    var pollingP50us: Double
+    var pollingP99us: Double
+    /// With / without a stream, fitting path and pre-fitted path.
+    var ratioP50: Double
+    var ratioP99: Double
+    var fittedRatioP50: Double
+    var fittedRatioP99: Double
+    /// Uses held for the next wave when the event came, and their estimated bytes.
+    var usesHeld: Int
+    var useBytes: Int
+    /// From the event's delivery to its wave queued (every shard's uses taken and merged), ms.
+    var waveQueuedMs: Double
+    /// The warm path while the wave's refreshes run, µs.
+    var duringWaveP50us: Double
+    var duringWaveP99us: Double
 }

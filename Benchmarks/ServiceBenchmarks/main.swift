@@ -3,7 +3,7 @@
 //
 //   swift run -c release halyard-bench-service [--quick] [--json FILE] [--skip-loopback]
 //       [--warm-only [--samples N] [--path context|fitted|both]] [--memory-only]
-//       [--brownout-only] [--details-only]
+//       [--brownout-only] [--details-only] [--stream-only]
 //
 // Workload (Workload.swift): 1,000,000 distinct user contexts (10 attributes each) requested with
 // Zipf(1.1) popularity; each request reads 10 flags of one of 4 routes (40 of the 64 flags served
@@ -34,6 +34,10 @@ if options.memoryOnly {
 }
 if options.detailsOnly {
     _ = try await bench.sharedDetails()
+    bench.finishAlone()
+}
+if options.streamOnly {
+    _ = try await bench.streamWarmPath()
     bench.finishAlone()
 }
 if options.brownoutOnly {
@@ -69,5 +73,7 @@ results.brownout = try await bench.brownout()
 results.storm = try await bench.storm()
 // 9. Detail reads from every core: shared vs own details.
 results.sharedDetails = try await bench.sharedDetails()
+// 10. The warm path with a stream connected vs polling; one event's wave at many held contexts.
+results.streamWarmPath = try await bench.streamWarmPath()
 
 try bench.finish(results)

@@ -558,8 +558,11 @@ class Handler(BaseHTTPRequestHandler):
 #     chunks    writes the request's "chunk" query values (repeatable, percent-encoded) one per
 #               "interval" seconds (default 0.05), then stays open (or closes with close=1).
 #     redirect  302 to redirectTo (or ?location=...); "sameOrigin=1" redirects to the same path on
-#               this server with mode=flagd instead.
+#               this server with mode=flagd instead (mode=<target> with "target=<mode>").
 #     404       404 on the stream URL.
+#     cycle     a deployed server's life, per caller (its Authorization header): connects 1, 4, 7,
+#               ... are "drop" (the stream ends cleanly after dropEvery seconds), 2, 5, ... are a
+#               503, and 3, 6, ... a same-origin 302 to a "drop" stream (the stream soak).
 #     status    answers "status" with a small body.
 # Streams use chunked transfer encoding (as Go servers do); "drop" and "chunks&close=1" end it with
 # the final chunk; a server-initiated "/_admin/stream/drop" resets the connections.
@@ -610,6 +613,7 @@ class StreamState:
         self.config = dict(STREAM_DEFAULTS)
         self.listeners = []  # (queue, handler) of the open streams
         self.connects = 0
+        self.cycles = {}  # "cycle" mode: stream requests so far, by Authorization header
         self.bulk = []
         self.streams = []
         self.event_id = 0
@@ -742,6 +746,7 @@ def stream_admin(handler, method, path, body):
             streams.bulk = []
             streams.streams = []
             streams.connects = 0
+            streams.cycles = {}
         return False  # the server's own reset answers
     return False
 
@@ -766,6 +771,18 @@ def stream_route(handler, method, path, query, body):
             value = params[key][0]
             config[key] = value if key == "mode" else float(value)
     mode = config["mode"]
+    if mode == "cycle":
+        caller = handler.headers.get("Authorization") or ""
+        with state.lock:
+            turn = streams.cycles.get(caller, 0)
+            streams.cycles[caller] = turn + 1
+        mode = ("drop", "status", "redirect")[turn % 3]
+        if mode == "status":
+            config["status"] = 503
+        elif mode == "redirect":
+            params = dict(params)
+            params["sameOrigin"] = ["1"]
+            params["target"] = ["drop"]
     with state.lock:
         state.seq += 1
         record = {"seq": state.seq, "time": time.time(), "path": path, "query": query,
@@ -795,7 +812,8 @@ def _serve_stream(handler, state, streams, config, mode, params, record):
     if mode == "redirect":
         port = handler.server.server_address[1]
         if params.get("sameOrigin", ["0"])[0] == "1":
-            location = "http://127.0.0.1:%d%s?mode=flagd" % (port, config["path"])
+            target = params.get("target", ["flagd"])[0]
+            location = "http://127.0.0.1:%d%s?mode=%s" % (port, config["path"], target)
         else:
             location = params.get("location", [None])[0] or config.get("redirectTo") or (
                 "http://localhost:%d%s?mode=flagd" % (port, config["path"]))
