@@ -195,6 +195,47 @@ struct StreamClientTests {
         #expect(h.client.status == .ready)
     }
 
+    @Test("a stream withdrawn while its open is on the way leaves no connection when the open completes")
+    func withdrawnWhileOpeningLeavesNoConnection() async throws {
+        let h = try StreamClientHarness()
+        defer { h.client.close() }
+        h.transport.holdOpens()
+        #expect(await h.client.ready(timeout: .seconds(5)))
+        try await Wait.until("the stream open to be on its way") { h.transport.heldOpens == 1 }
+        // The next 200 advertises no stream: the machine withdraws it while the open is held.
+        h.transport.setAdvertise(false)
+        h.transport.change()
+        await h.client.refresh()
+        #expect(h.version == 2)
+        h.transport.releaseOpens()
+        try await Wait.until("the completed open to be closed (\(h.transport.openConnections) open)") {
+            h.transport.streamOpens.count == 1 && h.transport.openConnections == 0
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(h.transport.openConnections == 0, "a connection nobody follows stayed open")
+        #expect(!h.stream.connected)
+        #expect(h.transport.streamOpens.count == 1, "no reconnect after a withdrawal")
+    }
+
+    @Test("a stream suspended while its open is on the way leaves no connection when the open completes")
+    func suspendedWhileOpeningLeavesNoConnection() async throws {
+        let h = try StreamClientHarness { $0.streamInactivityDelay = .seconds(1) }
+        defer { h.client.close() }
+        h.transport.holdOpens()
+        #expect(await h.client.ready(timeout: .seconds(5)))
+        try await Wait.until("the stream open to be on its way") { h.transport.heldOpens == 1 }
+        h.client.setActive(false)
+        h.clock.advance(by: .seconds(2))
+        try await Task.sleep(for: .milliseconds(20))
+        h.transport.releaseOpens()
+        try await Wait.until("the completed open to be closed (\(h.transport.openConnections) open)") {
+            h.transport.streamOpens.count == 1 && h.transport.openConnections == 0
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(h.transport.openConnections == 0, "a connection nobody follows stayed open")
+        #expect(!h.stream.connected)
+    }
+
     @Test("setActive(false) closes the stream after the delay; setActive(true) re-fetches without If-None-Match")
     func activeInactive() async throws {
         let h = try StreamClientHarness { $0.streamInactivityDelay = .seconds(10) }

@@ -12,48 +12,83 @@ struct StreamUse: Sendable {
     var usedAt: Duration
     /// The bytes reserved for it.
     var bytes: Int
+    /// The node it was recorded for (its ``ContextCache/Node/useSlot`` points back here), or
+    /// -1 for a use of a context not in the cache (``ContextCache/Shard/streamMisses``).
+    var node: Int32
 
     /// The bytes a use of `fitted` holds: the context's canonical JSON and fingerprint, the
-    /// dictionary slot.
+    /// list slot.
     static func bytes(of fitted: FittedContext) -> Int {
-        fitted.canonicalJSON.utf8.count + fitted.fingerprint.utf8.count + MemoryLayout<StreamUse>.stride + 64
+        fitted.canonicalJSON.utf8.count + fitted.fingerprint.utf8.count + MemoryLayout<StreamUse>.stride + 16
     }
 }
 
 extension ContextCache.Shard {
-    /// Records a use of `fitted` at `now` for the next wave (at most `maxCount` per shard, each
-    /// reserved in `budget`; a context already recorded keeps its reservation).
-    mutating func noteStreamUse(_ fitted: FittedContext, now: Duration, budget: ContextCache.ByteBudget) {
-        if var use = streamUses[fitted.fingerprint] {
-            use.usedAt = now
-            streamUses[fitted.fingerprint] = use
+    /// Records a use of node `i` (the entry of `fitted`) at `now` for the next wave. The first
+    /// use since the last wave appends it to ``streamUses`` (reserved in `budget`; not recorded
+    /// when the budget is full) and notes its slot in the node; later ones only move its time:
+    /// no hashing beyond the lookup the request already made.
+    mutating func noteStreamUse(_ i: Int32, _ fitted: FittedContext, now: Duration, budget: ContextCache.ByteBudget) {
+        let slot = nodes[Int(i)].useSlot
+        if slot >= 0 {
+            streamUses[Int(slot)].usedAt = now
             return
         }
-        guard streamUses.count < maxCount else { return }
         let bytes = StreamUse.bytes(of: fitted)
         guard budget.reserve(bytes) else { return }
-        streamUses[fitted.fingerprint] = StreamUse(fitted: fitted, usedAt: now, bytes: bytes)
+        nodes[Int(i)].useSlot = Int32(streamUses.count)
+        streamUses.append(StreamUse(fitted: fitted, usedAt: now, bytes: bytes, node: i))
+        streamUseBytes += bytes
+    }
+
+    /// Records a use of `fitted`, not in the cache, at `now` (at most ``maxCount`` such contexts
+    /// per shard, each reserved in `budget`).
+    mutating func noteStreamMiss(_ fitted: FittedContext, now: Duration, budget: ContextCache.ByteBudget) {
+        if (streamMisses[fitted.fingerprint]?.usedAt = now) != nil { return }
+        guard streamMisses.count < maxCount else { return }
+        let bytes = StreamUse.bytes(of: fitted)
+        guard budget.reserve(bytes) else { return }
+        streamMisses[fitted.fingerprint] = StreamUse(fitted: fitted, usedAt: now, bytes: bytes, node: -1)
+        streamUseBytes += bytes
     }
 
     /// Takes the uses recorded since the last wave, marks them queued, and returns their bytes
     /// to `budget`.
     mutating func takeStreamUses(budget: ContextCache.ByteBudget) -> [StreamUse] {
-        guard !streamUses.isEmpty else { return [] }
-        let taken = Array(streamUses.values)
-        var bytes = 0
-        for use in taken {
-            bytes += use.bytes
-            streamQueued.insert(use.fitted.fingerprint)
-        }
-        streamUses = [:]
-        budget.release(bytes)
+        guard !streamUses.isEmpty || !streamMisses.isEmpty else { return [] }
+        for use in streamUses { nodes[Int(use.node)].useSlot = -1 }
+        let taken = streamUses + streamMisses.values
+        for use in taken { streamQueued.insert(use.fitted.fingerprint) }
+        streamUses = []
+        streamMisses = [:]
+        budget.release(streamUseBytes)
+        streamUseBytes = 0
         return taken
+    }
+
+    /// Forgets the use recorded for node `i` (an entry leaving the cache), if any: the last use
+    /// takes its slot, so the list holds only entries in the cache.
+    mutating func dropStreamUse(of i: Int32, budget: ContextCache.ByteBudget) {
+        let slot = Int(nodes[Int(i)].useSlot)
+        guard slot >= 0 else { return }
+        let bytes = streamUses[slot].bytes
+        let last = streamUses.removeLast()
+        if slot < streamUses.count {
+            streamUses[slot] = last
+            nodes[Int(last.node)].useSlot = Int32(slot)
+        }
+        nodes[Int(i)].useSlot = -1
+        streamUseBytes -= bytes
+        budget.release(bytes)
     }
 
     /// Forgets every use (the stream is no longer connected) and returns their bytes.
     mutating func dropStreamUses(budget: ContextCache.ByteBudget) {
-        budget.release(streamUses.values.reduce(0) { $0 + $1.bytes })
-        streamUses = [:]
+        for use in streamUses { nodes[Int(use.node)].useSlot = -1 }
+        streamUses = []
+        streamMisses = [:]
+        budget.release(streamUseBytes)
+        streamUseBytes = 0
     }
 }
 
@@ -86,8 +121,8 @@ extension ContextCache {
         var bytes = 0
         for shard in shards {
             shard.withLock { s in
-                uses += s.streamUses.count
-                bytes += s.streamUses.values.reduce(0) { $0 + $1.bytes }
+                uses += s.streamUses.count + s.streamMisses.count
+                bytes += s.streamUseBytes
             }
         }
         return (uses, bytes)

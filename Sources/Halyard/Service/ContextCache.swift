@@ -40,6 +40,9 @@ final class ContextCache: Sendable {
         var bytes: Int
         var prev: Int32
         var next: Int32
+        /// Its place in the shard's ``Shard/streamUses`` when it was used since the last stream
+        /// wave, else -1 (`ContextCache+StreamUses.swift`).
+        var useSlot: Int32 = -1
     }
 
     /// One shard: an index, an array of nodes with a free list, and a doubly-linked LRU list.
@@ -62,9 +65,15 @@ final class ContextCache: Sendable {
         let maxCount: Int
         /// The frequency sketch of the admission filter (nil: plain LRU).
         var sketch: FrequencySketch?
-        /// Contexts used since the last stream wave, kept only while a stream is connected
-        /// (`ContextCache+StreamUses.swift`); their bytes are reserved in the byte budget.
-        var streamUses: [String: StreamUse] = [:]
+        /// Entries used since the last stream wave, each once (its node's ``Node/useSlot``),
+        /// kept only while a stream is connected (`ContextCache+StreamUses.swift`); their bytes
+        /// are reserved in the byte budget and counted in ``streamUseBytes``.
+        var streamUses: [StreamUse] = []
+        /// Contexts used since the last wave while not in the cache (cold), by fingerprint: at
+        /// most ``maxCount``; a wave takes them with ``streamUses``.
+        var streamMisses: [String: StreamUse] = [:]
+        /// The bytes reserved for ``streamUses`` and ``streamMisses``.
+        var streamUseBytes = 0
         /// Fingerprints a wave has queued or is refreshing: not marked stale meanwhile.
         var streamQueued: Set<String> = []
 
@@ -135,6 +144,7 @@ final class ContextCache: Sendable {
             while victim >= 0, nodes[Int(victim)].key == key { victim = nodes[Int(victim)].prev }
             guard victim >= 0 else { return false }
             budget.release(nodes[Int(victim)].bytes)
+            dropStreamUse(of: victim, budget: budget)  // not held any more: nothing to refresh
             if let snapshot = remove(victim) { result.dropped.append(snapshot) }
             result.evicted += 1
             evictions += 1
@@ -175,10 +185,11 @@ final class ContextCache: Sendable {
             if let i = index[node.key] {
                 if let old = nodes[Int(i)].snapshot, old !== node.snapshot { result.dropped.append(old) }
                 bytes += node.bytes - nodes[Int(i)].bytes
-                let (prev, next) = (nodes[Int(i)].prev, nodes[Int(i)].next)
+                let (prev, next, useSlot) = (nodes[Int(i)].prev, nodes[Int(i)].next, nodes[Int(i)].useSlot)
                 nodes[Int(i)] = node
                 nodes[Int(i)].prev = prev
                 nodes[Int(i)].next = next
+                nodes[Int(i)].useSlot = useSlot
                 touch(i)
                 return result
             }
@@ -186,9 +197,11 @@ final class ContextCache: Sendable {
             if let reused = free.popLast() {
                 i = reused
                 nodes[Int(i)] = node
+                nodes[Int(i)].useSlot = -1
             } else {
                 i = Int32(nodes.count)
                 nodes.append(node)
+                nodes[Int(i)].useSlot = -1
             }
             index[node.key] = i
             count += 1

@@ -265,8 +265,8 @@ public final class FlagService: Sendable {
         let decision = cache.shard(for: fingerprint).withLock { s -> Decision in
             var previous: Snapshot?
             s.recordAccess(fingerprint)
-            if tracking { s.noteStreamUse(fitted, now: now, budget: cache.budget) }
             if let i = s.find(fingerprint) {
+                if tracking { s.noteStreamUse(i, fitted, now: now, budget: cache.budget) }
                 s.touch(i)
                 let node = s.nodes[Int(i)]
                 if let snapshot = node.snapshot, now - node.confirmedAt <= options.maxStaleness {
@@ -292,6 +292,9 @@ public final class FlagService: Sendable {
                 previous = node.snapshot
             } else {
                 s.misses += 1
+                // Not held (yet): a cold fetch, perhaps in flight during the next event, whose
+                // wave must then fetch it again.
+                if tracking { s.noteStreamMiss(fitted, now: now, budget: cache.budget) }
             }
             if let flight = s.flights[fingerprint] { return .join(flight) }
             // A held (expired) context re-fetches as a refresh: it has a user being served.

@@ -43,6 +43,8 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
         var inFlight = 0
         var maxInFlight = 0
         var waiting: [CheckedContinuation<Void, Never>] = []
+        var opensHeld = false
+        var openWaiting: [CheckedContinuation<Void, Never>] = []
     }
 
     /// The advertised stream's URL: it carries a secret, so tests can check it never leaks.
@@ -112,6 +114,19 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
     }
     var heldFetches: Int { state.withLock { $0.waiting.count } }
 
+    /// Holds every stream open (after recording it) until ``releaseOpens()``, cancellation or
+    /// not: a connect already on the wire completes whatever its task does meanwhile.
+    func holdOpens() { state.withLock { $0.opensHeld = true } }
+    func releaseOpens() {
+        let waiting = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.opensHeld = false
+            defer { s.openWaiting.removeAll() }
+            return s.openWaiting
+        }
+        for c in waiting { c.resume() }
+    }
+    var heldOpens: Int { state.withLock { $0.openWaiting.count } }
+
     // MARK: - Observations
 
     var requests: [Recorded] { state.withLock { $0.requests } }
@@ -160,6 +175,13 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
             s.requests.append(
                 .init(method: request.method, url: request.url, headers: request.headers, at: clock.monotonicNow))
             return s.streamAnswer
+        }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { s -> Bool in
+                if s.opensHeld { s.openWaiting.append(c) }
+                return !s.opensHeld
+            }
+            if resumeNow { c.resume() }
         }
         switch answer {
         case .refuse:
