@@ -57,6 +57,46 @@ struct StreamServiceTests {
         return contexts
     }
 
+    @Test("uses recorded through entries that are evicted and re-fetched: one record per held context, bytes given back")
+    func usesFollowEvictions() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        var options = try Self.options(transport, clock)
+        options.maxContexts = 16
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        // 60 contexts through a 16-entry cache, some of them twice: entries are evicted with
+        // their uses recorded, cold uses adopted by the entries their fetches create, and
+        // evicted contexts come back.
+        let contexts = try await Self.connectedWithUses(service, transport, clock, count: 40)
+        for context in contexts.suffix(10) + contexts.prefix(20) {
+            clock.advance(by: .milliseconds(1))
+            _ = await service.flags(for: context)
+        }
+        try await Wait.until("every fetch over") { service.stats.fetchesInFlight == 0 }
+        let stats = service.stats
+        #expect(stats.streamUsesHeld <= stats.contextsHeld, "one record per held context: \(stats.streamUsesHeld)")
+        #expect(stats.streamUsesHeld >= 1)
+        #expect(stats.streamUseBytes > 0)
+        // The wave refreshes each recorded context once: contexts held and used.
+        transport.change()
+        let before = transport.fetches.count
+        let expected = stats.streamUsesHeld
+        transport.pushRefetch()
+        try await Wait.until("the wave's \(expected) refreshes") {
+            transport.fetches.count >= before + expected && service.stats.fetchesInFlight == 0
+        }
+        let refreshed = transport.fetches[before...].compactMap { Self.index(of: $0.body) }
+        #expect(refreshed.count == expected)
+        #expect(Set(refreshed).count == refreshed.count, "a context refreshed twice: \(refreshed.sorted())")
+        let after = service.stats
+        #expect(after.streamUsesHeld == 0)
+        #expect(after.streamUseBytes == 0)
+        // The budget holds exactly the entries again: dropping the stream's records gave every
+        // reserved byte back (nothing leaked through an eviction).
+        #expect(after.bytesHeld == service.cache.totals().bytes, "\(after.bytesHeld) reserved")
+    }
+
     @Test("a service holding 1,000 contexts refreshes them within the concurrency bound, most recent first, ≤ 200/s")
     func thousandContexts() async throws {
         let clock = ManualClock()

@@ -52,6 +52,15 @@ extension ContextCache.Shard {
         streamUseBytes += bytes
     }
 
+    /// A context whose use was recorded while it was not in the cache now has node `i`: the
+    /// use moves to the node's slot (one record per context, not two).
+    mutating func adoptStreamMiss(_ fingerprint: String, into i: Int32) {
+        guard !streamMisses.isEmpty, var use = streamMisses.removeValue(forKey: fingerprint) else { return }
+        use.node = i
+        nodes[Int(i)].useSlot = Int32(streamUses.count)
+        streamUses.append(use)
+    }
+
     /// Takes the uses recorded since the last wave, marks them queued, and returns their bytes
     /// to `budget`.
     mutating func takeStreamUses(budget: ContextCache.ByteBudget) -> [StreamUse] {

@@ -207,6 +207,7 @@ final class ContextCache: Sendable {
             count += 1
             bytes += node.bytes
             pushFront(i)
+            adoptStreamMiss(node.key, into: i)
             return result
         }
 
