@@ -57,7 +57,7 @@ struct StreamServiceTests {
         return contexts
     }
 
-    @Test("uses recorded through entries that are evicted and re-fetched: one record per held context, bytes given back")
+    @Test("uses through evicted and re-fetched entries: one record per held context, bytes given back")
     func usesFollowEvictions() async throws {
         let clock = ManualClock()
         let transport = ScriptedStreamTransport(clock: clock)
