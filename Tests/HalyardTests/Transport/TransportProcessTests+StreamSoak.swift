@@ -56,6 +56,7 @@ import Testing
                 "advertise": "endpoint", "mode": "cycle", "dropEvery": 20.0, "keepAlive": 5.0,
             ])
             let curl = CurlTransport()
+            let admin = CurlTransport()
 
             var clientOptions = FlagClientOptions(baseURL: server.baseURL, key: "soak-client")
             clientOptions.transport = curl
@@ -83,7 +84,12 @@ import Testing
 
             // The sampling thread: reads both every millisecond and notes each version's first sight.
             let stop = Locked(false)
-            let sightings = Locked(SoakSightings())
+            // Room for every sighting and sample up front: the test's own growth is not measured.
+            let room = Int(seconds) + 64
+            var initial = SoakSightings()
+            initial.clientSeen.reserveCapacity(room)
+            initial.serviceSeen.reserveCapacity(room)
+            let sightings = Locked(initial)
             let samplerDone = Locked(false)
             Thread.detachNewThread {
                 while !stop.value {
@@ -108,6 +114,8 @@ import Testing
             let start = ContinuousClock.now
             var changes: [SoakChange] = []
             var samples: [(seconds: Double, bytes: Double)] = []
+            changes.reserveCapacity(room)
+            samples.reserveCapacity(room)
             var version = 1
             var failedChanges = 0
             while Self.seconds(ContinuousClock.now - start) < seconds {
@@ -115,12 +123,14 @@ import Testing
                 let clientStream = client.stats.stream
                 let serviceStream = service.stats.stream
                 let sentAt = ContinuousClock.now
-                do {
-                    _ = try await server.admin(
-                        "POST", "_admin/stream/change", json: ["flags": Self.soakFlags(version: version)])
-                } catch {
-                    failedChanges += 1
-                }
+                // Through a curl transport, not the test's URLSession: FoundationNetworking keeps
+                // memory per request on Linux, which would be the growth measured.
+                let request = TransportRequest(
+                    url: server.baseURL.appendingPathComponent("_admin/stream/change"),
+                    headers: ["Content-Type": "application/json"],
+                    body: try JSONSerialization.data(withJSONObject: ["flags": Self.soakFlags(version: version)]),
+                    timeout: .seconds(5))
+                if (try? await admin.send(request))?.status != 200 { failedChanges += 1 }
                 changes.append(
                     SoakChange(
                         version: version, sentAt: sentAt,
