@@ -4,6 +4,8 @@ import Testing
 @testable import Halyard
 
 #if os(Linux) && canImport(CHalyardCurl)
+    import CHalyardTestMalloc
+
     /// The stream soak (SPEC §14, "Through a process's life"): one client and one service, both on
     /// the default curl transport, streaming from a loopback server.py in "cycle" mode — each
     /// caller's streams in turn end cleanly after 20 s, answer 503, and answer a same-origin 302 to
@@ -114,6 +116,8 @@ import Testing
             let start = ContinuousClock.now
             var changes: [SoakChange] = []
             var samples: [(seconds: Double, bytes: Double)] = []
+            var inUse: [(seconds: Double, bytes: Double)] = []
+            inUse.reserveCapacity(room)
             changes.reserveCapacity(room)
             samples.reserveCapacity(room)
             var version = 1
@@ -137,7 +141,10 @@ import Testing
                         client: (clientStream.connected, clientStream.connections),
                         service: (serviceStream.connected, serviceStream.connections)))
                 if let resident = ProcessProbe.residentBytes {
-                    samples.append((Self.seconds(ContinuousClock.now - start), Double(resident)))
+                    let at = Self.seconds(ContinuousClock.now - start)
+                    samples.append((at, Double(resident)))
+                    let malloc = halyard_test_malloc_stats_now()
+                    inUse.append((at, Double(malloc.inUseBytes + malloc.mmappedBytes)))
                 }
                 try await Task.sleep(for: .seconds(1))
             }
@@ -187,9 +194,11 @@ import Testing
             let clientLatency = latencies(\.client, seen.clientSeen)
             let serviceLatency = latencies(\.service, seen.serviceSeen)
             let slope = MemorySlope.lastHalf(samples, runSeconds: seconds) ?? 0
+            // malloc's bytes in use tell a leak (rising) from allocator growth (flat).
+            let inUseSlope = MemorySlope.lastHalf(inUse, runSeconds: seconds) ?? 0
             func ms(_ s: Double) -> String { String(format: "%.0f ms", s * 1_000) }
             print(
-                "stream soak \(Int(seconds)) s, \(changes.count) changes: client p99 \(ms(p99(clientLatency.carried))) over \(clientLatency.carried.count) carried (\(clientLatency.across.count) across a reconnect, max \(ms(clientLatency.across.max() ?? 0))), connects \(clientStats.connects), failures \(clientStats.failures); service p99 \(ms(p99(serviceLatency.carried))) over \(serviceLatency.carried.count) carried (\(serviceLatency.across.count) across, max \(ms(serviceLatency.across.max() ?? 0))), connects \(serviceStats.connects), failures \(serviceStats.failures); resident last-half slope \(String(format: "%.0f", slope)) B/s; resident \((samples.first?.bytes ?? 0) / 1_048_576) -> \((samples.last?.bytes ?? 0) / 1_048_576) MiB"
+                "stream soak \(Int(seconds)) s, \(changes.count) changes: client p99 \(ms(p99(clientLatency.carried))) over \(clientLatency.carried.count) carried (\(clientLatency.across.count) across a reconnect, max \(ms(clientLatency.across.max() ?? 0))), connects \(clientStats.connects), failures \(clientStats.failures); service p99 \(ms(p99(serviceLatency.carried))) over \(serviceLatency.carried.count) carried (\(serviceLatency.across.count) across, max \(ms(serviceLatency.across.max() ?? 0))), connects \(serviceStats.connects), failures \(serviceStats.failures); resident last-half slope \(String(format: "%.0f", slope)) B/s (malloc in use \(String(format: "%.0f", inUseSlope)) B/s); resident \((samples.first?.bytes ?? 0) / 1_048_576) -> \((samples.last?.bytes ?? 0) / 1_048_576) MiB"
             )
             #expect(failedChanges == 0, "\(failedChanges) admin changes failed")
             // The cycle was really lived: each reader connected more than once and met failures
