@@ -127,6 +127,26 @@ struct StreamClientTests {
         #expect(h.client.status == .ready)
     }
 
+    @Test("connections that end by themselves leave no task behind (before: one per reconnect until close)")
+    func endedConnectionsLeaveNoTask() async throws {
+        let h = try StreamClientHarness()
+        defer { h.client.close() }
+        try await h.connected()
+        let driver = try #require(h.client.sync?.streams?.first, "the client's stream driver")
+        for round in 1...5 {
+            h.transport.drop()
+            try await Wait.until("drop \(round) to be seen") { !h.stream.connected && h.stream.connections == round }
+            try await Wait.until("the ended connection's task to leave (\(driver.connectionTasks) held)") {
+                driver.connectionTasks == 0
+            }
+            h.clock.advance(by: .seconds(60))
+            try await Wait.until("reconnect \(round)") {
+                h.stream.connected && h.transport.streamOpens.count == round + 1
+            }
+        }
+        #expect(driver.connectionTasks <= 1, "\(driver.connectionTasks) connection tasks held for one connection")
+    }
+
     @Test("a 429 with Retry-After on the stream URL is not reconnected before it (before: 4 reconnects in 20 s)")
     func streamRetryAfterHonoured() async throws {
         let h = try StreamClientHarness(answer: .status(429, headers: ["Retry-After": "600"]))

@@ -116,6 +116,9 @@ final class EventStreamDriver: Sendable {
     /// The machine's phase (tests).
     var phase: EventStreamMachine.Phase { state.withLock { $0.machine.phase } }
 
+    /// Connection tasks held for cancelling: at most the current one (tests).
+    var connectionTasks: Int { state.withLock { $0.tasks.count } }
+
     // MARK: - The loop
 
     private func process(_ input: EventStreamMachine.Input, prepare: (inout State) -> Void = { _ in }) {
@@ -209,6 +212,11 @@ final class EventStreamDriver: Sendable {
     }
 
     private func run(connection id: UInt64, stream: OFREPEventStream, lastEventID: String?) async {
+        // However this connection ends, its task leaves the table: the machine asks to
+        // disconnect only connections it gives up on, not one that ended or failed by itself,
+        // so without this every reconnect left a finished task behind until close(). (A
+        // delivery that comes after the end finds the machine moved on and stores nothing.)
+        defer { state.withLock { _ = $0.tasks.removeValue(forKey: id) } }
         let request = request(for: stream, lastEventID: lastEventID)
         let opened: TransportStream
         do {
