@@ -68,6 +68,9 @@ struct HalyardBenchmark {
                 DesignRunner(
                     info("halyard.bool", .halyard, "flags.bool(key, default:)"), try HalyardKeyedBool(w), sequence),
                 DesignRunner(
+                    info("halyard.bool.literal", .halyard, "flags.bool(key, default:), literal keys, no harness ARC"),
+                    try HalyardKeyedBoolLiteral(w), sequence),
+                DesignRunner(
                     info("halyard.detail", .halyard, "flags.boolDetail(key, default:).value"), try HalyardDetailBool(w),
                     sequence),
                 DesignRunner(

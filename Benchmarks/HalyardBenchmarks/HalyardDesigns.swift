@@ -18,6 +18,24 @@
         func publish(_ generation: Int) { try? flags.setOfflineValues(sets[generation & 1]) }
     }
 
+    /// `flags.bool("<literal>", default:)`: every key at a call site of its own, written as a
+    /// literal (`LiteralKeys.swift`), as application code reads flags. A literal is two constant
+    /// words and costs no reference counting (``HalyardKeyedBool`` copies each key out of a
+    /// `[String]`, a `swift_bridgeObjectRetain`/`Release` pair per read). The harness reaches
+    /// call site `i` through a `switch` (a jump table: one indirect jump per read, which the
+    /// random sequence makes the branch predictor miss), a cost the other designs do not pay.
+    final class HalyardKeyedBoolLiteral: ReadDesign, @unchecked Sendable {
+        let sets: [[String: JSONValue]]
+        let flags: FlagClient
+        init(_ w: Workload) throws {
+            precondition(w.keys == literalSwitchKeys, "LiteralKeys.swift is not generated from Workload.literalKeys")
+            sets = [w.jsonValues(0), w.jsonValues(1)]
+            flags = try FlagClient(offlineValues: sets[0])
+        }
+        @inline(__always) func read(_ i: Int) -> Bool { literalBool(flags, i) }
+        func publish(_ generation: Int) { try? flags.setOfflineValues(sets[generation & 1]) }
+    }
+
     /// `flags.boolDetail(key, default:).value`: the whole `Evaluation<Bool>` is built.
     final class HalyardDetailBool: ReadDesign, @unchecked Sendable {
         let keys: [String]

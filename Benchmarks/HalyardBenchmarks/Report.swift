@@ -58,6 +58,20 @@
                 verdict(nil, name, "not run")
             }
         }
+        // Literal keys as a call site passes them (issue 38): <= 0.15x the dictionary, and the
+        // stretch, <= 2x a handle read (CPU ns per read of the same run).
+        let literalName = "halyard.bool.literal: keyed Bool read, literal keys, 1 thread <= 0.15x unsync.dict"
+        if let s = single("halyard.bool.literal"), s.bound == "unsync.dict" {
+            var text = cpuText(s)
+            if let h = single("halyard.handle") {
+                let x = (s.cpuNsPerRead ?? s.nsPerRead) / (h.cpuNsPerRead ?? h.nsPerRead)
+                text +=
+                    "; \(fmt(significant: x))x halyard.handle (CPU ns per read, same run): stretch <= 2x \(x <= 2 ? "met" : "not met")"
+            }
+            verdict((s.cpuRatio ?? s.ratio) <= 0.15, literalName, text)
+        } else {
+            verdict(nil, literalName, "not run")
+        }
         // Detail reads at one reference count, <= 0.8x the dictionary (stretch 0.5x).
         for (id, what) in [
             ("halyard.detail", "boolDetail"), ("halyard.detail.json", "detail (JSON)"),

@@ -6,25 +6,29 @@ import Testing
 /// docs/architecture.md: a thread that reads the same flag with a keyed read and then with a handle (or the
 /// reverse) never sees an older value after a newer one.
 @Suite(.serialized) struct GenerationOrderTests {
-    static func snapshot(_ value: Int) -> Snapshot {
-        Snapshot(flags: [ServedFlag(key: "n", value: .int(Int64(value)))], source: .network)
+    static func snapshot(_ value: Int, key: String = "n") -> Snapshot {
+        Snapshot(flags: [ServedFlag(key: key, value: .int(Int64(value)))], source: .network)
     }
+
+    /// The keys the tests read: a short one (the flag table's word path) and a literal longer
+    /// than 15 bytes (its literal side table, filled anew for every snapshot).
+    static let keys = ["n", "checkout.new-flow.literal-path"]
 
     /// Deterministic: reads made on the publishing thread between the two stores of a publish
     /// (the store's test hook) must be ordered keyed ≤ handle ≤ keyed.
-    @Test func readsBetweenThePublishStoresAreOrdered() {
+    @Test(arguments: keys) func readsBetweenThePublishStoresAreOrdered(key: String) {
         let client = FlagClient(mode: .online, exposureSink: nil)
-        client.store.publish(Self.snapshot(1))
-        let handle = client.handle("n", default: -1)
+        client.store.publish(Self.snapshot(1, key: key))
+        let handle = client.handle(key, default: -1)
         #expect(handle.value == 1)
         let seen = Locked<[Int]>([])
         client.store.setTestHookBetweenStores {
-            let k1 = client.int("n", default: -1)
+            let k1 = client.int(key, default: -1)
             let h = handle.value
-            let k2 = client.int("n", default: -1)
+            let k2 = client.int(key, default: -1)
             seen.withLock { $0 = [k1, h, k2] }
         }
-        client.store.publish(Self.snapshot(2))
+        client.store.publish(Self.snapshot(2, key: key))
         client.store.setTestHookBetweenStores(nil)
         let triple = seen.value
         #expect(triple.count == 3)
@@ -32,14 +36,14 @@ import Testing
             #expect(triple[0] <= triple[1] && triple[1] <= triple[2], "keyed, handle, keyed = \(triple)")
         }
         #expect(handle.value == 2)
-        #expect(client.int("n", default: -1) == 2)
+        #expect(client.int(key, default: -1) == 2)
     }
 
     /// Statistical: reader threads check `k1 <= h <= k2` on every triple while a publisher
     /// publishes increasing values as fast as it can.
-    @Test func keyedHandleKeyedTriplesNeverGoBackInTime() {
+    @Test(arguments: keys) func keyedHandleKeyedTriplesNeverGoBackInTime(key: String) {
         let client = FlagClient(mode: .online, exposureSink: nil)
-        client.store.publish(Self.snapshot(0))
+        client.store.publish(Self.snapshot(0, key: key))
         let stop = Locked(false)
         let failures = Locked([String]())
         let triples = Locked(0)
@@ -54,19 +58,19 @@ import Testing
                     var value = 0
                     while Date().timeIntervalSince(start) < 1.0 {
                         value += 1
-                        client.store.publish(Self.snapshot(value))
+                        client.store.publish(Self.snapshot(value, key: key))
                     }
                     stop.withLock { $0 = true }
                     return
                 }
-                let handle = client.handle("n", default: -1)
+                let handle = client.handle(key, default: -1)
                 var count = 0
                 while true {
                     count += 1
                     if count % 256 == 0, stop.withLock({ $0 }) { break }
-                    let k1 = client.int("n", default: -1)
+                    let k1 = client.int(key, default: -1)
                     let h = handle.value
-                    let k2 = client.int("n", default: -1)
+                    let k2 = client.int(key, default: -1)
                     if !(k1 <= h && h <= k2) {
                         failures.withLock { $0.append("reader \(index): k1=\(k1) h=\(h) k2=\(k2)") }
                         break

@@ -12,7 +12,14 @@ import Testing
 /// snapshot. Values only grow, so a reader that sees a value go down has seen time run
 /// backwards. A live counter tracks every snapshot ever built.
 @Suite(.serialized) struct SnapshotStoreStressTests {
-    static let keys = (0..<16).map { "flag.\($0)" }
+    /// Literals, as call sites pass them: eight longer than 15 bytes (the flag table's literal
+    /// side table, filled anew by the readers of every snapshot) and eight short ones (its word
+    /// path).
+    static let keys = [
+        "flag.0", "flag.1", "flag.2", "flag.3", "flag.4", "flag.5", "flag.6", "flag.7",
+        "checkout.new-flow.8", "profile.avatar-upload.9", "pricing.trial-days.10", "feed.infinite-scroll.11",
+        "onboarding.consent.12", "search.typeahead.13", "banner.dismissible.14", "cart.coupon-field.15",
+    ]
 
     static func snapshot(_ value: Int, counter: LiveCounter, fingerprint: String) -> Snapshot {
         Snapshot(
@@ -144,6 +151,86 @@ import Testing
         // one, the one being built, and one retained per reader by an exposure slow path.
         #expect(maxLive.value <= 2 * readerCount + 3, "max live \(maxLive.value)")
         // Once readers have moved on, everything but the current snapshot is freed.
+        #expect(client.store.reclaim() == 0)
+        #expect(counter.value == 1)
+    }
+
+    /// Every snapshot lists the keys in another order, so each key's index moves at every
+    /// publish, and its literal side table starts empty: readers fill it concurrently, while
+    /// the publisher replaces it. Each flag's value is `generation * 100 + key number`, so a
+    /// read that found another key's index serves another key's number, and a read of an
+    /// older snapshot than one this thread already read serves a smaller generation. Literal
+    /// keys, heap copies of them (the byte path) and detail reads are interleaved.
+    @Test func literalKeysNeverReadAnotherKeysValueOrAnOlderOne() throws {
+        let counter = LiveCounter()
+        let keys = Self.keys
+        let heapKeys = keys.map { String(decoding: Array($0.utf8), as: UTF8.self) }
+        @Sendable func snapshot(_ generation: Int) -> Snapshot {
+            var random = SplitMix64(seed: UInt64(generation))
+            let order = keys.indices.shuffled(using: &random)
+            return Snapshot(
+                flags: order.map { ServedFlag(key: keys[$0], value: .int(Int64(generation * 100 + $0))) },
+                source: .network, liveCounter: counter)
+        }
+        let client = try Self.exposedClient()
+        client.store.publish(snapshot(1))
+        let stop = Locked(false)
+        let failures = Locked([String]())
+        let published = Locked(0)
+        let reads = Locked(0)
+        let readerCount = 8
+        Self.onThreads(readerCount + 1) { index in
+            if index == readerCount {
+                let start = Date()
+                var generation = 1
+                while Date().timeIntervalSince(start) < 1.5 {
+                    generation += 1
+                    client.store.publish(snapshot(generation))
+                }
+                published.withLock { $0 = generation }
+                stop.withLock { $0 = true }
+                return
+            }
+            var last = 0
+            var iterations = 0
+            var random = SplitMix64(seed: UInt64(index))
+            func fail(_ message: String) {
+                failures.withLock { $0.append("reader \(index) (\(Self.fenceMode)): \(message)") }
+            }
+            reading: while true {
+                iterations += 1
+                if iterations % 64 == 0, stop.withLock({ $0 }) { break reading }
+                let k = Int(random.next() % UInt64(keys.count))
+                let value: Int
+                switch iterations % 4 {
+                case 0: value = client.int(heapKeys[k], default: -1)
+                case 1:
+                    let detail = client.intDetail(keys[k], default: -1)
+                    if detail.errorCode != nil || detail.key != keys[k] {
+                        fail("detail of \(keys[k]): \(detail.key) \(String(describing: detail.errorCode))")
+                        break reading
+                    }
+                    value = detail.value
+                default: value = client.int(keys[k], default: -1)
+                }
+                if value < 0 || value % 100 != k {
+                    fail("\(keys[k]) served \(value): another key's value")
+                    break reading
+                }
+                if value / 100 < last {
+                    fail("\(keys[k]) served generation \(value / 100) after \(last)")
+                    break reading
+                }
+                last = value / 100
+                if iterations % 97 == 0, client.int("checkout.new-flow.absent", default: -7) != -7 {
+                    fail("a missing literal served a value")
+                    break reading
+                }
+            }
+            reads.withLock { $0 += iterations }
+        }
+        #expect(failures.value.isEmpty, "\(failures.value.prefix(5)) of \(reads.value) reads")
+        #expect(published.value > 100)
         #expect(client.store.reclaim() == 0)
         #expect(counter.value == 1)
     }
