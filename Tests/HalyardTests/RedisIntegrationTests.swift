@@ -71,6 +71,34 @@ import Testing
         #expect(client.connectionsOpened == 1)
     }
 
+    /// One client used from many tasks at once: each task's replies are its own (the lock
+    /// around the one connection keeps exchanges whole), and a call that waits for the lock
+    /// still ends by its deadline.
+    @Test(.needsRedisServer) func manyTasksShareOneClient() async throws {
+        let server = try RedisTestServer()
+        let client = server.client()
+        defer { client.close() }
+        let mismatches = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var wrong = 0
+                    for round in 0..<50 {
+                        let key = Self.bytes("task\(task)")
+                        let value = Self.bytes("task\(task)-round\(round)")
+                        let replies = try client.pipeline([
+                            .set(key, value, expiry: .seconds(60)), .get(key),
+                        ])
+                        if replies != [.simple("OK"), .bulk(value)] { wrong += 1 }
+                    }
+                    return wrong
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(mismatches == 0)
+        #expect(client.connectionsOpened == 1)
+    }
+
     @Test(.needsRedisServer) func authWithRequirepassAndACLUser() throws {
         let secret = "s3cret-Pass-42"
         let server = try RedisTestServer(password: secret)
