@@ -9,18 +9,24 @@
 /// ```
 public enum SharedCacheError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The URL's scheme is not `redis`, `rediss` or `unix`. Carries the scheme (empty: none).
+    /// Example: `http://cache:6379` → `.unsupportedScheme("http")`.
     case unsupportedScheme(String)
-    /// A `redis://` or `rediss://` URL without a host.
+    /// A `redis://` or `rediss://` URL without a host. Example: `redis:///0`.
     case missingHost
-    /// The port is not in 1...65535. Carries it.
+    /// The port is not in 1...65535. Carries it. Example: `redis://cache:0` → `.invalidPort(0)`.
     case invalidPort(Int)
     /// The path is not `/` followed by a database number (0...1_000_000). Carries the path.
+    /// Example: `redis://cache:6379/x` → `.invalidDatabase("/x")`.
     case invalidDatabase(String)
     /// A `unix://` URL whose path is empty, relative, or longer than a socket address holds
-    /// (107 bytes). Carries the path.
+    /// (107 bytes). Carries the path. Example: `unix://` → `.invalidSocketPath("")`.
     case invalidSocketPath(String)
 
     /// A description that never contains the URL's password.
+    ///
+    /// ```swift
+    /// print(SharedCacheError.invalidPort(0))   // the shared cache URL's port 0 is not in 1...65535
+    /// ```
     public var description: String {
         switch self {
         case .unsupportedScheme(let scheme):
