@@ -159,16 +159,24 @@ import Testing
 
     /// SIGSTOP: calls fail with a timeout by their deadline; after SIGCONT the next call opens a
     /// new connection (the stopped one may still hold a late reply) and succeeds.
-    @Test(.needsRedisServer) func aStoppedServerTimesOutAndTheNextCallReconnects() throws {
+    @Test(.needsRedisServer) func aStoppedServerTimesOutAndTheNextCallReconnects() async throws {
         let server = try RedisTestServer()
         let client = server.client()
         defer { client.close() }
         try client.set(Self.bytes("k"), Self.bytes("v"), expiry: .seconds(60))
         server.pause()
         defer { server.resume() }
-        #expect(throws: RedisError.timeout) { try client.get(Self.bytes("k"), timeout: .milliseconds(100)) }
+        // Each call runs under a bounded wait of the test's own, so a deadline that did not work
+        // fails the test instead of hanging it.
+        let first = try await Wait.result("a call to a stopped server") {
+            Result { () throws(RedisError) in try client.get(Self.bytes("k"), timeout: .milliseconds(100)) }
+        }
+        #expect(throws: RedisError.timeout) { try first.get() }
         // A new connection is accepted by the kernel but never answered: a timeout again.
-        #expect(throws: RedisError.timeout) { try client.get(Self.bytes("k"), timeout: .milliseconds(100)) }
+        let second = try await Wait.result("a second call to a stopped server") {
+            Result { () throws(RedisError) in try client.get(Self.bytes("k"), timeout: .milliseconds(100)) }
+        }
+        #expect(throws: RedisError.timeout) { try second.get() }
         server.resume()
         let before = client.connectionsOpened
         #expect(try client.get(Self.bytes("k")) == Self.bytes("v"))

@@ -17,6 +17,8 @@
 /// `localhost` resolves at once; a DNS name may block (docs/fleet.md, "Deadlines").
 final class RedisSocket {
     private let fd: Int32
+    /// The receive buffer, reused by every read.
+    private var chunk = [UInt8](repeating: 0, count: 16 << 10)
 
     private init(fd: Int32) { self.fd = fd }
 
@@ -154,7 +156,6 @@ final class RedisSocket {
     /// Reads what is there into `decoder`; returns how many bytes (0: nothing yet). Throws when
     /// the server closed the connection.
     func receive(into decoder: inout RESPDecoder) throws(RedisError) -> Int {
-        var chunk = [UInt8](repeating: 0, count: 16 << 10)
         let result = chunk.withUnsafeMutableBytes { raw in systemRecv(fd, raw.baseAddress, raw.count, 0) }
         if result > 0 {
             chunk.withUnsafeBytes { raw in decoder.append(UnsafeRawBufferPointer(rebasing: raw[..<result])) }
@@ -162,8 +163,19 @@ final class RedisSocket {
         }
         if result == 0 { throw .connectionClosed("closed by the server") }
         let code = errno
-        if code == EAGAIN || code == EWOULDBLOCK || code == EINTR { return 0 }
+        if code == EAGAIN || code == EWOULDBLOCK || code == EINTR { return try pendingError() }
         throw .connectionClosed(Self.errorText(code))
+    }
+
+    /// 0 when the socket has no pending error; throws it otherwise (a `poll` that reported an
+    /// error or hang-up with nothing to read must not be polled again until the deadline).
+    private func pendingError() throws(RedisError) -> Int {
+        var status: Int32 = 0
+        var size = socklen_t(MemoryLayout<Int32>.size)
+        if getsockopt(fd, SOL_SOCKET, SO_ERROR, &status, &size) == 0, status != 0 {
+            throw .connectionClosed(Self.errorText(status))
+        }
+        return 0
     }
 
     static func errorText(_ code: Int32) -> String {
