@@ -12,9 +12,10 @@ import Testing
             "Values", "Support",
         ],
         "Service": [
-            "Reads", "Refresh", "Streaming", "OFREP", "Transport", "Exposure", "Snapshot", "Context", "Values",
-            "Support",
+            "Reads", "Refresh", "Streaming", "OFREP", "Transport", "Exposure", "SharedCache", "Snapshot", "Context",
+            "Values", "Support",
         ],
+        "SharedCache": ["Support"],
         "Reads": ["Exposure", "Snapshot", "Values", "Support"],
         "Refresh": ["Streaming", "OFREP", "Transport", "Context", "Values", "Support"],
         "Streaming": ["OFREP", "Transport", "Values", "Support"],

@@ -44,7 +44,8 @@ public final class FlagService: Sendable {
     ///
     /// - Throws: ``FlagServiceError`` for programming errors only (blank key, a base URL that is
     ///   not absolute http(s), plain http to a non-loopback host, an OTLP endpoint the
-    ///   exporter refuses, options out of range).
+    ///   exporter refuses, a ``FlagServiceOptions/sharedCache`` it cannot use, options out of
+    ///   range).
     ///   Server keys are accepted.
     public init(options: FlagServiceOptions) throws(FlagServiceError) {
         try options.validate()
@@ -70,6 +71,13 @@ public final class FlagService: Sendable {
             maxContexts: options.maxContexts, maxBytes: options.maxCacheBytes, admission: options.frequencyAdmission)
         streaming = ServiceStreaming.make(options: options, identity: identity, transport: transport, cache: cache)
         attachStreaming()
+        if let shared = options.sharedCache {
+            // SPEC §15's L2 is not wired yet: say so once rather than pretend (docs/fleet.md).
+            options.logHandler?(
+                .warning,
+                "sharedCache \(shared) is set but not used yet: this build serves from the service's own cache only (docs/fleet.md)"
+            )
+        }
     }
 
     /// A service dropped without `close()` closes itself.

@@ -83,6 +83,18 @@ public struct FlagServiceOptions: Sendable {
     /// Sent as `X-Halyard-Install-Id`; *default* `nil` = a random id per process (a service
     /// instance is not an install).
     public var installID: String? = nil
+    /// A second-level cache shared by the services of a fleet (SPEC §15, docs/fleet.md);
+    /// *default* `nil` (each service holds its own cache only).
+    ///
+    /// ```swift
+    /// options.sharedCache = .redis(url: URL(string: "redis://10.0.0.5:6379")!)
+    /// ```
+    ///
+    /// Checked by ``FlagService/init(options:)`` (a URL that is not `redis://`, `rediss://` or
+    /// `unix://`, or that names no host, a bad port or database, throws
+    /// ``FlagServiceError/invalidSharedCache(_:)``). Not used yet: the service logs one
+    /// warning saying so and serves from its own cache (docs/fleet.md, "What exists now").
+    public var sharedCache: SharedCache? = nil
     /// Receives log messages; *default* `nil` (silent).
     public var logHandler: HalyardLogHandler? = nil
     /// How HTTP is sent; *default* `nil` = the same default transport as ``FlagClient``
@@ -118,6 +130,13 @@ public struct FlagServiceOptions: Sendable {
         } catch {
             throw .invalidExposureExporter(error)
         }
+        if let sharedCache {
+            do throws(SharedCacheError) {
+                _ = try sharedCache.redisEndpoint()
+            } catch {
+                throw .invalidSharedCache(error)
+            }
+        }
         if maxContexts < 1 { throw .invalidOption("maxContexts must be at least 1") }
         if maxCacheBytes < 1 { throw .invalidOption("maxCacheBytes must be at least 1") }
         if maxConcurrentFetches < 1 { throw .invalidOption("maxConcurrentFetches must be at least 1") }
@@ -145,6 +164,13 @@ public enum FlagServiceError: Error, Sendable, Hashable, CustomStringConvertible
     /// (U+0000–U+001F, U+007F) once its surrounding whitespace is trimmed: refused, never sent.
     /// Carries the field's name, never its value.
     case controlCharacter(field: String)
+    /// ``FlagServiceOptions/sharedCache`` cannot be used (for example a URL whose scheme is not
+    /// `redis`, `rediss` or `unix`). Carries the reason, never the URL's password.
+    ///
+    /// ```swift
+    /// catch FlagServiceError.invalidSharedCache(let reason) { print(reason) }   // no password in it
+    /// ```
+    case invalidSharedCache(SharedCacheError)
 
     /// A description that never contains the key.
     public var description: String {
@@ -158,6 +184,7 @@ public enum FlagServiceError: Error, Sendable, Hashable, CustomStringConvertible
         case .invalidExposureExporter(let reason): "the exposure exporter cannot be used: \(reason)"
         case .controlCharacter(let field):
             "the \(field) holds a control character (U+0000-U+001F or U+007F); it is never sent"
+        case .invalidSharedCache(let reason): "the shared cache cannot be used: \(reason)"
         }
     }
 }

@@ -1,0 +1,44 @@
+/// Why a Redis call failed. Nothing here carries a password, a key or a value.
+///
+/// ```swift
+/// do { _ = try client.get(Array("k".utf8)) } catch .timeout { /* the deadline passed */ } catch { }
+/// ```
+package enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The call's deadline passed (connecting, sending, or waiting for replies). The connection,
+    /// if any, is closed: a late reply is never read as another command's answer.
+    case timeout
+    /// The host name did not resolve. Carries the host.
+    case resolutionFailed(String)
+    /// Connecting failed (refused, unreachable). Carries the system's reason.
+    case connectionFailed(String)
+    /// The server closed the connection, or sending failed (reset, broken pipe).
+    case connectionClosed(String)
+    /// The server's bytes are not RESP2 the decoder accepts; the connection is closed.
+    case protocolError(RESPError)
+    /// A reply of a type the command does not answer with (e.g. an integer to `GET`).
+    case unexpectedReply(command: String)
+    /// An error reply (`-ERR …`) to a command; the connection stays usable.
+    case server(String)
+    /// `AUTH` or `SELECT` on connect was refused. Carries the server's message, with the
+    /// password scrubbed from it.
+    case handshakeFailed(String)
+    /// `rediss://` (TLS) is parsed but this client does not speak TLS yet.
+    case tlsNotSupported
+    /// The client was closed.
+    case closed
+
+    package var description: String {
+        switch self {
+        case .timeout: "the Redis call's deadline passed"
+        case .resolutionFailed(let host): "the Redis host \(host) did not resolve"
+        case .connectionFailed(let reason): "connecting to Redis failed: \(reason)"
+        case .connectionClosed(let reason): "the Redis connection was closed: \(reason)"
+        case .protocolError(let error): "Redis sent bytes that are not RESP2: \(error)"
+        case .unexpectedReply(let command): "an unexpected reply to \(command)"
+        case .server(let message): "Redis answered an error: \(message)"
+        case .handshakeFailed(let message): "Redis refused the connection's AUTH or SELECT: \(message)"
+        case .tlsNotSupported: "rediss:// (TLS) is not supported by Halyard's Redis client yet"
+        case .closed: "the Redis client is closed"
+        }
+    }
+}
