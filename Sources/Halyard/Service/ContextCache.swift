@@ -23,13 +23,16 @@ import Foundation
 /// Each shard also holds the single-flight table of its contexts (fingerprint → ``ContextFlight``),
 /// so "is it cached, is it being fetched, join or start the fetch" is one decision under one lock.
 final class ContextCache: Sendable {
-    /// One cached context (an LRU node).
+    /// One cached context (an LRU node): always values (a context with none has a
+    /// ``FailureRecord`` instead).
     struct Node {
         var key: String
-        /// The values held, or nil for a negative entry (a failed or invalid context).
+        /// The values held (nil only in a free slot).
         var snapshot: Snapshot?
-        /// Why a negative entry serves defaults.
-        var code: FlagErrorCode
+        /// Whether the one probe before expiry was sent (docs/service.md, "Recovery").
+        var probed: Bool = false
+        /// Refreshes shed in a row (their retry time grows with it).
+        var sheds: UInt8 = 0
         /// When the values were last confirmed by the control plane (monotonic).
         var confirmedAt: Duration
         /// No fetch for this context before this time (per-context backoff, invalid contexts).
@@ -63,6 +66,13 @@ final class ContextCache: Sendable {
         /// Inserts refused by the admission filter.
         var rejections = 0
         let maxCount: Int
+        /// Contexts without values that failed (400, 403, a failed cold fetch): their code
+        /// and backoff, apart from the entries (docs/service.md, "Failure records").
+        var failureRecords: [String: FailureRecord] = [:]
+        /// The most failure records held.
+        let maxFailureRecords: Int
+        /// Failure records dropped to make room for others.
+        var failureEvictions = 0
         /// The frequency sketch of the admission filter (nil: plain LRU).
         var sketch: FrequencySketch?
         /// Entries used since the last stream wave, each once (its node's ``Node/useSlot``),
@@ -77,9 +87,33 @@ final class ContextCache: Sendable {
         /// Fingerprints a wave has queued or is refreshing: not marked stale meanwhile.
         var streamQueued: Set<String> = []
 
-        init(maxCount: Int, admission: Bool) {
+        init(maxCount: Int, admission: Bool, maxFailureRecords: Int = 64) {
             self.maxCount = maxCount
-            sketch = admission ? FrequencySketch(entries: maxCount) : nil
+            self.maxFailureRecords = max(1, maxFailureRecords)
+            // Sized for a few entries and grown with the entries held (``FrequencySketch``),
+            // never from `maxCount`, which may be `Int.max`.
+            sketch = admission ? FrequencySketch(entries: min(maxCount, FrequencySketch.initialEntries)) : nil
+        }
+
+        /// Records a failure of a context without values, replacing its earlier record. When
+        /// the table is full, the record whose retry time comes first goes (it is the least
+        /// useful: its context may be fetched soonest anyway); no entry is ever evicted.
+        mutating func recordFailure(_ key: String, _ record: FailureRecord) {
+            if failureRecords[key] == nil, failureRecords.count >= maxFailureRecords,
+                let first = failureRecords.min(by: { $0.value.retryAt < $1.value.retryAt })?.key
+            {
+                failureRecords.removeValue(forKey: first)
+                failureEvictions += 1
+            }
+            failureRecords[key] = record
+        }
+
+        /// Removes the entry for `key` (its values are dropped: a 400 or 403 for a context
+        /// whose values expired or were refused) and returns its bytes to `budget`.
+        mutating func drop(_ key: String, budget: ByteBudget) -> Snapshot? {
+            guard let i = index[key] else { return nil }
+            budget.release(nodes[Int(i)].bytes)
+            return remove(i, budget: budget)
         }
 
         /// Counts a request for `key` in the admission filter's sketch (nothing without one).
@@ -113,8 +147,11 @@ final class ContextCache: Sendable {
             if tail < 0 { tail = i }
         }
 
-        /// Removes node `i` and returns its snapshot (to be released outside the lock).
-        mutating func remove(_ i: Int32) -> Snapshot? {
+        /// Removes node `i` and returns its snapshot (to be released outside the lock). A use
+        /// the stream recorded for it leaves with it (its bytes back to `budget`): the context
+        /// is not held any more, so there is nothing to refresh, and the node may be reused.
+        mutating func remove(_ i: Int32, budget: ByteBudget) -> Snapshot? {
+            dropStreamUse(of: i, budget: budget)
             unlink(i)
             let node = nodes[Int(i)]
             index.removeValue(forKey: node.key)
@@ -144,8 +181,7 @@ final class ContextCache: Sendable {
             while victim >= 0, nodes[Int(victim)].key == key { victim = nodes[Int(victim)].prev }
             guard victim >= 0 else { return false }
             budget.release(nodes[Int(victim)].bytes)
-            dropStreamUse(of: victim, budget: budget)  // not held any more: nothing to refresh
-            if let snapshot = remove(victim) { result.dropped.append(snapshot) }
+            if let snapshot = remove(victim, budget: budget) { result.dropped.append(snapshot) }
             result.evicted += 1
             evictions += 1
             return true
@@ -160,6 +196,7 @@ final class ContextCache: Sendable {
             var result = Upsert()
             let existing = index[node.key]
             if existing == nil {
+                sketch?.reserve(entries: count + 1)
                 // Admission: when the insert would evict, the newcomer must have been asked for
                 // more often (recently) than the entry it would push out.
                 if let sketch, count >= maxCount, tail >= 0,
@@ -263,6 +300,9 @@ final class ContextCache: Sendable {
     /// The smallest byte share a shard gets (fewer shards are used for small bounds).
     static let minShardBytes = 64 << 10
 
+    /// The most failure records the whole cache holds (docs/service.md, "Failure records").
+    static let maxFailureRecords = 4_096
+
     init(maxContexts: Int, maxBytes: Int, admission: Bool = false) {
         // Up to 64 shards, each with at least 2 entries and 64 KiB of the bounds, so one
         // context's values (a few KiB for 64 flags) always fit in its shard's share.
@@ -270,7 +310,11 @@ final class ContextCache: Sendable {
         while count < 64 && count * 2 * 2 <= maxContexts && count * 2 * Self.minShardBytes <= maxBytes { count *= 2 }
         mask = count - 1
         let perCount = max(1, maxContexts / count)
-        shards = (0..<count).map { _ in Locked(Shard(maxCount: perCount, admission: admission)) }
+        // Not sized from maxContexts: a small cache's contexts fail as often as a large one's.
+        let perFailures = Self.maxFailureRecords / count
+        shards = (0..<count).map { _ in
+            Locked(Shard(maxCount: perCount, admission: admission, maxFailureRecords: perFailures))
+        }
         gauges.initialize(repeating: hal_atomic_word(value: 0), count: 2)
         budget = ByteBudget(gauges: gauges, limit: maxBytes)
     }
@@ -333,8 +377,14 @@ final class ContextCache: Sendable {
     var peakBytesHeld: Int { Int(bitPattern: hal_load_relaxed(gauges + 1)) }
 
     /// The shard counters summed (one lock at a time; never all at once).
-    func totals() -> (count: Int, bytes: Int, hits: Int, misses: Int, evictions: Int, flights: Int, rejections: Int) {
-        var t = (count: 0, bytes: 0, hits: 0, misses: 0, evictions: 0, flights: 0, rejections: 0)
+    func totals() -> (
+        count: Int, bytes: Int, hits: Int, misses: Int, evictions: Int, flights: Int, rejections: Int, failures: Int,
+        failureEvictions: Int
+    ) {
+        var t = (
+            count: 0, bytes: 0, hits: 0, misses: 0, evictions: 0, flights: 0, rejections: 0, failures: 0,
+            failureEvictions: 0
+        )
         for shard in shards {
             shard.withLock { s in
                 t.count += s.count
@@ -344,6 +394,8 @@ final class ContextCache: Sendable {
                 t.evictions += s.evictions
                 t.flights += s.flights.count
                 t.rejections += s.rejections
+                t.failures += s.failureRecords.count
+                t.failureEvictions += s.failureEvictions
             }
         }
         return t
@@ -353,18 +405,51 @@ final class ContextCache: Sendable {
 /// A count-min sketch of recent requests, for the admission filter (TinyLFU): four rows of
 /// 4-bit-saturating counters (kept in bytes), about 8 counters per entry, halved every
 /// `10 × entries` increments so old popularity fades.
+///
+/// Sized for the entries its shard holds, not for the shard's bound (which may be `Int.max`):
+/// it starts at ``initialEntries`` and doubles (``reserve(entries:)``) as the shard fills, so
+/// it takes 32-64 bytes per entry held (at most ``maxWidth`` counters a row: 16 MiB).
 struct FrequencySketch {
+    /// The entries a new sketch is sized for.
+    static let initialEntries = 64
+    /// The widest row (counters).
+    static let maxWidth = 1 << 22
     private var counters: [UInt8]
-    private let mask: Int
+    private var mask: Int
     private var additions = 0
-    private let resetAfter: Int
+    private var resetAfter: Int
 
     init(entries: Int) {
-        var width = 64
-        while width < entries * 8 { width *= 2 }
+        let width = Self.width(for: entries)
         counters = [UInt8](repeating: 0, count: width * 4)
         mask = width - 1
-        resetAfter = max(entries, 8) * 10
+        resetAfter = width / 8 * 10
+    }
+
+    /// Counters a row (a power of two, at least 64, at most ``maxWidth``).
+    var width: Int { mask + 1 }
+
+    private static func width(for entries: Int) -> Int {
+        let wanted = entries > maxWidth / 8 ? maxWidth : max(entries, 0) * 8
+        var width = 64
+        while width < wanted { width *= 2 }
+        return width
+    }
+
+    /// Widens the rows to about 8 counters per entry for `entries`. Each counter is copied to
+    /// both halves of its doubled row (a slot's index keeps its low bits), so every estimate
+    /// stays what it was.
+    mutating func reserve(entries: Int) {
+        let wanted = Self.width(for: entries)
+        guard wanted > width else { return }
+        let old = counters
+        let oldWidth = width
+        counters = [UInt8](repeating: 0, count: wanted * 4)
+        for row in 0..<4 {
+            for j in 0..<wanted { counters[row * wanted + j] = old[row * oldWidth + (j & (oldWidth - 1))] }
+        }
+        mask = wanted - 1
+        resetAfter = wanted / 8 * 10
     }
 
     /// 64 bits of the fingerprint beyond the shard digits (hex: uniform).
@@ -404,4 +489,17 @@ struct FrequencySketch {
         for row in 0..<4 { least = min(least, counters[slot(h, row)]) }
         return least
     }
+}
+
+/// A context without values that failed (400, 403, a failed cold fetch): why it serves
+/// defaults and when it may be fetched again. Kept in its shard's own small table, apart from
+/// the entries: it never evicts a servable entry, takes no room in `maxContexts` or
+/// `maxCacheBytes`, and no admission policy refuses it (docs/service.md, "Failure records").
+struct FailureRecord: Sendable, Hashable {
+    /// What the context is served meanwhile.
+    var code: FlagErrorCode
+    /// No fetch for this context before this time (monotonic).
+    var retryAt: Duration
+    /// Consecutive failed fetches (its backoff step).
+    var failures: Int
 }

@@ -225,19 +225,22 @@ final class FittingMemo: Sendable {
         }
         if let hit { return hit }
         let fitted = try fit(context)
-        let (entry, hash) = Self.withProbe(context, keys: keys) { probe in
-            (Entry(probe, privateAttributes: privateAttributes, fitted: fitted), probe.hash)
-        }
-        guard perCount > 0, entry.bytes <= perBytes else { return entry }
-        let evicted = shard(hash).withLock { s -> [Entry] in
-            var evicted: [Entry] = []
-            while s.table.count >= perCount || s.bytes + entry.bytes > perBytes, let victim = s.table.removeAny() {
-                s.bytes -= victim.bytes
-                evicted.append(victim)
+        let (entry, evicted) = Self.withProbe(context, keys: keys) { probe -> (Entry, [Entry]) in
+            let entry = Entry(probe, privateAttributes: privateAttributes, fitted: fitted)
+            guard perCount > 0, entry.bytes <= perBytes else { return (entry, []) }
+            return shard(probe.hash).withLock { s -> (Entry, [Entry]) in
+                // Another request that missed the same context meanwhile inserted it first:
+                // one entry per context (its fitted form is the same), the later one is dropped.
+                if let first = s.table.entry(probe, privateAttributes) { return (first, []) }
+                var evicted: [Entry] = []
+                while s.table.count >= perCount || s.bytes + entry.bytes > perBytes, let victim = s.table.removeAny() {
+                    s.bytes -= victim.bytes
+                    evicted.append(victim)
+                }
+                s.table.insert(entry, hash: probe.hash)
+                s.bytes += entry.bytes
+                return (entry, evicted)
             }
-            s.table.insert(entry, hash: hash)
-            s.bytes += entry.bytes
-            return evicted
         }
         _ = evicted  // released here, outside the lock
         return entry

@@ -18,20 +18,23 @@ extension FlagService {
     }
 
     /// Refreshes a held context now (in the background flight machinery, with `If-None-Match`)
-    /// and returns when it is over. Nothing for a context that is not held or is backing off.
-    /// A context with a fetch in flight (cold or refresh) is marked instead: its answer may
-    /// predate the event, so it is fetched again when that fetch ends (`run`).
+    /// and returns when it is over. Nothing for a context that is not held or is backing off,
+    /// and no flight while the service is paused, fatal or closed or its refreshes have no
+    /// room (the fetch gate, as for a request). A context with a fetch in flight (cold or
+    /// refresh) is marked instead: its answer may predate the event, so it is fetched again
+    /// when that fetch ends (`run`).
     func refreshHeld(_ fitted: FittedContext, flagConfig: FlagConfigVersion? = nil) async {
         guard !isClosed else { return }
         let fingerprint = fitted.fingerprint
         let now = options.clock.monotonicNow
+        let gate = fetcher.gate(now: now)
         let start = cache.shard(for: fingerprint).withLock { s -> Start? in
             if let flight = s.flights[fingerprint] {
                 flight.markRefetch(flagConfig)
                 return nil
             }
             guard let i = s.find(fingerprint), let snapshot = s.nodes[Int(i)].snapshot,
-                now >= s.nodes[Int(i)].retryAt
+                now >= s.nodes[Int(i)].retryAt, gate.admits(.refresh)
             else { return nil }
             let flight = ContextFlight()
             s.flights[fingerprint] = flight

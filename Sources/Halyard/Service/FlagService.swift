@@ -37,8 +37,8 @@ public final class FlagService: Sendable {
     /// The event stream (ServiceStreaming.swift, FlagService+Streaming.swift), nil without one.
     let streaming: ServiceStreaming?
     private let clock: any HalyardClock
-    /// [closed, cold waits, timeouts, invalid contexts, background refreshes].
-    private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
+    /// [closed, cold waits, timeouts, invalid contexts, background refreshes, probes].
+    private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 6)
 
     /// Creates a service. Nothing is fetched until a context is asked for.
     ///
@@ -52,7 +52,7 @@ public final class FlagService: Sendable {
         self.options = options
         details = DetailInterner(stripes: options.sharedDetailStripes)
         clock = options.clock
-        words.initialize(repeating: hal_atomic_word(value: 0), count: 5)
+        words.initialize(repeating: hal_atomic_word(value: 0), count: 6)
         let transport = options.transport ?? makeDefaultTransport(logHandler: options.logHandler)
         let identity = ClientIdentity(
             baseURL: options.baseURL, key: options.key, appID: options.appID,
@@ -180,6 +180,9 @@ public final class FlagService: Sendable {
         stats.evictions = totals.evictions
         stats.admissionRejections = totals.rejections
         stats.contextsHeld = totals.count
+        stats.failureRecords = totals.failures
+        stats.failureRecordEvictions = totals.failureEvictions
+        stats.probes = Int(hal_load_relaxed(words + 5))
         stats.bytesHeld = cache.bytesHeld
         stats.peakBytesHeld = cache.peakBytesHeld
         stats.fetchesInFlight = totals.flights
@@ -251,6 +254,9 @@ public final class FlagService: Sendable {
         var background: Bool
         /// A stream event's flag configuration version (a wave's refresh only).
         var flagConfig: FlagConfigVersion? = nil
+        /// The one request let through before the entry expires (passes the service-wide
+        /// pause and the context's backoff; docs/service.md, "Recovery").
+        var probe = false
     }
 
     /// The one decision of a request, under its shard's lock: serve held values (and maybe
@@ -265,6 +271,10 @@ public final class FlagService: Sendable {
         let shutCode: FlagErrorCode = gate.fatal ? .providerFatal : .providerNotReady
         var start: Start?
         var refused = false
+        /// A held context whose refresh the gate shed for want of room: it gets a retry time.
+        var shed = false
+        let maxStaleness = options.maxStaleness
+        let probeLead = options.probeLead
         // Held values confirmed before the last stream wave are stale (two atomic loads: no
         // global lock on the lookup path, SPEC §12; the use is recorded in the shard below).
         let tracking = streaming?.isTracking ?? false
@@ -277,29 +287,43 @@ public final class FlagService: Sendable {
                 if tracking { s.noteStreamUse(i, fitted, now: now, budget: cache.budget) }
                 s.touch(i)
                 let node = s.nodes[Int(i)]
-                if let snapshot = node.snapshot, now - node.confirmedAt <= options.maxStaleness {
+                if let snapshot = node.snapshot, now - node.confirmedAt <= maxStaleness {
                     s.hits += 1
                     // A context a wave holds is not marked (its refresh is queued or running).
                     marked = node.confirmedAt < staleBefore && !s.streamQueued.contains(fingerprint)
-                    if now - node.confirmedAt > options.refreshAfter || marked,
-                        now >= node.retryAt,
-                        s.flights[fingerprint] == nil,
-                        gate.admits(.refresh)
-                    {
-                        let flight = ContextFlight()
-                        s.flights[fingerprint] = flight
-                        start = Start(flight: flight, previous: snapshot, background: true)
+                    if now - node.confirmedAt > options.refreshAfter || marked, s.flights[fingerprint] == nil {
+                        if now >= node.retryAt && gate.admits(.refresh) {
+                            let flight = ContextFlight()
+                            s.flights[fingerprint] = flight
+                            start = Start(flight: flight, previous: snapshot, background: true)
+                        } else if !node.probed, now >= node.confirmedAt + maxStaleness - probeLead,
+                            node.sheds == 0 || now >= node.retryAt, gate.admitsProbe
+                        {
+                            // Its expiry is near and its backoff or the pause would outlast
+                            // it: one request goes anyway.
+                            s.nodes[Int(i)].probed = true
+                            let flight = ContextFlight()
+                            s.flights[fingerprint] = flight
+                            start = Start(flight: flight, previous: snapshot, background: true, probe: true)
+                        } else if now >= node.retryAt && gate.shedsRefresh {
+                            shed = true
+                        }
                     }
                     return .view(ContextFlags(snapshot: snapshot, environment: environment))
                 }
                 s.misses += 1
                 if now < node.retryAt {
-                    let code = node.snapshot == nil ? node.code : .providerNotReady
-                    return .view(ContextFlags(unavailable: code, fingerprint: fingerprint, environment: environment))
+                    return .view(
+                        ContextFlags(unavailable: .providerNotReady, fingerprint: fingerprint, environment: environment)
+                    )
                 }
                 previous = node.snapshot
             } else {
                 s.misses += 1
+                if let record = s.failureRecords[fingerprint], now < record.retryAt {
+                    return .view(
+                        ContextFlags(unavailable: record.code, fingerprint: fingerprint, environment: environment))
+                }
                 // Not held (yet): a cold fetch, perhaps in flight during the next event, whose
                 // wave must then fetch it again.
                 if tracking { s.noteStreamMiss(fitted, now: now, budget: cache.budget) }
@@ -308,6 +332,7 @@ public final class FlagService: Sendable {
             // A held (expired) context re-fetches as a refresh: it has a user being served.
             guard gate.admits(previous == nil ? .cold : .refresh) else {
                 refused = true
+                if previous != nil && gate.shedsRefresh { shed = true }
                 return .view(ContextFlags(unavailable: shutCode, fingerprint: fingerprint, environment: environment))
             }
             let flight = ContextFlight()
@@ -315,7 +340,8 @@ public final class FlagService: Sendable {
             start = Start(flight: flight, previous: previous, background: false)
             return .join(flight)
         }
-        if refused { fetcher.countRefused(gate) }
+        if refused || shed { fetcher.countRefused(gate) }
+        if shed { shedRefresh(fingerprint, now: now) }
         if var start {
             // A refresh the stale mark started is event-triggered: it carries the event's
             // parameters (read outside the shard lock, once per context per wave).
@@ -325,21 +351,53 @@ public final class FlagService: Sendable {
         return decision
     }
 
+    /// A refresh of a held context was shed (no room): the context gets a retry time, growing
+    /// with the sheds in a row, so it creates at most one refresh per backoff step however many
+    /// requests read it. The random draw is made outside the shard lock.
+    private func shedRefresh(_ fingerprint: String, now: Duration) {
+        let unit = Double.random(in: 0..<1)
+        let fetcher = self.fetcher
+        let maxStaleness = options.maxStaleness
+        cache.shard(for: fingerprint).withLock { s in
+            guard let i = s.find(fingerprint), s.nodes[Int(i)].snapshot != nil, now >= s.nodes[Int(i)].retryAt
+            else { return }
+            Self.noteShed(&s.nodes[Int(i)], now: now, unit: unit, fetcher: fetcher, maxStaleness: maxStaleness)
+        }
+    }
+
+    /// Gives a held context whose refresh was shed its retry time.
+    private static func noteShed(
+        _ node: inout ContextCache.Node, now: Duration, unit: Double, fetcher: ServiceFetcher, maxStaleness: Duration
+    ) {
+        if node.sheds < .max { node.sheds += 1 }
+        let delay = fetcher.contextDelay(failures: Int(node.sheds), unit: unit, held: true)
+        node.retryAt = retryTime(now: now, delay: delay, confirmedAt: node.confirmedAt, maxStaleness: maxStaleness)
+    }
+
+    /// A held context's retry time: `now + delay`, clamped to its entry's expiry while the
+    /// entry is servable (the backoff never outlasts what may still be served).
+    static func retryTime(now: Duration, delay: Duration, confirmedAt: Duration, maxStaleness: Duration) -> Duration {
+        let expiry = confirmedAt + maxStaleness
+        return now < expiry ? min(now + delay, expiry) : now + delay
+    }
+
     /// Starts the fetch of a flight as a tracked task. The task holds the fetcher, not the
     /// service: a service dropped without `close()` is freed (its `deinit` closes it, which
     /// cancels this task and refuses the queued ones). Also the stream's refresh waves' entry
     /// (FlagService+Streaming.swift).
     func run(_ start: Start, _ fitted: FittedContext) {
         if start.background { _ = hal_fetch_add(words + 4, 1) }
+        if start.probe { _ = hal_fetch_add(words + 5, 1) }
         let flight = start.flight
         let previous = start.previous
         let fetcher = self.fetcher
         let priority: FetchPriority = previous == nil ? .cold : .refresh
-        fetcher.began()
+        fetcher.began(priority)
         let started = fetcher.track { [weak self] in
             let result = await fetcher.fetch(
-                fitted, etag: previous?.etag, priority: priority, flight: flight, flagConfig: start.flagConfig)
-            fetcher.ended()
+                fitted, etag: previous?.etag, priority: priority, flight: flight, flagConfig: start.flagConfig,
+                probe: start.probe)
+            fetcher.ended(priority)
             guard let self else {
                 flight.complete(.unavailable(.providerNotReady))
                 return
@@ -350,7 +408,7 @@ public final class FlagService: Sendable {
             if let refetch = flight.takeRefetch() { await self.refreshHeld(fitted, flagConfig: refetch.flagConfig) }
         }
         if !started {
-            fetcher.ended()
+            fetcher.ended(priority)
             flight.complete(apply(.skipped(until: nil), fitted.fingerprint, previous: previous, flight: flight))
         }
     }
@@ -382,6 +440,7 @@ public final class FlagService: Sendable {
         let maxStaleness = options.maxStaleness
         let refreshAfter = options.refreshAfter
         let fatal = fetcher.isFatal
+        let fetcher = self.fetcher
         let unit = Double.random(in: 0..<1)
         let budget = cache.budget
         var dropped: [Snapshot] = []
@@ -391,26 +450,29 @@ public final class FlagService: Sendable {
             if s.flights[fingerprint] === flight { s.flights.removeValue(forKey: fingerprint) }
             let index = s.find(fingerprint)
             let node = index.map { s.nodes[Int($0)] }
+            let record = s.failureRecords[fingerprint]
             func servable(_ n: ContextCache.Node?) -> Snapshot? {
                 guard let n, let snapshot = n.snapshot, now - n.confirmedAt <= maxStaleness else { return nil }
                 return snapshot
             }
             func store(_ n: ContextCache.Node) {
+                s.failureRecords.removeValue(forKey: fingerprint)
                 let change = s.upsert(n, budget: budget)
                 dropped += change.dropped
                 if change.needsRoom > 0 { pending = (n, change.needsRoom) }
             }
-            func negative(_ code: FlagErrorCode, retryAt: Duration, failures: Int) -> ContextCache.Node {
-                ContextCache.Node(
-                    key: fingerprint, snapshot: nil, code: code, confirmedAt: now, retryAt: retryAt, failures: failures,
-                    bytes: overhead, prev: -1, next: -1)
+            /// A context left without values: its entry (expired or refused values) goes, and a
+            /// failure record holds its code and backoff (never evicting an entry).
+            func fail(_ code: FlagErrorCode, retryAt: Duration, failures: Int) {
+                if let snapshot = s.drop(fingerprint, budget: budget) { dropped.append(snapshot) }
+                s.recordFailure(fingerprint, FailureRecord(code: code, retryAt: retryAt, failures: failures))
             }
             switch result {
             case .updated:
                 guard let fresh else { return .unavailable(.providerNotReady) }
                 store(
                     ContextCache.Node(
-                        key: fingerprint, snapshot: fresh, code: .providerNotReady, confirmedAt: now, retryAt: .zero,
+                        key: fingerprint, snapshot: fresh, confirmedAt: now, retryAt: .zero,
                         failures: 0, bytes: freshBytes + overhead, prev: -1, next: -1))
                 return .values(fresh)
             case .notModified:
@@ -418,12 +480,15 @@ public final class FlagService: Sendable {
                     s.nodes[Int(i)].confirmedAt = now
                     s.nodes[Int(i)].retryAt = .zero
                     s.nodes[Int(i)].failures = 0
+                    s.nodes[Int(i)].probed = false
+                    s.nodes[Int(i)].sheds = 0
+                    s.failureRecords.removeValue(forKey: fingerprint)
                     return .values(snapshot)
                 }
                 guard let previous else { return .unavailable(.providerNotReady) }
                 store(
                     ContextCache.Node(
-                        key: fingerprint, snapshot: previous, code: .providerNotReady, confirmedAt: now,
+                        key: fingerprint, snapshot: previous, confirmedAt: now,
                         retryAt: .zero, failures: 0, bytes: previousBytes + overhead, prev: -1, next: -1))
                 return .values(previous)
             case .badRequest:
@@ -432,31 +497,47 @@ public final class FlagService: Sendable {
                     s.nodes[Int(i)].retryAt = now + refreshAfter
                     return .values(snapshot)
                 }
-                store(negative(.invalidContext, retryAt: now + refreshAfter, failures: 0))
+                fail(.invalidContext, retryAt: now + refreshAfter, failures: 0)
                 return .unavailable(.invalidContext)
             case .forbidden:
                 // This context was refused (SPEC §12): defaults until maxStaleness, then retried.
-                store(negative(.providerFatal, retryAt: now + maxStaleness, failures: (node?.failures ?? 0) + 1))
+                fail(.providerFatal, retryAt: now + maxStaleness, failures: (record?.failures ?? 0) + 1)
                 return .unavailable(.providerFatal)
             case .unauthorized:
                 if let snapshot = servable(node) { return .values(snapshot) }
                 return .unavailable(.providerFatal)
             case .skipped:
-                // Nothing was sent (paused, shed, dropped, closed, fatal, cancelled): nothing is
+                // Nothing was sent (paused, dropped, closed, fatal, cancelled): nothing is
                 // learnt about this context, so nothing is stored and nothing evicted.
                 if let snapshot = servable(node) { return .values(snapshot) }
                 return .unavailable(fatal ? .providerFatal : .providerNotReady)
+            case .shed:
+                // No room in the queue: a held context gets a retry time (one refresh task per
+                // backoff step, not one per request); a shed probe may be sent again after it.
+                if let i = index, s.nodes[Int(i)].snapshot != nil {
+                    Self.noteShed(&s.nodes[Int(i)], now: now, unit: unit, fetcher: fetcher, maxStaleness: maxStaleness)
+                    s.nodes[Int(i)].probed = false
+                }
+                if let snapshot = servable(node) { return .values(snapshot) }
+                return .unavailable(.providerNotReady)
             case .failed(let retryAfter):
-                // Retry-After is a floor of the context's own backoff, never a replacement.
-                let failures = (node?.failures ?? 0) + 1
-                let delay = max(retryAfter ?? .zero, fetcher.contextDelay(failures: failures, unit: unit))
+                // Retry-After is a floor of the context's own backoff, never a replacement. A
+                // context whose values are held waits at most the recovery interval.
                 if let i = index {
+                    let failures = s.nodes[Int(i)].failures + 1
+                    let delay = max(
+                        retryAfter ?? .zero, fetcher.contextDelay(failures: failures, unit: unit, held: true))
                     s.nodes[Int(i)].failures = failures
-                    s.nodes[Int(i)].retryAt = now + delay
+                    s.nodes[Int(i)].sheds = 0
+                    s.nodes[Int(i)].retryAt = Self.retryTime(
+                        now: now, delay: delay, confirmedAt: s.nodes[Int(i)].confirmedAt, maxStaleness: maxStaleness)
                     if let snapshot = servable(s.nodes[Int(i)]) { return .values(snapshot) }
                     return .unavailable(.providerNotReady)
                 }
-                store(negative(.providerNotReady, retryAt: now + delay, failures: failures))
+                let failures = (record?.failures ?? 0) + 1
+                let delay = max(retryAfter ?? .zero, fetcher.contextDelay(failures: failures, unit: unit))
+                s.recordFailure(
+                    fingerprint, FailureRecord(code: .providerNotReady, retryAt: now + delay, failures: failures))
                 return .unavailable(.providerNotReady)
             }
         }

@@ -62,10 +62,15 @@ public struct FlagServiceOptions: Sendable {
     public var maxResponseBytes: Int = 8 << 20
     /// The fitted context's size cap in UTF-16 code units (docs/context.md); *default* 4,096.
     public var contextSizeLimit: Int = 4096
-    /// The ceiling of the first service-wide retry delay (full jitter); *default* 1 s, doubling
-    /// per consecutive failure up to ``maxBackoff``.
+    /// The first service-wide pause and a failing context's first backoff ceiling; *default*
+    /// 1 s. The service's pause never draws less (a floor) and grows, doubling per pause in a
+    /// row, up to half of ``refreshAfter``; a context's own backoff doubles up to
+    /// ``maxBackoff`` (docs/service.md, "Recovery").
     public var initialBackoff: Duration = .seconds(1)
-    /// The largest retry delay; *default* 5 min.
+    /// The largest backoff of a failing context; *default* 5 min. The service's own pause and
+    /// the backoff of a context whose values are held stop at half of ``refreshAfter`` (when
+    /// that is shorter), so hot contexts recover soon after the plane does (docs/service.md,
+    /// "Recovery").
     public var maxBackoff: Duration = .seconds(300)
     /// Consecutive failed fetches (5xx, timeouts, network errors, bad bodies) across all
     /// contexts, with no success between them, after which every context's fetches pause for
@@ -113,6 +118,18 @@ public struct FlagServiceOptions: Sendable {
         self.baseURL = baseURL
         self.key = key
     }
+
+    /// The longest the service pauses on its own (a 429's `Retry-After` may be longer) and the
+    /// longest a context whose values are held backs off: half of ``refreshAfter``, at least
+    /// ``initialBackoff``, at most ``maxBackoff`` (docs/service.md, "Recovery").
+    var recoveryInterval: Duration {
+        min(max(maxBackoff, .milliseconds(1)), max(initialBackoff, refreshAfter / 2, .milliseconds(1)))
+    }
+
+    /// How long before an entry's expiry (`maxStaleness`) its one probe may be sent: the last
+    /// ``recoveryInterval`` of its life (the longest a held context's backoff or the service's
+    /// own pause lasts, so the only time they can outlast it), at most half of `maxStaleness`.
+    var probeLead: Duration { min(recoveryInterval, maxStaleness / 2) }
 
     /// Checks the programming errors ``FlagService/init(options:)`` throws for.
     func validate() throws(FlagServiceError) {

@@ -13,8 +13,18 @@ public struct FlagServiceStats: Sendable, Hashable {
     /// Fetched contexts not held because the admission filter preferred the entry they would
     /// have evicted (``FlagServiceOptions/frequencyAdmission``).
     public var admissionRejections = 0
-    /// Contexts held now (including negative entries for failing or invalid contexts).
+    /// Contexts whose values are held now (expired ones kept for their ETag included; failing
+    /// and invalid contexts without values are in ``failureRecords``).
     public var contextsHeld = 0
+    /// Contexts without values whose failure (400, 403, a failed cold fetch) is remembered now,
+    /// with their backoff: a table of its own, at most 4,096 records (docs/service.md,
+    /// "Failure records"), never evicting a held context, whatever the admission policy.
+    public var failureRecords = 0
+    /// Failure records dropped because their table was full (the one retried soonest goes).
+    public var failureRecordEvictions = 0
+    /// Probes: refreshes let through, once per entry, before its expiry while its backoff or
+    /// the service-wide pause would have held them back (docs/service.md, "Recovery").
+    public var probes = 0
     /// Estimated bytes held now (docs/service.md, "How bytes are counted").
     public var bytesHeld = 0
     /// The most estimated bytes held at once.

@@ -4,10 +4,12 @@ import Foundation
 /// The control-plane discipline of a ``FlagService``, for all its contexts at once
 /// (docs/service.md, "Talking to the control plane"):
 ///
-/// - one `Retry-After`/backoff state: a 429 pauses every context's fetches until its
-///   `Retry-After` (or the backoff delay); after ``FlagServiceOptions/backoffAfterFailures``
-///   consecutive failures across contexts (5xx, timeouts, network errors, bad bodies) every
-///   fetch pauses for the backoff delay (full jitter, doubling); one success ends it;
+/// - one pause for every context (``PauseState``): a 429 pauses every context's fetches
+///   until the later of its `Retry-After` and the pause delay; after
+///   ``FlagServiceOptions/backoffAfterFailures`` consecutive failures across contexts (5xx,
+///   timeouts, network errors, bad bodies) every fetch pauses for the pause delay. The delay
+///   has a floor (`initialBackoff`) and grows with each pause while failures continue, up to
+///   ``FlagServiceOptions/recoveryInterval``; only a success after a quiet time resets it;
 /// - one status: `notReady` until a fetch succeeds, then `ready`; `error` while the service-wide
 ///   backoff is in force; `fatal` after 401/403 (no request is sent any more);
 /// - bounded concurrency: at most `maxConcurrentFetches` requests in flight, others queue
@@ -28,14 +30,17 @@ final class ServiceFetcher: Sendable {
         case forbidden
         /// 429, 5xx, timeout, network error, bad body; `retryAfter` when the server gave one.
         case failed(retryAfter: Duration?)
-        /// No request was sent: paused (`Retry-After`/backoff), fatal, closed or shed. No
-        /// fetch before `until` (monotonic) when known.
+        /// No request was sent: paused (`Retry-After`/backoff), fatal, closed, dropped or
+        /// cancelled. No fetch before `until` (monotonic) when known.
         case skipped(until: Duration?)
+        /// No request was sent: the queue had no room for it (a refresh behind a queue full
+        /// of refreshes). The caller gives the context a retry time.
+        case shed
     }
 
     /// What a fetch waiting for a slot is resumed with.
     private enum Grant: Sendable {
-        case granted, refused, dropped
+        case granted, refused, dropped, shed
     }
 
     private struct State {
@@ -47,6 +52,10 @@ final class ServiceFetcher: Sendable {
         var waiting: [UInt64: CheckedContinuation<Grant, Never>] = [:]
         var nextTicket: UInt64 = 0
         var pausedUntil: Duration = .zero
+        /// A 429's `Retry-After` (monotonic): not even a probe goes before it.
+        var retryAfterUntil: Duration = .zero
+        /// Pauses in a row (the pause delay's step), and when a success may reset it.
+        var pause = PauseState()
         var consecutiveFailures = 0
         var status: ClientStatus = .notReady
         var closed = false
@@ -78,15 +87,28 @@ final class ServiceFetcher: Sendable {
         /// Closed or fatal: nothing is fetched.
         var closed: Bool
         var fatal: Bool
-        /// Paused by a `Retry-After` or the service-wide backoff until then (monotonic).
+        /// Paused by a `Retry-After` or the service-wide pause until then (monotonic).
         var pausedUntil: Duration?
+        /// Whether a 429's `Retry-After` is in force (a probe waits for it too).
+        var retryAfterInForce: Bool
         /// Whether a cold fetch would find room in the slots and queue.
         var coldRoom: Bool
+        /// Whether a refresh would find room: fewer refreshes outstanding than slots and queue
+        /// (a refresh displaces a queued cold fetch, so cold fetches do not take its room).
+        var refreshRoom: Bool
 
-        /// Whether a fetch may be created now (a refresh may always queue: it displaces).
+        /// Whether a fetch may be created now.
         func admits(_ priority: FetchPriority) -> Bool {
-            !closed && !fatal && pausedUntil == nil && (priority == .refresh || coldRoom)
+            !closed && !fatal && pausedUntil == nil && (priority == .refresh ? refreshRoom : coldRoom)
         }
+
+        /// Whether a probe (the one request let through before a held entry expires) may be
+        /// created now: whatever the service-wide pause, never before a 429's `Retry-After`.
+        var admitsProbe: Bool { !closed && !fatal && !retryAfterInForce && refreshRoom }
+
+        /// Whether a refresh is refused only for want of room (it is then shed: its context
+        /// gets a retry time).
+        var shedsRefresh: Bool { !closed && !fatal && pausedUntil == nil && !refreshRoom }
     }
 
     let builder: OFREPRequestBuilder
@@ -94,7 +116,10 @@ final class ServiceFetcher: Sendable {
     let clock: any HalyardClock
     private let maxConcurrent: Int
     private let maxQueued: Int
-    private let backoff: Backoff
+    private let initialBackoff: Duration
+    /// The longest pause of the service's own (a 429's `Retry-After` may be longer), and the
+    /// longest backoff of a context whose values are held.
+    let recoveryInterval: Duration
     private let contextBackoff: Backoff
     private let backoffAfterFailures: Int
     private let logHandler: HalyardLogHandler?
@@ -102,9 +127,10 @@ final class ServiceFetcher: Sendable {
     private let state: Locked<State>
     /// [flags (1 closed, 2 fatal), paused until (ns, monotonic), outstanding (fetches created
     /// and not finished: in flight, queued, or their task not started yet), paused refusals
-    /// before a flight, sheds before a flight]: the gate a request
-    /// checks before it creates anything, without the lock.
-    private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 5)
+    /// before a flight, sheds before a flight, refreshes outstanding, a 429's `Retry-After`
+    /// until (ns, monotonic)]: the gate a request checks before it creates anything, without
+    /// the lock.
+    private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 7)
 
     init(options: FlagServiceOptions, identity: ClientIdentity, transport: any FlagTransport) {
         builder = OFREPRequestBuilder(
@@ -117,7 +143,8 @@ final class ServiceFetcher: Sendable {
         clock = options.clock
         maxConcurrent = max(1, options.maxConcurrentFetches)
         maxQueued = max(0, options.maxQueuedFetches)
-        backoff = Backoff(base: options.initialBackoff, maximum: options.maxBackoff)
+        initialBackoff = max(options.initialBackoff, .milliseconds(1))
+        recoveryInterval = options.recoveryInterval
         // A failing context waits at least half of `initialBackoff` (its own floor): full
         // jitter could draw ~0 and re-fetch it on the next request.
         contextBackoff = Backoff(
@@ -125,7 +152,7 @@ final class ServiceFetcher: Sendable {
         backoffAfterFailures = max(1, options.backoffAfterFailures)
         logHandler = options.logHandler
         state = Locked(State(queue: FetchQueue(capacity: max(0, options.maxQueuedFetches))))
-        words.initialize(repeating: hal_atomic_word(value: 0), count: 5)
+        words.initialize(repeating: hal_atomic_word(value: 0), count: 7)
     }
 
     deinit { words.deallocate() }
@@ -149,16 +176,25 @@ final class ServiceFetcher: Sendable {
         let flags = hal_load_acquire(words)
         let paused = Self.duration(hal_load_relaxed(words + 1))
         let outstanding = Int(hal_load_relaxed(words + 2))
+        let refreshes = Int(hal_load_relaxed(words + 5))
+        let retryAfter = Self.duration(hal_load_relaxed(words + 6))
         return Gate(
             closed: flags & 1 != 0, fatal: flags & 2 != 0, pausedUntil: now < paused ? paused : nil,
-            coldRoom: outstanding < maxConcurrent + maxQueued)
+            retryAfterInForce: now < retryAfter, coldRoom: outstanding < maxConcurrent + maxQueued,
+            refreshRoom: refreshes < maxConcurrent + maxQueued)
     }
 
     /// Counts a fetch created (before its task starts, so a loop of misses sees it at once).
-    func began() { _ = hal_fetch_add(words + 2, 1) }
+    func began(_ priority: FetchPriority) {
+        _ = hal_fetch_add(words + 2, 1)
+        if priority == .refresh { _ = hal_fetch_add(words + 5, 1) }
+    }
 
     /// Counts a fetch finished (whatever its result).
-    func ended() { _ = hal_fetch_add(words + 2, UInt(bitPattern: -1)) }
+    func ended(_ priority: FetchPriority) {
+        _ = hal_fetch_add(words + 2, UInt(bitPattern: -1))
+        if priority == .refresh { _ = hal_fetch_add(words + 5, UInt(bitPattern: -1)) }
+    }
 
     /// Counts a fetch a request did not create because of `gate`.
     func countRefused(_ gate: Gate) {
@@ -167,9 +203,11 @@ final class ServiceFetcher: Sendable {
     }
 
     /// The backoff delay for a context's own `failures`, with `unit` uniform in [0, 1) drawn by
-    /// the caller (outside any lock); at least half of `initialBackoff`.
-    func contextDelay(failures: Int, unit: Double) -> Duration {
-        contextBackoff.delay(failures: max(1, failures), unit: unit)
+    /// the caller (outside any lock); at least half of `initialBackoff`. A context whose
+    /// values are held (`held`) waits at most ``recoveryInterval`` (docs/service.md, "Recovery").
+    func contextDelay(failures: Int, unit: Double, held: Bool = false) -> Duration {
+        let delay = contextBackoff.delay(failures: max(1, failures), unit: unit)
+        return held ? min(delay, max(recoveryInterval, contextBackoff.floor)) : delay
     }
 
     /// Whether ``close()`` was called (tracked tasks are no longer started).
@@ -216,25 +254,29 @@ final class ServiceFetcher: Sendable {
     private func publish(_ s: State) {
         hal_store_release(words, (s.closed ? 1 : 0) | (s.status == .fatal ? 2 : 0))
         hal_store_relaxed(words + 1, Self.nanoseconds(s.pausedUntil))
+        hal_store_relaxed(words + 6, Self.nanoseconds(s.retryAfterUntil))
     }
 
     /// Fetches the values of `context`, with `If-None-Match: etag` when given. A cold fetch
     /// that waits for a slot is dropped (counted, not sent) when every request waiting on
-    /// `flight` leaves first.
+    /// `flight` leaves first. A `probe` (a held entry about to expire) passes the service-wide
+    /// pause, never a 429's `Retry-After`.
     func fetch(
         _ context: FittedContext, etag: String?, priority: FetchPriority = .cold, flight: ContextFlight? = nil,
-        flagConfig: FlagConfigVersion? = nil
+        flagConfig: FlagConfigVersion? = nil, probe: Bool = false
     ) async -> Result {
-        switch await acquire(priority, flight: flight) {
+        switch await acquire(priority, flight: flight, probe: probe) {
         case .granted: break
         case .refused(let until): return .skipped(until: until)
+        case .shed: return .shed
         }
         defer { release() }
         let now = clock.monotonicNow
         let gate = gate(now: now)
-        if gate.closed || gate.fatal || gate.pausedUntil != nil {
+        let paused = probe ? gate.retryAfterInForce : gate.pausedUntil != nil
+        if gate.closed || gate.fatal || paused {
             // Paused, fatal or closed while it waited for its slot.
-            if gate.pausedUntil != nil { state.withLock { $0.stats.paused += 1 } }
+            if paused { state.withLock { $0.stats.paused += 1 } }
             return .skipped(until: gate.pausedUntil)
         }
         // The generation before the request reads the key: a `setKey` in between makes this
@@ -285,14 +327,12 @@ final class ServiceFetcher: Sendable {
             }
             switch outcome {
             case .updated(let etag):
-                s.consecutiveFailures = 0
-                if s.status != .fatal { s.status = .ready }
+                succeeded(&s, now: now)
                 guard let decoded else { return .failed(retryAfter: nil) }
                 return .updated(decoded, etag: etag)
             case .notModified:
-                s.consecutiveFailures = 0
+                succeeded(&s, now: now)
                 s.stats.notModified += 1
-                if s.status != .fatal { s.status = .ready }
                 return .notModified
             case .badRequest:
                 return .badRequest
@@ -312,8 +352,11 @@ final class ServiceFetcher: Sendable {
             case .rateLimited(let retryAfter):
                 s.stats.rateLimited += 1
                 s.consecutiveFailures += 1
-                let delay = backoff.delay(failures: s.consecutiveFailures, retryAfter: retryAfter, unit: unit)
-                s.pausedUntil = max(s.pausedUntil, now + delay)
+                if let retryAfter, retryAfter > .zero {
+                    // The server's own word: not even a probe goes before it.
+                    s.retryAfterUntil = max(s.retryAfterUntil, now + min(retryAfter, .seconds(3_600)))
+                }
+                let delay = pauseService(&s, now: now, retryAfter: retryAfter, unit: unit)
                 if s.status != .fatal { s.status = .error }
                 log = (.warning, "429 from the control plane: every context's fetches pause for \(delay)")
                 return .failed(retryAfter: delay)
@@ -327,9 +370,7 @@ final class ServiceFetcher: Sendable {
                 }
                 s.consecutiveFailures += 1
                 if s.consecutiveFailures >= backoffAfterFailures {
-                    let delay = backoff.delay(
-                        failures: s.consecutiveFailures - backoffAfterFailures + 1, retryAfter: retryAfter, unit: unit)
-                    s.pausedUntil = max(s.pausedUntil, now + delay)
+                    _ = pauseService(&s, now: now, retryAfter: retryAfter, unit: unit)
                     if s.status != .fatal { s.status = .error }
                 }
                 return .failed(retryAfter: retryAfter)
@@ -339,14 +380,33 @@ final class ServiceFetcher: Sendable {
         return result
     }
 
+    /// A fetch succeeded: the failure run ends; the status is `ready` unless a pause is in
+    /// force; the pause step goes back to zero only after a quiet time (``PauseState``).
+    private func succeeded(_ s: inout State, now: Duration) {
+        s.consecutiveFailures = 0
+        s.pause.succeeded(now: now)
+        if s.status != .fatal && now >= s.pausedUntil { s.status = .ready }
+    }
+
+    /// Pauses every context's fetches (or extends the pause in force); returns the delay.
+    private func pauseService(_ s: inout State, now: Duration, retryAfter: Duration?, unit: Double) -> Duration {
+        let delay = s.pause.pause(
+            now: now, pausedUntil: s.pausedUntil, floor: initialBackoff, cap: recoveryInterval, retryAfter: retryAfter,
+            unit: unit)
+        s.pausedUntil = max(s.pausedUntil, now + delay)
+        return delay
+    }
+
     private enum Admission {
         case granted
         case refused(until: Duration?)
+        case shed
     }
 
     /// Takes a slot, waiting when all are taken (refreshes before cold fetches, FIFO within
-    /// each); refused when closed, fatal, paused or the queue is full.
-    private func acquire(_ priority: FetchPriority, flight: ContextFlight?) async -> Admission {
+    /// each); refused when closed, fatal, paused (a probe: by a 429's `Retry-After` only) or
+    /// the queue is full (shed).
+    private func acquire(_ priority: FetchPriority, flight: ContextFlight?, probe: Bool) async -> Admission {
         let now = clock.monotonicNow
         enum Step {
             case granted, refused(Duration?), wait
@@ -354,7 +414,7 @@ final class ServiceFetcher: Sendable {
         let step = state.withLock { s -> Step in
             defer { publish(s) }
             if s.closed || s.status == .fatal { return .refused(nil) }
-            if now < s.pausedUntil {
+            if now < s.retryAfterUntil || (!probe && now < s.pausedUntil) {
                 s.stats.paused += 1
                 return .refused(s.pausedUntil)
             }
@@ -383,7 +443,7 @@ final class ServiceFetcher: Sendable {
                 switch s.queue.enqueue(ticket, priority) {
                 case .full:
                     s.stats.shed += 1
-                    return (.refused, 0)
+                    return (.shed, 0)
                 case .queuedDisplacing(let other):
                     s.stats.shed += 1
                     displaced = s.waiting.removeValue(forKey: other)
@@ -393,7 +453,7 @@ final class ServiceFetcher: Sendable {
                     return (nil, ticket)
                 }
             }
-            displaced?.resume(returning: .refused)
+            displaced?.resume(returning: .shed)
             if let grant = outcome.0 {
                 c.resume(returning: grant)
             } else if priority == .cold, let flight {
@@ -403,6 +463,7 @@ final class ServiceFetcher: Sendable {
         }
         switch grant {
         case .granted: return .granted
+        case .shed: return .shed
         case .refused, .dropped: return .refused(until: nil)
         }
     }
@@ -445,5 +506,53 @@ final class ServiceFetcher: Sendable {
         }
         for waiter in waiters { waiter.resume(returning: .refused) }
         for task in tasks { task.cancel() }
+    }
+}
+
+/// The service-wide pause's growth (docs/service.md, "Recovery"): equal jitter with a floor.
+///
+/// The n-th pause in a row draws its delay from `[max(floor, ceiling / 2), ceiling]`, where the
+/// ceiling is `floor × 2^(n-1)` capped at the recovery interval; a `Retry-After` is a floor of
+/// it. Failures that arrive while a pause is in force (requests sent before it) extend nothing
+/// and add no step. A success resets the step only once the service has run unpaused for as
+/// long as it was last paused (its quiet time): one success among a 429 storm (a request sent
+/// before the 429s, or one of many after the pause) leaves the next pause as long or longer.
+struct PauseState: Sendable, Hashable {
+    /// Pauses in a row (0: none since the last reset).
+    private(set) var step = 0
+    /// A success at or after this resets ``step``.
+    private(set) var quietAfter: Duration = .zero
+
+    /// A success at `now`.
+    mutating func succeeded(now: Duration) {
+        if now >= quietAfter { step = 0 }
+    }
+
+    /// A pause starts at `now` (or the one in force until `pausedUntil` is extended by a
+    /// `retryAfter`): returns its delay, `unit` uniform in [0, 1).
+    mutating func pause(
+        now: Duration, pausedUntil: Duration, floor: Duration, cap: Duration, retryAfter: Duration?, unit: Double
+    ) -> Duration {
+        let server = min(max(retryAfter ?? .zero, .zero), .seconds(3_600))
+        if now < pausedUntil {
+            // A failure of a request sent before the pause: no new step.
+            let delay = max(pausedUntil - now, server)
+            quietAfter = max(quietAfter, now + delay * 2)
+            return delay
+        }
+        step = min(step + 1, 62)
+        let top = max(cap, floor)
+        var ceiling = floor
+        var n = 1
+        while n < step && ceiling < top {
+            ceiling = ceiling * 2
+            n += 1
+        }
+        ceiling = min(ceiling, top)
+        let lower = min(max(floor, ceiling / 2), ceiling)
+        let u = unit.isNaN ? 0 : min(max(unit, 0), 1)
+        let delay = max(lower + (ceiling - lower) * u, server)
+        quietAfter = now + delay * 2
+        return delay
     }
 }
