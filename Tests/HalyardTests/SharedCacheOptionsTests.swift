@@ -5,7 +5,7 @@ import Testing
 @testable import Halyard
 
 /// `FlagServiceOptions.sharedCache` (SPEC §15, docs/fleet.md): the URLs it accepts and refuses,
-/// the password never shown, and the one warning while the L2 is not wired.
+/// the password never shown, and what a service says about a shared cache it cannot use.
 @Suite struct SharedCacheOptionsTests {
     static func url(_ text: String) throws -> URL { try #require(URL(string: text)) }
 
@@ -106,15 +106,20 @@ import Testing
         #expect(!RedisError.handshakeFailed(scrubbed).description.contains(secret))
     }
 
-    /// Until the L2 is wired, a service with `sharedCache` says once that it is not used, and
-    /// one without says nothing about it; rediss:// and a non-loopback host are accepted.
-    @Test func aServiceWithASharedCacheWarnsOnceThatItIsNotUsedYet() async throws {
-        for (text, warns) in [
-            ("redis://10.0.0.5:6379", true), ("rediss://cache.example:6380", true), ("unix:///tmp/r.sock", true),
-            ("", false),
+    /// What a service says about its shared cache when it is created: one warning for a plain
+    /// `redis://` host that is not loopback (accepted: the cluster network is the operator's),
+    /// one for `rediss://` (then it runs on its own cache: no TLS in the client yet), nothing for
+    /// a local one or none. A shared cache that cannot be reached never keeps values from a
+    /// reader. (No call is made to the non-loopback host: tests stay on loopback.)
+    @Test func aServiceSaysWhatItCannotUseAndServesAnyway() async throws {
+        let absentSocket = "unix:///tmp/halyard-absent-\(UUID().uuidString.prefix(8)).sock"
+        for (text, warning, calls) in [
+            ("redis://10.0.0.5:6379", "not loopback", false), ("rediss://cache.example:6380", "TLS", true),
+            (absentSocket, nil, true), ("", nil, true),
         ] {
             let plane = InMemoryControlPlane(values: ["a": .bool(true)])
             var options = plane.makeServiceOptions()
+            options.changeDetection = .polling
             if !text.isEmpty { options.sharedCache = .redis(url: try Self.url(text)) }
             let logged = Locked<[String]>([])
             options.logHandler = { level, message in
@@ -122,11 +127,17 @@ import Testing
             }
             let service = try FlagService(options: options)
             defer { service.close() }
-            let flags = await service.flags(for: EvaluationContext(targetingKey: "user-1"))
-            #expect(flags.bool("a", default: false), "served from the control plane as before")
             let warnings = logged.value.filter { $0.contains("sharedCache") }
-            #expect(warnings.count == (warns ? 1 : 0), "\(text): \(logged.value)")
-            if warns { #expect(warnings.first?.contains("not used yet") == true) }
+            #expect(warnings.count == (warning == nil ? 0 : 1), "\(text): \(logged.value)")
+            if let warning { #expect(warnings.first?.contains(warning) == true, "\(text): \(warnings)") }
+            guard calls else { continue }
+            let flags = await service.flags(for: EvaluationContext(targetingKey: "user-1"))
+            #expect(flags.bool("a", default: false), "\(text): served from the control plane")
+            let stats = service.stats.sharedCache
+            switch text {
+            case absentSocket: #expect(stats?.errors ?? 0 >= 1, "\(String(describing: stats))")
+            default: #expect(stats == nil, "\(text): no shared cache in use")
+            }
         }
     }
 }

@@ -38,7 +38,9 @@ extension FlagService {
             else { return nil }
             let flight = ContextFlight()
             s.flights[fingerprint] = flight
-            return Start(flight: flight, previous: snapshot, background: true, flagConfig: flagConfig)
+            return Start(
+                flight: flight, previous: snapshot, background: true, flagConfig: flagConfig,
+                eventAt: streaming?.staleBefore)
         }
         guard let start else { return }
         run(start, fitted)

@@ -36,6 +36,11 @@ public final class FlagService: Sendable {
     let memo: FittingMemo
     /// The event stream (ServiceStreaming.swift, FlagService+Streaming.swift), nil without one.
     let streaming: ServiceStreaming?
+    /// The fleet's shared cache (SPEC §15, FlagService+SharedCache.swift), nil without one.
+    let sharedTier: SharedTier?
+    /// Whether this service still has to learn the event stream from a control-plane answer of
+    /// its own before it may be served from the shared cache alone (nil without a stream).
+    let streamLearning: StreamLearning?
     private let clock: any HalyardClock
     /// [closed, cold waits, timeouts, invalid contexts, background refreshes, probes].
     private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 6)
@@ -70,14 +75,9 @@ public final class FlagService: Sendable {
         cache = ContextCache(
             maxContexts: options.maxContexts, maxBytes: options.maxCacheBytes, admission: options.frequencyAdmission)
         streaming = ServiceStreaming.make(options: options, identity: identity, transport: transport, cache: cache)
+        sharedTier = SharedTier.make(options: options)
+        streamLearning = streaming == nil ? nil : StreamLearning()
         attachStreaming()
-        if let shared = options.sharedCache {
-            // SPEC §15's L2 is not wired yet: say so once rather than pretend (docs/fleet.md).
-            options.logHandler?(
-                .warning,
-                "sharedCache \(shared) is set but not used yet: this build serves from the service's own cache only (docs/fleet.md)"
-            )
-        }
     }
 
     /// A service dropped without `close()` closes itself.
@@ -145,6 +145,7 @@ public final class FlagService: Sendable {
         guard hal_fetch_add(words, 1) == 0 else { return }
         streaming?.close()
         fetcher.close()
+        sharedTier?.close()
         recorder.close()
     }
 
@@ -168,6 +169,7 @@ public final class FlagService: Sendable {
         candidate.key = key
         try candidate.validate()
         guard !isClosed else { return }
+        sharedTier?.setKey(baseURL: options.baseURL, key: key, appID: options.appID)
         fetcher.setKey(key)
     }
 
@@ -210,6 +212,7 @@ public final class FlagService: Sendable {
         stats.reads = environment.counters.stats
         stats.exposures = recorder.counters
         addStreamingStats(&stats)
+        stats.sharedCache = sharedTier?.stats
         return stats
     }
 
@@ -254,6 +257,9 @@ public final class FlagService: Sendable {
         var background: Bool
         /// A stream event's flag configuration version (a wave's refresh only).
         var flagConfig: FlagConfigVersion? = nil
+        /// When the event that started this refresh arrived (monotonic; a wave's refresh only):
+        /// a shared-cache entry confirmed before it does not answer it.
+        var eventAt: Duration? = nil
         /// The one request let through before the entry expires (passes the service-wide
         /// pause and the context's backoff; docs/service.md, "Recovery").
         var probe = false
@@ -345,7 +351,10 @@ public final class FlagService: Sendable {
         if var start {
             // A refresh the stale mark started is event-triggered: it carries the event's
             // parameters (read outside the shard lock, once per context per wave).
-            if marked, start.background { start.flagConfig = streaming?.staleFlagConfig }
+            if marked, start.background {
+                start.flagConfig = streaming?.staleFlagConfig
+                start.eventAt = streaming?.staleBefore
+            }
             run(start, fitted)
         }
         return decision
@@ -393,10 +402,17 @@ public final class FlagService: Sendable {
         let fetcher = self.fetcher
         let priority: FetchPriority = previous == nil ? .cold : .refresh
         fetcher.began(priority)
+        let tier = sharedTier
+        let plan = tier == nil ? nil : SharedFetchPlan(options: options, streamLearning: streamLearning)
         let started = fetcher.track { [weak self] in
-            let result = await fetcher.fetch(
-                fitted, etag: previous?.etag, priority: priority, flight: flight, flagConfig: start.flagConfig,
-                probe: start.probe)
+            let result: ServiceFetcher.Result
+            if let tier, let plan {
+                result = await plan.fetch(fitted, start, priority: priority, tier: tier, fetcher: fetcher)
+            } else {
+                result = await fetcher.fetch(
+                    fitted, etag: previous?.etag, priority: priority, flight: flight, flagConfig: start.flagConfig,
+                    probe: start.probe)
+            }
             fetcher.ended(priority)
             guard let self else {
                 flight.complete(.unavailable(.providerNotReady))
@@ -422,12 +438,27 @@ public final class FlagService: Sendable {
         let now = clock.monotonicNow
         var fresh: Snapshot?
         var freshBytes = 0
-        if case .updated(let response, let etag) = result {
+        var confirmedAt = now
+        var served: (flags: [ServedFlag], etag: String?, wall: Date)?
+        switch result {
+        case .updated(let response, let etag):
             streaming?.advertised(response.eventStreams)
-            var flags = response.flags
+            served = (response.flags, etag, clock.wallNow)
+        case .shared(let entry):
+            // Confirmed when the entry was: it is as old here as in the fleet's cache.
+            let wall = clock.wallNow
+            let age = Duration.milliseconds(max(0, SharedTier.milliseconds(wall) - entry.confirmedAt))
+            confirmedAt = now - min(age, now)
+            served = (entry.flags, entry.etag, Date(timeIntervalSince1970: Double(entry.confirmedAt) / 1000))
+        default:
+            break
+        }
+        if let served {
+            var flags = served.flags
+            let etag = served.etag
             let keysShared = keys.intern(&flags)
             let snapshot = Snapshot.make(
-                flags: flags, source: .network, confirmedAt: clock.wallNow, contextFingerprint: fingerprint, etag: etag,
+                flags: flags, source: .network, confirmedAt: served.wall, contextFingerprint: fingerprint, etag: etag,
                 inheritingFrom: previous, sharing: tables.table(for: flags),
                 details: options.sharesServedDetails
                     ? details.details(for: flags, keysShared: keysShared, stripe: fingerprint.hashValue) : nil)
@@ -468,11 +499,11 @@ public final class FlagService: Sendable {
                 s.recordFailure(fingerprint, FailureRecord(code: code, retryAt: retryAt, failures: failures))
             }
             switch result {
-            case .updated:
+            case .updated, .shared:
                 guard let fresh else { return .unavailable(.providerNotReady) }
                 store(
                     ContextCache.Node(
-                        key: fingerprint, snapshot: fresh, confirmedAt: now, retryAt: .zero,
+                        key: fingerprint, snapshot: fresh, confirmedAt: confirmedAt, retryAt: .zero,
                         failures: 0, bytes: freshBytes + overhead, prev: -1, next: -1))
                 return .values(fresh)
             case .notModified:

@@ -45,6 +45,9 @@ public struct FlagServiceStats: Sendable, Hashable {
     public var streamUsesHeld = 0
     /// The estimated bytes of ``streamUsesHeld`` (part of the bytes held).
     public var streamUseBytes = 0
+    /// The fleet's shared cache (SPEC §15, docs/fleet.md): nil when
+    /// ``FlagServiceOptions/sharedCache`` is not set (or cannot be used: `rediss://`).
+    public var sharedCache: SharedCacheStats? = nil
     /// Fetches in flight or queued now (single-flight: at most one per context).
     public var fetchesInFlight = 0
     /// Requests sent to the control plane.

@@ -22,6 +22,9 @@ final class ServiceFetcher: Sendable {
         case updated(OFREPResponse, etag: String?)
         /// 304: the held values are confirmed.
         case notModified
+        /// No request was sent: the fleet's shared cache held values (SPEC §15) another fetch
+        /// wrote, confirmed at the entry's time.
+        case shared(SharedEntry)
         /// 400: the control plane rejected the context.
         case badRequest
         /// 401: the key was refused; the service is now fatal (until ``setKey(_:)``).
@@ -219,6 +222,16 @@ final class ServiceFetcher: Sendable {
         state.withLock { s in
             s.keyGeneration &+= 1
             if s.status == .fatal { s.status = .notReady }
+            publish(s)
+        }
+    }
+
+    /// Values were served from the fleet's shared cache: a service still `notReady` is `ready`
+    /// (its fleet reached the control plane); `error` and `fatal` stay until a fetch of its own.
+    func servedFromSharedCache() {
+        state.withLock { s in
+            guard s.status == .notReady, !s.closed else { return }
+            s.status = .ready
             publish(s)
         }
     }

@@ -1,0 +1,164 @@
+import Foundation
+import Synchronization
+
+/// Whether a service still has to learn its event stream from a control-plane answer of its
+/// own (SPEC §15, "Streams"): a pod served only from the shared cache would never see the
+/// advertisement, so its first fetch goes to the control plane whatever the shared cache holds.
+final class StreamLearning: Sendable {
+    private let pending = Atomic<Bool>(true)
+
+    /// Takes the one unconditional fetch: true for one caller until ``giveBack()``.
+    func take() -> Bool {
+        pending.compareExchange(expected: true, desired: false, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    /// That fetch did not get an answer with values: the next fetch tries again.
+    func giveBack() { pending.store(true, ordering: .releasing) }
+}
+
+/// One flight's fetch through the fleet's shared cache (SPEC §15, docs/fleet.md, "A fetch,
+/// step by step"), run in the flight's task, never on a read:
+///
+/// 1. **Look up** the context's entry. One confirmed within `refreshAfter` (and, for a
+///    stream event's refresh, fetched for that event's flag set or confirmed after the event
+///    arrived) answers the flight: no request. For a cold miss, an older entry still within
+///    `maxStaleness` is served as a held entry is (the next read past `refreshAfter` refreshes
+///    it through these same steps).
+/// 2. **Lease**: `SET lease token NX PX` (`requestTimeout` + 1 s). The pod that takes it
+///    fetches from the control plane, writes the entry back and releases the lease (one round
+///    trip). A pod that finds the lease held waits for the entry (polling the entry and the
+///    lease, 2 ms growing to 20 ms), up to the lease's lifetime; a cold miss's requests stop
+///    waiting at `coldFetchTimeout` as always, while the flight goes on. If the lease lapses
+///    with no entry, the pod tries for it once more, then fetches alone.
+/// 3. Redis unavailable (breaker open, deadline, connection) at any step: the pod fetches
+///    alone, exactly as without a shared cache.
+struct SharedFetchPlan: Sendable {
+    let refreshAfter: Duration
+    let maxStaleness: Duration
+    let clock: any HalyardClock
+    let streamLearning: StreamLearning?
+
+    init(options: FlagServiceOptions, streamLearning: StreamLearning?) {
+        refreshAfter = options.refreshAfter
+        maxStaleness = options.maxStaleness
+        clock = options.clock
+        self.streamLearning = streamLearning
+    }
+
+    /// The first poll of a lease wait, and the longest gap between two.
+    static let firstPoll: Duration = .milliseconds(2)
+    static let maxPoll: Duration = .milliseconds(20)
+
+    func fetch(
+        _ fitted: FittedContext, _ start: FlagService.Start, priority: FetchPriority, tier: SharedTier,
+        fetcher: ServiceFetcher
+    ) async -> ServiceFetcher.Result {
+        let fingerprint = fitted.fingerprint
+        // The event's arrival on the wall clock (entries carry wall times: pods share no clock).
+        let eventWall = start.eventAt.map { eventAt in
+            SharedTier.milliseconds(clock.wallNow) - Self.milliseconds(clock.monotonicNow - eventAt)
+        }
+
+        func answers(_ entry: SharedEntry) -> Bool {
+            let age = SharedTier.milliseconds(clock.wallNow) - entry.confirmedAt
+            guard age <= Self.milliseconds(refreshAfter) else { return false }
+            guard let eventWall else { return true }
+            if let version = start.flagConfig, entry.flagConfig == version { return true }
+            return entry.confirmedAt >= eventWall
+        }
+
+        func fetchFromControlPlane(releasing token: [UInt8]?) async -> ServiceFetcher.Result {
+            let result = await fetcher.fetch(
+                fitted, etag: start.previous?.etag, priority: priority, flight: start.flight,
+                flagConfig: start.flagConfig, probe: start.probe)
+            let confirmed = SharedTier.milliseconds(clock.wallNow)
+            var entry: SharedEntry?
+            switch result {
+            case .updated(let response, let etag):
+                entry = SharedEntry(
+                    flags: response.flags, etag: etag, confirmedAt: confirmed, flagConfig: start.flagConfig)
+            case .notModified:
+                if let previous = start.previous {
+                    entry = SharedEntry(
+                        flags: previous.flags, etag: previous.etag, confirmedAt: confirmed,
+                        flagConfig: start.flagConfig)
+                }
+            default:
+                break
+            }
+            if entry != nil || token != nil { await tier.store(entry, for: fingerprint, releasing: token) }
+            return result
+        }
+
+        func served(_ entry: SharedEntry) -> ServiceFetcher.Result {
+            tier.noteHit()
+            fetcher.servedFromSharedCache()
+            return .shared(entry)
+        }
+
+        // A pod that has not yet learned the stream asks the control plane once.
+        if let streamLearning, streamLearning.take() {
+            let result = await fetchFromControlPlane(releasing: nil)
+            if case .updated = result {} else { streamLearning.giveBack() }
+            return result
+        }
+
+        switch await tier.lookup(fingerprint) {
+        case .entry(let entry) where answers(entry):
+            return served(entry)
+        case .entry(let entry):
+            tier.noteUnusable()
+            let age = SharedTier.milliseconds(clock.wallNow) - entry.confirmedAt
+            if start.previous == nil, age <= Self.milliseconds(maxStaleness) { return served(entry) }
+        case .none:
+            break
+        case .unavailable:
+            return await fetchFromControlPlane(releasing: nil)
+        }
+
+        for _ in 0..<2 {
+            switch await tier.acquireLease(fingerprint) {
+            case .unavailable:
+                return await fetchFromControlPlane(releasing: nil)
+            case .acquired(let token, let entry):
+                if let entry, answers(entry) {
+                    // Written by another pod between this pod's look and its lease.
+                    await tier.store(nil, for: fingerprint, releasing: token)
+                    return served(entry)
+                }
+                return await fetchFromControlPlane(releasing: token)
+            case .held:
+                let entry = await waitForEntry(fingerprint, tier: tier, answers: answers)
+                tier.noteLeaseWait(served: entry != nil)
+                if let entry { return served(entry) }
+                if Task.isCancelled { return .skipped(until: nil) }
+            }
+        }
+        return await fetchFromControlPlane(releasing: nil)
+    }
+
+    /// Polls the entry and the lease until an entry answers, the lease is gone, Redis is
+    /// unavailable or the lease's lifetime has passed.
+    private func waitForEntry(
+        _ fingerprint: String, tier: SharedTier, answers: (SharedEntry) -> Bool
+    ) async -> SharedEntry? {
+        let deadline = clock.monotonicNow + tier.leaseDuration
+        var pause = Self.firstPoll
+        while clock.monotonicNow < deadline {
+            do { try await clock.sleep(for: pause) } catch { return nil }
+            pause = min(pause * 2, Self.maxPoll)
+            let (lookup, held) = await tier.poll(fingerprint)
+            switch lookup {
+            case .entry(let entry) where answers(entry): return entry
+            case .unavailable: return nil
+            default: if !held { return nil }
+            }
+        }
+        return nil
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

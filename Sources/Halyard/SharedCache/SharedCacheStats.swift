@@ -1,0 +1,38 @@
+/// What the fleet's shared cache did for one service (``FlagServiceStats/sharedCache``;
+/// docs/fleet.md, "What an operator sees").
+///
+/// ```swift
+/// if let l2 = service.stats.sharedCache {
+///     print(l2.hits, l2.misses, l2.leaseWaits, l2.errors, l2.breakerOpen)
+/// }
+/// ```
+public struct SharedCacheStats: Sendable, Hashable {
+    /// Fetches answered by an entry another pod (or this one) wrote: no control-plane request.
+    public var hits = 0
+    /// Lookups that found no usable entry (none, too old, or for an older flag set).
+    public var misses = 0
+    /// Entries written back after a control-plane answer.
+    public var writes = 0
+    /// Entries not written because they were larger than the entry limit (256 KiB).
+    public var oversizedEntries = 0
+    /// Fetches that found another pod's lease and waited for its entry.
+    public var leaseWaits = 0
+    /// Lease waits that ended with the other pod's entry (the rest fetched themselves).
+    public var leaseWaitHits = 0
+    /// Leases this service took (it fetched for the fleet).
+    public var leasesTaken = 0
+    /// Entries that were corrupt, foreign (another namespace or key) or unauthenticated:
+    /// ignored and overwritten.
+    public var rejectedEntries = 0
+    /// Calls that failed (deadline, connection refused or lost, an error reply).
+    public var errors = 0
+    /// Calls not made because the breaker was open.
+    public var skippedCalls = 0
+    /// Whether the breaker is open (or trying one call) now: the service runs on its own cache.
+    public var breakerOpen = false
+    /// Times the breaker opened.
+    public var breakerOpenings = 0
+
+    /// Creates empty stats.
+    public init() {}
+}
