@@ -68,10 +68,12 @@ struct SharedFetchPlan: Sendable {
         }
 
         func fetchFromControlPlane(releasing token: [UInt8]?) async -> ServiceFetcher.Result {
+            // The entry is confirmed as of before its request was sent: an answer to a request
+            // sent before a change event must never look newer than the event to another pod.
+            let confirmed = SharedTier.milliseconds(clock.wallNow)
             let result = await fetcher.fetch(
                 fitted, etag: start.previous?.etag, priority: priority, flight: start.flight,
                 flagConfig: start.flagConfig, probe: start.probe)
-            let confirmed = SharedTier.milliseconds(clock.wallNow)
             var entry: SharedEntry?
             switch result {
             case .updated(let response, let etag):

@@ -97,8 +97,10 @@ public struct FlagServiceOptions: Sendable {
     ///
     /// Checked by ``FlagService/init(options:)`` (a URL that is not `redis://`, `rediss://` or
     /// `unix://`, or that names no host, a bad port or database, throws
-    /// ``FlagServiceError/invalidSharedCache(_:)``). Not used yet: the service logs one
-    /// warning saying so and serves from its own cache (docs/fleet.md, "What exists now").
+    /// ``FlagServiceError/invalidSharedCache(_:)``). Consulted on a miss and before a refresh,
+    /// never on a read; one pod per context fetches (a lease) and writes the values back for
+    /// the others. Redis slow or gone never takes values away: the service then runs on its
+    /// own cache (docs/fleet.md). ``FlagServiceStats/sharedCache`` shows what it did.
     public var sharedCache: SharedCache? = nil
     /// Receives log messages; *default* `nil` (silent).
     public var logHandler: HalyardLogHandler? = nil

@@ -12,8 +12,10 @@ public import Foundation
 /// let service = try FlagService(options: options)   // throws for a URL it cannot use
 /// ```
 ///
-/// Not used yet: this build validates the setting, and a service that has one logs one warning
-/// and runs on its own cache (docs/fleet.md, "What exists now").
+/// A service that has one looks a context up there on a miss and before a refresh (never on a
+/// read), lets one pod per context fetch it from the control plane (a lease), and writes what
+/// it fetched back for the others; entries are authenticated with a key derived from the SDK
+/// key and name no context (docs/fleet.md).
 ///
 /// The URL may hold a password: it is never shown by ``description``, `debugDescription`,
 /// `dump`, logs, stats or errors.
