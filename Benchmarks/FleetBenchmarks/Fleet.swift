@@ -157,12 +157,27 @@ struct FleetBench {
         let last = try admin.counters
         figures.totalRequests = last.evaluate
         figures.distinctContextsFetched = last.distinctContexts
-        for worker in workers { warnings.formUnion(worker.quit()?.warnings ?? []) }
+        for worker in workers {
+            let bye = worker.quit()
+            warnings.formUnion(bye?.warnings ?? [])
+            figures.requestsSent += bye?.stats?.requestsSent ?? 0
+            if let l2 = bye?.stats?.sharedCache {
+                figures.l2 = (figures.l2 ?? SharedCacheFigures()) + l2
+            }
+        }
         workers = []
         figures.warnings = warnings.sorted()
         if let redis {
             figures.redisKeys = redis.keys
             figures.redisCommands = redis.info("total_commands_processed")
+        }
+        print(
+            "  requests sent by the services: \(figures.requestsSent) (the control plane counted \(figures.totalRequests))"
+        )
+        if let l2 = figures.l2 {
+            print(
+                "  L2 (stats.sharedCache, all processes): \(l2.hits) hits, \(l2.misses) misses, \(l2.writes) writes, \(l2.leasesTaken) leases taken, \(l2.leaseWaits) lease waits (\(l2.leaseWaitHits) ended with the entry), \(l2.errors) errors, \(l2.skippedCalls) calls skipped, \(l2.breakerOpenings) breaker openings, \(l2.rejectedEntries) entries rejected; Redis: \(figures.redisKeys) keys"
+            )
         }
         classify(misses, into: &figures)
         for warning in figures.warnings { print("  logged: \(warning)") }

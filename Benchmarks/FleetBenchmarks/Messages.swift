@@ -36,6 +36,32 @@ struct WorkerStats: Codable, Sendable {
     var networkErrors = 0
     var droppedFetches = 0
     var shedFetches = 0
+    /// `stats.sharedCache` (nil without the L2).
+    var sharedCache: SharedCacheFigures? = nil
+}
+
+/// The `SharedCacheStats` fields a worker reports.
+struct SharedCacheFigures: Codable, Sendable {
+    var hits = 0
+    var misses = 0
+    var writes = 0
+    var leaseWaits = 0
+    var leaseWaitHits = 0
+    var leasesTaken = 0
+    var rejectedEntries = 0
+    var errors = 0
+    var skippedCalls = 0
+    var breakerOpenings = 0
+
+    /// The sum of two processes' figures.
+    static func + (a: Self, b: Self) -> Self {
+        Self(
+            hits: a.hits + b.hits, misses: a.misses + b.misses, writes: a.writes + b.writes,
+            leaseWaits: a.leaseWaits + b.leaseWaits, leaseWaitHits: a.leaseWaitHits + b.leaseWaitHits,
+            leasesTaken: a.leasesTaken + b.leasesTaken, rejectedEntries: a.rejectedEntries + b.rejectedEntries,
+            errors: a.errors + b.errors, skippedCalls: a.skippedCalls + b.skippedCalls,
+            breakerOpenings: a.breakerOpenings + b.breakerOpenings)
+    }
 }
 
 /// One L1 miss: the first time this worker asked for a context.

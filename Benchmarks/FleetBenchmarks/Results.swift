@@ -53,6 +53,10 @@ struct ModeFigures: Codable {
     var totalRequests = 0
     var distinctContextsFetched = 0
     /// Redis after the mode (with the L2): keys and commands processed (-1: no Redis).
+    /// The processes' `stats.sharedCache` summed at the end (nil without the L2).
+    var l2: SharedCacheFigures? = nil
+    /// The processes' `stats.requestsSent` summed at the end.
+    var requestsSent = 0
     var redisKeys = -1
     var redisCommands = -1
 

@@ -178,7 +178,13 @@ enum FleetWorker {
             contextsHeld: s.contextsHeld, notModified: s.notModified, fetchesInFlight: s.fetchesInFlight,
             backgroundRefreshes: s.backgroundRefreshes, streamConnected: s.stream.connected,
             streamWaves: s.streamWaves, streamRefreshes: s.streamRefreshes, fetchTimeouts: s.fetchTimeouts,
-            networkErrors: s.networkErrors, droppedFetches: s.droppedFetches, shedFetches: s.shedFetches)
+            networkErrors: s.networkErrors, droppedFetches: s.droppedFetches, shedFetches: s.shedFetches,
+            sharedCache: s.sharedCache.map {
+                SharedCacheFigures(
+                    hits: $0.hits, misses: $0.misses, writes: $0.writes, leaseWaits: $0.leaseWaits,
+                    leaseWaitHits: $0.leaseWaitHits, leasesTaken: $0.leasesTaken, rejectedEntries: $0.rejectedEntries,
+                    errors: $0.errors, skippedCalls: $0.skippedCalls, breakerOpenings: $0.breakerOpenings)
+            })
     }
 
     /// One JSON line on stdout.
