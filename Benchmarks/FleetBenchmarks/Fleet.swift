@@ -28,14 +28,14 @@ struct FleetBench {
             "date: \(ISO8601DateFormatter().string(from: Date()))  cores: \(ProcessInfo.processInfo.activeProcessorCount)  load average: \(loadAverage())"
         )
         print(
-            "fleet: \(options.processes) processes x \(fmt(options.rate, 0)) flags(for:) a second (open loop), \(options.contexts) contexts Zipf(1.1); control plane server.py answering after \(fmt(options.latencyMs, 0)) ms, event stream on"
+            "fleet: \(options.processes) processes x \(fmt(options.rate, 0)) flags(for:) a second (open loop), \(options.contexts) contexts Zipf(\(options.zipf)); control plane server.py answering after \(fmt(options.latencyMs, 0)) ms, event stream on"
         )
         print(
             "phases per mode: warm-up \(fmt(options.warmupSeconds, 0)) s, steady \(fmt(options.steadySeconds, 0)) s, 1 unmeasured + \(options.eventCount) change events (load \(fmt(options.windowSeconds, 0)) s before each, paused during its wave)"
         )
         var report = FleetReport(
             date: ISO8601DateFormatter().string(from: Date()), quick: options.quick, processes: options.processes,
-            contexts: options.contexts, ratePerProcess: options.rate, latencyMs: options.latencyMs)
+            contexts: options.contexts, ratePerProcess: options.rate, zipf: options.zipf, latencyMs: options.latencyMs)
         var redis: RedisServer?
         if !options.withoutL2Only {
             switch RedisServer.start() {
@@ -88,7 +88,7 @@ struct FleetBench {
 
         var arguments = [
             "--base-url", server.baseURL.absoluteString, "--contexts", "\(options.contexts)", "--rate",
-            "\(options.rate)",
+            "\(options.rate)", "--zipf", "\(options.zipf)",
         ]
         if let redis { arguments += ["--redis", redis.url.absoluteString] }
         var workers: [WorkerProcess] = []
@@ -143,6 +143,9 @@ struct FleetBench {
             for message in paused { union.formUnion(message.used ?? []) }
             result.hotContexts = union.count
             result.podHotContexts = paused.reduce(0) { $0 + ($1.used?.count ?? 0) }
+            var everywhere = Set(paused.first?.used ?? [])
+            for message in paused.dropFirst() { everywhere.formIntersection(message.used ?? []) }
+            result.usedByEveryProcess = everywhere.count
             if event == 0 {
                 print(
                     "  event 0 (unmeasured): \(result.requests) requests, wave over after \(fmt(result.waveSeconds)) s")
@@ -150,7 +153,7 @@ struct FleetBench {
             }
             figures.events.append(result)
             print(
-                "  event \(event): \(result.requests) requests (\(result.conditional) conditional) for \(result.hotContexts) hot contexts (\(fmt(result.requestsPerHotContext))x; processes' own hot sets sum to \(result.podHotContexts)); wave over after \(fmt(result.waveSeconds)) s; \(result.processesWaved)/\(workers.count) processes waved"
+                "  event \(event): \(result.requests) requests (\(result.conditional) conditional) for \(result.hotContexts) hot contexts (\(fmt(result.requestsPerHotContext))x; processes' own hot sets sum to \(result.podHotContexts), \(result.usedByEveryProcess) used by every process); wave over after \(fmt(result.waveSeconds)) s; \(result.processesWaved)/\(workers.count) processes waved"
             )
         }
 

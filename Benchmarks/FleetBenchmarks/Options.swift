@@ -14,6 +14,8 @@ struct Options {
     var rate = 200.0
     /// `--events N`: measured change events per mode (default 5; 3 with `--quick`).
     var events: Int?
+    /// `--zipf S`: the exponent of the popularity (1.1: halyard-bench-service's).
+    var zipf = 1.1
     /// `--latency MS`: the control plane's answer delay.
     var latencyMs = 20.0
     /// `--json FILE`: write the results there.
@@ -48,11 +50,12 @@ struct Options {
             case "--rate": rate = number(argument)
             case "--events": events = Int(number(argument))
             case "--latency": latencyMs = number(argument)
+            case "--zipf": zipf = number(argument)
             case "--json": json = iterator.next()
             case "--without-l2-only": withoutL2Only = true
             case "--help", "-h":
                 print(
-                    "usage: halyard-bench-fleet [--quick] [--processes N] [--seconds S] [--contexts N] [--rate R] [--events N] [--latency MS] [--json FILE] [--without-l2-only]"
+                    "usage: halyard-bench-fleet [--quick] [--processes N] [--seconds S] [--contexts N] [--rate R] [--events N] [--zipf S] [--latency MS] [--json FILE] [--without-l2-only]"
                 )
                 exit(0)
             default:

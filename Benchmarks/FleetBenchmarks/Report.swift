@@ -29,6 +29,10 @@ extension FleetBench {
             ("control-plane requests per change event", without.requestsPerEvent, with?.requestsPerEvent, ""),
             ("distinct hot contexts per event", without.hotContextsPerEvent, with?.hotContextsPerEvent, ""),
             (
+                "hot contexts every process used, per event", without.usedByEveryProcessPerEvent,
+                with?.usedByEveryProcessPerEvent, ""
+            ),
+            (
                 "requests per change / distinct hot contexts", without.requestsPerHotContext,
                 with?.requestsPerHotContext, "<= 1.2 with L2"
             ),

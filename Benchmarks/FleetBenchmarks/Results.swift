@@ -15,6 +15,8 @@ struct EventFigures: Codable {
     var hotContexts = 0
     /// The sum of each process's own hot set (what the fleet asks without sharing anything).
     var podHotContexts = 0
+    /// Hot contexts every process asked for (without sharing, each costs P requests).
+    var usedByEveryProcess = 0
     /// Bulk requests the control plane received from the event until the wave was over.
     var requests = 0
     /// Of them, conditional (`If-None-Match`).
@@ -62,6 +64,7 @@ struct ModeFigures: Codable {
 
     var requestsPerEvent: Double { mean(events.map { Double($0.requests) }) }
     var hotContextsPerEvent: Double { mean(events.map { Double($0.hotContexts) }) }
+    var usedByEveryProcessPerEvent: Double { mean(events.map { Double($0.usedByEveryProcess) }) }
     var requestsPerHotContext: Double {
         Double(events.reduce(0) { $0 + $1.requests }) / Double(max(events.reduce(0) { $0 + $1.hotContexts }, 1))
     }
@@ -79,6 +82,7 @@ struct FleetReport: Codable {
     var processes = 0
     var contexts = 0
     var ratePerProcess = 0.0
+    var zipf = 1.1
     var latencyMs = 0.0
     var redis: String? = nil
     /// Whether the build measured served anything from Redis (keys written, no "not used yet").
