@@ -100,6 +100,11 @@ extension FleetBench {
         }
         report.verdicts = verdicts
         print("\n## verdicts")
+        if with == nil {
+            print(
+                "SKIP  with L2: not measured (\(options.withoutL2Only ? "--without-l2-only" : "no redis-server on PATH"))"
+            )
+        }
         for verdict in verdicts { print("\(verdict.pass ? "PASS" : "FAIL")  \(verdict.name): \(verdict.detail)") }
     }
 }
