@@ -39,6 +39,7 @@ let package = Package(
         .executable(name: "halyard-bench-cache", targets: ["CacheBenchmarks"]),
         .executable(name: "halyard-bench-service", targets: ["ServiceBenchmarks"]),
         .executable(name: "halyard-bench-stream", targets: ["StreamBenchmarks"]),
+        .executable(name: "halyard-bench-fleet", targets: ["FleetBenchmarks"]),
         .executable(name: "halyard-release-stress", targets: ["ReleaseStress"]),
     ],
     targets: [
@@ -110,6 +111,11 @@ let package = Package(
         .executableTarget(
             name: "StreamBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"],
             path: "Benchmarks/StreamBenchmarks",
+            swiftSettings: upcoming),
+        // A fleet of service processes on one redis-server (SPEC §15): with and without the L2.
+        .executableTarget(
+            name: "FleetBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"],
+            path: "Benchmarks/FleetBenchmarks",
             swiftSettings: upcoming),
         // Every hazard-protected read against a publisher, for `-c release` builds (.ci/run): only
         // there does the ARC optimizer move retains (docs/architecture.md).

@@ -61,6 +61,19 @@ Admin endpoints (never faulted, never logged)
 ``GET  /_admin/otlp[?bodies=1]``  ``otlp_endpoint.report(state, include_bodies=...)``.
 ``GET  /_admin/health``    200.
 
+Latency and counters (benchmarks: ``halyard-bench-fleet``)
+---------------------------------------------------------
+``POST /_admin/settings``  body: ``{"evaluateDelay": 0.02, "logRequests": false}`` (either key),
+                           merged into the settings; answers them. ``evaluateDelay`` (default 0):
+                           seconds every answer of the bulk path (``POST /ofrep/v1/evaluate/flags``)
+                           waits before it is sent (faulted requests excepted). ``logRequests``
+                           (default true): false stops recording requests in ``/_admin/requests``
+                           and bulk requests in ``/_admin/streams`` (a long run's memory).
+``GET  /_admin/counters``  ``{"evaluate", "conditional", "ok", "notModified", "distinctContexts"}``:
+                           bulk requests received, those with ``If-None-Match``, 200 and 304
+                           answers, distinct ``targetingKey`` values asked for. Kept whatever
+                           ``logRequests`` says; ``POST /_admin/reset`` zeroes them.
+
 Faults
 ------
 Each incoming non-admin request takes the first queued fault whose ``path`` matches (a fault
@@ -128,6 +141,32 @@ class State:
         self.otlp_state = {}
         self.otlp_module = None
         self.otlp_module_loaded = False
+        # Latency and counters (see the module docstring).
+        self.evaluate_delay = 0.0
+        self.log_requests = True
+        self.reset_counters()
+
+    def reset_counters(self):
+        self.counters = {"evaluate": 0, "conditional": 0, "ok": 0, "notModified": 0}
+        self.counted_keys = set()
+
+    def count_evaluate(self, headers, body):
+        """Counts a bulk request (any answer) and its targeting key."""
+        try:
+            context = json.loads(body).get("context")
+            key = context.get("targetingKey") if isinstance(context, dict) else None
+        except (ValueError, AttributeError):
+            key = None
+        with self.lock:
+            self.counters["evaluate"] += 1
+            if headers.get("If-None-Match") is not None:
+                self.counters["conditional"] += 1
+            if isinstance(key, str):
+                self.counted_keys.add(key)
+
+    def count_answer(self, name):
+        with self.lock:
+            self.counters[name] += 1
 
     def take_fault(self, path):
         with self.lock:
@@ -143,6 +182,8 @@ class State:
     def log(self, method, path, headers, body, fault):
         with self.lock:
             self.seq += 1
+            if not self.log_requests:
+                return
             self.requests.append({
                 "seq": self.seq,
                 "time": time.time(),
@@ -288,6 +329,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.admin(method, path, body, query)
         fault = state.take_fault(path)
         state.log(method, path, self.headers, body, fault)
+        if path == EVALUATE_PATH:
+            state.count_evaluate(self.headers, body)
         stream_note_request(self, method, path, query)  # event streams (issue 23)
         if fault and fault.get("delay"):
             time.sleep(float(fault["delay"]))
@@ -327,6 +370,7 @@ class Handler(BaseHTTPRequestHandler):
                 with state.lock:
                     state.faults = []
                     state.requests = []
+                    state.reset_counters()
                 module = state.exposure_handler()
                 if module is not None and hasattr(module, "reset"):
                     module.reset(state.exposure_state)
@@ -346,6 +390,20 @@ class Handler(BaseHTTPRequestHandler):
                 if module is None:
                     return self.send(404, b'{"error": "no OTLP endpoint"}')
                 doc = module.report(state.otlp_state, include_bodies="bodies=1" in query)
+                return self.send(200, json.dumps(doc).encode())
+            if path == "/_admin/settings" and method == "POST":
+                doc = json.loads(body or b"{}")
+                with state.lock:
+                    if "evaluateDelay" in doc:
+                        state.evaluate_delay = max(0.0, float(doc["evaluateDelay"]))
+                    if "logRequests" in doc:
+                        state.log_requests = bool(doc["logRequests"])
+                    settings = {"evaluateDelay": state.evaluate_delay, "logRequests": state.log_requests}
+                return self.send(200, json.dumps(settings).encode())
+            if path == "/_admin/counters" and method == "GET":
+                with state.lock:
+                    doc = dict(state.counters)
+                    doc["distinctContexts"] = len(state.counted_keys)
                 return self.send(200, json.dumps(doc).encode())
             if path == "/_admin/health":
                 return self.send(200, b"{}")
@@ -376,6 +434,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.evaluate_one(path[len(EVALUATE_PATH) + 1:], body, extra)
         if path != EVALUATE_PATH:
             return self.send(404, b'{"error": "not found"}', extra)
+        with state.lock:
+            delay = state.evaluate_delay
+        if delay > 0:
+            time.sleep(delay)
         answer, etag = self.evaluate(body)
         if answer is None:
             return self.send(400, b'{"errorCode": "INVALID_CONTEXT"}', extra)
@@ -383,7 +445,9 @@ class Handler(BaseHTTPRequestHandler):
         headers.update(extra)
         action = fault.get("action") if fault else None
         if self.headers.get("If-None-Match") == etag and action not in ("gzip", "drip"):
+            state.count_answer("notModified")
             return self.send(304, b"", headers)
+        state.count_answer("ok")
         if fault and fault.get("action") == "gzip":
             headers["Content-Encoding"] = "gzip"
             return self.send(200, gzip.compress(answer), headers)
@@ -661,6 +725,8 @@ def stream_note_request(handler, method, path, query):
     params = _urlparse.parse_qs(query, keep_blank_values=True)
     streams = stream_state(state)
     with state.lock:
+        if not state.log_requests:
+            return
         streams.bulk.append({
             "seq": state.seq,
             "time": time.time(),
