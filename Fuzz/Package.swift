@@ -25,6 +25,7 @@ let package = Package(
         .executableTarget(name: "FuzzOFREP", dependencies: [halyard]),
         .executableTarget(name: "FuzzCache", dependencies: [halyard]),
         .executableTarget(name: "FuzzEventStream", dependencies: [halyard]),
+        .executableTarget(name: "FuzzRESP", dependencies: [halyard]),
     ],
     swiftLanguageModes: [.v6]
 )

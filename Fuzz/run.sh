@@ -4,7 +4,7 @@
 #   Fuzz/run.sh [seconds] [target]
 #
 # seconds: fuzzing time per target (default 60; 0 = only build and replay the corpus).
-# target:  FuzzContext, FuzzJSON, FuzzSHA1, FuzzOFREP, FuzzCache or FuzzEventStream (default: all six).
+# target:  FuzzContext, FuzzJSON, FuzzSHA1, FuzzOFREP, FuzzCache, FuzzEventStream or FuzzRESP (default: all seven).
 # New corpus entries and crash artifacts go to Fuzz/artifacts/<target>/ (gitignored).
 # FUZZ_SEED=N fixes libFuzzer's seed (CI does, so a run explores the same inputs first);
 # unset or 0 means a random seed.
@@ -15,7 +15,7 @@ SECONDS_PER_TARGET="${1:-60}"
 ONLY="${2:-}"
 cd "$(dirname "$0")"
 
-TARGETS=(FuzzContext FuzzJSON FuzzSHA1 FuzzOFREP FuzzCache FuzzEventStream)
+TARGETS=(FuzzContext FuzzJSON FuzzSHA1 FuzzOFREP FuzzCache FuzzEventStream FuzzRESP)
 if [[ -n "$ONLY" ]]; then TARGETS=("$ONLY"); fi
 
 # The Swift backtracer would swallow the crash and libFuzzer would write no artifact.

@@ -95,9 +95,14 @@ package struct RESPDecoder: Sendable {
         start = 0
     }
 
+    /// The end of the bytes a parse may look at: one past the reply limit. What lies beyond is
+    /// never read, so that the error a reply gets does not depend on how its bytes arrived (fed
+    /// byte by byte, the decoder stops at the limit with `replyTooLarge` before it sees them).
+    private var visibleEnd: Int { min(buffer.count, start + limits.maxReplyBytes + 1) }
+
     /// One value at `cursor`, moving it past the value; nil when incomplete.
     private func parse(_ cursor: inout Int, depth: Int) throws(RESPError) -> RedisValue? {
-        guard cursor < buffer.count else { return nil }
+        guard cursor < visibleEnd else { return nil }
         let type = buffer[cursor]
         guard let line = try line(after: cursor + 1) else { return nil }
         try checkSize(line.next)
@@ -122,7 +127,7 @@ package struct RESPDecoder: Sendable {
             guard length <= Int64(limits.maxBulkBytes) else { throw .bulkTooLong(length, limit: limits.maxBulkBytes) }
             let end = line.next + Int(length)
             try checkSize(end + 2)
-            guard end + 2 <= buffer.count else { return nil }
+            guard end + 2 <= visibleEnd else { return nil }
             guard buffer[end] == 13, buffer[end + 1] == 10 else { throw .missingTerminator }
             cursor = end + 2
             return .bulk(Array(buffer[line.next..<end]))
@@ -160,11 +165,12 @@ package struct RESPDecoder: Sendable {
     /// CRLF has not arrived.
     private func line(after from: Int) throws(RESPError) -> (content: Range<Int>, next: Int)? {
         var index = from
-        let end = min(buffer.count, from + limits.maxLineBytes + 1)
+        let visible = visibleEnd
+        let end = min(visible, from + limits.maxLineBytes + 1)
         while index < end {
             switch buffer[index] {
             case 13:
-                guard index + 1 < buffer.count else { return nil }
+                guard index + 1 < visible else { return nil }
                 guard buffer[index + 1] == 10 else { throw .malformedLine }
                 return (from..<index, index + 2)
             case 10:
@@ -173,7 +179,7 @@ package struct RESPDecoder: Sendable {
                 index += 1
             }
         }
-        if buffer.count - from > limits.maxLineBytes { throw .lineTooLong(limit: limits.maxLineBytes) }
+        if visible - from > limits.maxLineBytes { throw .lineTooLong(limit: limits.maxLineBytes) }
         return nil
     }
 
