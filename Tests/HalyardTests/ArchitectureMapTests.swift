@@ -15,7 +15,7 @@ import Testing
             "Reads", "Refresh", "Streaming", "OFREP", "Transport", "Exposure", "SharedCache", "Snapshot", "Context",
             "Values", "Support",
         ],
-        "SharedCache": ["Support"],
+        "SharedCache": ["Cache", "OFREP", "Context", "Values", "Support"],
         "Reads": ["Exposure", "Snapshot", "Values", "Support"],
         "Refresh": ["Streaming", "OFREP", "Transport", "Context", "Values", "Support"],
         "Streaming": ["OFREP", "Transport", "Values", "Support"],
