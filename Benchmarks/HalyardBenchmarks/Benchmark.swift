@@ -150,6 +150,7 @@ struct HalyardBenchmark {
             let publishCosts = measurePublishCost()
             calibrate()
             let single = measureSingleThread()
+            let callSites = try measureCallSites()
             var multi: [BenchReport.Multi] = []
             var realtimeError: Int32?
             var target: BenchReport.Target?
@@ -164,6 +165,7 @@ struct HalyardBenchmark {
                 checksums: checksums, allocations: allocations, publishCosts: publishCosts, single: single,
                 multi: multi, target: target, realtimeError: realtimeError)
             report.polling = polling
+            report.callSites = callSites
             report.handleScaling = scaling
             report.verdicts = computeVerdicts(report)
             print(renderTable(report))

@@ -19,6 +19,9 @@ struct BenchReport: Codable {
     var polling: Polling?
     /// Handle reads on 1 thread and on every core, same handles, paired rounds (nil when not run).
     var handleScaling: [HandleScaling]? = nil
+    /// Literal keyed reads, the dictionary and handles at call sites in program order (nil when
+    /// not run).
+    var callSites: CallSites? = nil
     var verdicts: [Verdict]
 
     /// Per-thread cost of a handle holding pattern when every core reads the same handles,
@@ -195,7 +198,7 @@ struct BenchReport: Codable {
     }
 
     struct Verdict: Codable {
-        /// "pass", "fail", or "skip" (not measured in this run).
+        /// "pass", "fail", "skip" (not measured in this run), or "info" (reported, not judged).
         var result: String
         var target: String
         var measured: String

@@ -208,6 +208,59 @@ static inline bool hal_handle_cache_read(const hal_handle_cache *cache, uintptr_
     return true;
 }
 
+// MARK: - Keyed-read table (KeyedReadCache.swift)
+
+/// One slot of a client's keyed-read table: a key's two `String` words and the requested type
+/// (written once, before the tag is released) and the answer for them, a handle cache whose
+/// `owner` field is the slot's tag: 0 free, 1 being written, else the type code. 64 bytes, so
+/// an aligned table puts each slot, key and answer, in one cache line.
+typedef struct {
+    hal_handle_cache answer;
+    uint64_t w0;
+    uint64_t w1;
+} hal_keyed_slot;
+
+/// The slot's tag (acquire: a ready tag's words are visible).
+static inline uintptr_t hal_keyed_slot_tag(const hal_keyed_slot *slot) {
+    return (uintptr_t)__atomic_load_n(&slot->answer.owner, __ATOMIC_ACQUIRE);
+}
+
+/// Claims a free slot (tag 0 -> 1). On failure `seen` receives the tag found.
+static inline bool hal_keyed_slot_claim(hal_keyed_slot *slot, uintptr_t *seen) {
+    const void *expected = 0;
+    bool claimed = __atomic_compare_exchange_n(
+        &slot->answer.owner, &expected, (const void *)1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    *seen = (uintptr_t)expected;
+    return claimed;
+}
+
+/// Writes a claimed slot's words, then releases its tag `code`.
+static inline void hal_keyed_slot_publish(hal_keyed_slot *slot, uint64_t w0, uint64_t w1, uintptr_t code) {
+    slot->w0 = w0;
+    slot->w1 = w1;
+    __atomic_store_n(&slot->answer.owner, (const void *)code, __ATOMIC_RELEASE);
+}
+
+/// What ``hal_handle_cache_answer`` read: `info` is `UINTPTR_MAX` when there was no consistent
+/// answer for the generation (an info word is an outcome and an index, never all ones).
+typedef struct {
+    uint64_t bits;
+    uintptr_t info;
+} hal_handle_answer;
+
+/// ``hal_handle_cache_read`` returning its result by value (two registers), for callers that
+/// would otherwise give the compiler an address to keep on the stack.
+static inline hal_handle_answer hal_handle_cache_answer(const hal_handle_cache *cache, uintptr_t generation) {
+    hal_handle_answer answer = { 0, UINTPTR_MAX };
+    uint64_t bits;
+    uintptr_t info;
+    if (hal_handle_cache_read(cache, generation, &bits, &info)) {
+        answer.bits = bits;
+        answer.info = info;
+    }
+    return answer;
+}
+
 /// Publishes a new resolution. When another writer holds the seqlock this returns without
 /// writing (the caller already has its answer; the next read retries the cache).
 ///

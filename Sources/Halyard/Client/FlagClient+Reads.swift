@@ -1,3 +1,5 @@
+import CHalyardAtomics
+
 // How a FlagClient reaches its snapshot for a read: the read methods themselves are
 // ``FlagReading``'s (written once, shared with ContextFlags), their rules ``ReadRules``.
 // Every read answers from one snapshot, protected by the calling thread's hazard slot for the
@@ -12,8 +14,56 @@ extension FlagClient: FlagReading {
     // made in the caller's `FlagReading` method).
 
     /// Not API: Bool/Int/Double (entry kind and bits only, no `JSONValue`, no retain).
+    ///
+    /// A small or literal key is answered from ``KeyedReadCache`` when its answer carries the
+    /// current generation (a load, a probe and a seqlock read: no snapshot protection); any
+    /// other key, and any answer that is not current, reads the snapshot.
     public func _readScalar(_ key: String, as kind: _FlagValueKind, default defaultBits: UInt64) -> UInt64? {
+        // The fast path keeps to a few registers; every other path is a tail call.
+        // Any key's words are looked up (see `KeyedReadCache.answer`): only small and literal
+        // keys are ever added, so other keys miss and go through the flag table.
+        let (w0, w1) = StringWords.raw(key)
+        guard let answer = KeyedReadCache.answer(keySlots, w0, w1, KeyedReadCache.code(kind)) else {
+            return readWithoutAnswer(key, kind, defaultBits)
+        }
+        let generation = hal_load_acquire(generationWord)
+        let read = hal_handle_cache_answer(answer, generation)
+        guard read.info != .max else { return readCaching(key, kind, defaultBits, known: answer) }
+        guard ReadRules.answerServes(read.info) else { return ReadRules.countCachedFailure(read.info, readCounters) }
+        if let clock = exposureClock,
+            ReadRules.exposureMayBeDue(mark: hal_handle_exposed_until(answer), generation: generation, clock: clock)
+        {
+            return readCaching(key, kind, defaultBits, known: answer)
+        }
+        return ReadRules.answerValue(read.info, read.bits)
+    }
+
+    /// A scalar read without a cached answer: a small or literal key's first read (or one the
+    /// full table has no room for), or any other key, which the flag table finds.
+    @inline(never)
+    func readWithoutAnswer(_ key: String, _ kind: _FlagValueKind, _ defaultBits: UInt64) -> UInt64? {
+        if keyedReads.enabled, KeyedReadCache.qualifies(key) {
+            return readCaching(key, kind, defaultBits, known: nil)
+        }
         let lookup = withProtectedSnapshot { ReadRules.scalar($0, key, kind, exposureClock) }
+        return ReadRules.finish(lookup, default: defaultBits, as: kind, sink: exposureSink, counters: readCounters)
+    }
+
+    /// A scalar read of a small or literal key through the snapshot, which then stores its
+    /// answer: in `known`, or in a new entry when the key is served (a missing key takes no
+    /// entry; a known one caches "not found" too, until the next snapshot).
+    @inline(never)
+    func readCaching(
+        _ key: String, _ kind: _FlagValueKind, _ defaultBits: UInt64, known: UnsafeMutablePointer<hal_handle_cache>?
+    ) -> UInt64? {
+        let keyedReads = self.keyedReads
+        let lookup = withProtectedSnapshot { snapshot -> ReadRules.ScalarLookup in
+            let lookup = ReadRules.scalar(snapshot, key, kind, exposureClock)
+            if let snapshot, let answer = known ?? (lookup.outcome == .flagNotFound ? nil : keyedReads.add(key, kind)) {
+                ReadRules.cache(lookup, of: snapshot, in: answer)
+            }
+            return lookup
+        }
         return ReadRules.finish(lookup, default: defaultBits, as: kind, sink: exposureSink, counters: readCounters)
     }
 

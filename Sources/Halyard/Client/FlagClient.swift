@@ -35,6 +35,13 @@ public final class FlagClient: Sendable {
     package let readCounters: ReadCounters
     /// The online parts (sync, exposures, identity, status); nil offline. See OnlineSession.swift.
     package let sync: OnlineSession?
+    /// Answers to keyed scalar reads of small and literal keys (see ``KeyedReadCache``).
+    let keyedReads = KeyedReadCache()
+    /// Its key slots' address, one load away on the read path.
+    nonisolated(unsafe) let keySlots: UnsafeMutablePointer<hal_keyed_slot>
+    /// The store's generation word, which those answers are checked against (the store lives
+    /// as long as the client).
+    nonisolated(unsafe) let generationWord: UnsafePointer<hal_atomic_word>
     /// The handles' shared state, created with the first handle (FlagHandle.swift).
     let handleDomainBox = Locked<HandleDomain?>(nil)
 
@@ -47,6 +54,8 @@ public final class FlagClient: Sendable {
     public init(offlineValues: [String: JSONValue]) throws(FlagClientError) {
         mode = .offline
         store = SnapshotStore()
+        generationWord = store.generationAddress
+        keySlots = keyedReads.slotsAddress
         readCounters = ReadCounters()
         exposureSink = nil
         exposureClock = nil
@@ -62,6 +71,8 @@ public final class FlagClient: Sendable {
     ) {
         self.mode = mode
         self.store = store
+        generationWord = store.generationAddress
+        keySlots = keyedReads.slotsAddress
         self.readCounters = readCounters
         self.exposureSink = exposureSink
         // Automatic recording off: reads skip the exposure path entirely; explicit

@@ -78,6 +78,10 @@ package final class SnapshotStore: @unchecked Sendable {
         return UnsafePointer(generationWord)
     }
 
+    /// The generation word's address, valid while the store is (its owner's keyed reads load
+    /// it directly; handles, which may outlive the store, use ``shareGenerationWord()``).
+    package var generationAddress: UnsafePointer<hal_atomic_word> { UnsafePointer(generationWord) }
+
     /// The generation of the current snapshot (0 before the first publish). One plain load.
     @inline(__always)
     package var generation: UInt64 { UInt64(hal_load_acquire(generationWord)) }
