@@ -47,6 +47,22 @@ import Testing
         #expect(client.stats.reads.flagNotFound == 2)
     }
 
+    /// Heap keys built and freed one after another: the allocator hands the next one the same
+    /// address, so a table that took heap keys would serve the previous key's answer.
+    @Test func heapKeysWhoseAddressesAreReusedReadTheirOwnValues() throws {
+        var values: [String: JSONValue] = [:]
+        for i in 0..<300 { values["heap.key.number.\(i)"] = .int(Int64(i)) }
+        let client = try FlagClient(offlineValues: values)
+        for i in 0..<300 {
+            let value = client.int(Self.heap("heap.key.number.\(i)"), default: -1)
+            if value != i {
+                Issue.record("heap key \(i) read \(value)")
+                return
+            }
+        }
+        #expect(client.keyedReads.filled == 0)
+    }
+
     @Test func answersFollowEveryPublish() throws {
         let client = try FlagClient(offlineValues: Self.values)
         for round in 1...50 {
