@@ -37,9 +37,17 @@ extension FittingMemo {
         let k2: UInt64
         /// Test only: every context gets the same hash (all entries collide).
         let constant: Bool
-        /// Whether strings in Swift's small form are written as their two words
-        /// (``SmallStringWords``); fixed for the memo's life, so its entries and probes agree.
-        var smallStrings = SmallStringWords.available
+        /// The bit that marks a string's small form in its second word (``SmallStringWords``)
+        /// when small strings are written as their two words, else 0; fixed for the memo's
+        /// life, so its entries and probes agree. Tested with one `and` per string (a flag
+        /// tested first was a load, a compare and a branch more per string, measured).
+        var smallMask: UInt64 = SmallStringWords.available ? SmallStringWords.smallBit : 0
+
+        /// Whether strings in Swift's small form are written as their two words.
+        var smallStrings: Bool {
+            get { smallMask != 0 }
+            set { smallMask = newValue && SmallStringWords.available ? SmallStringWords.smallBit : 0 }
+        }
 
         static func random() -> HashKeys {
             var g = SystemRandomNumberGenerator()
@@ -119,14 +127,23 @@ extension FittingMemo.HashKeys {
 /// strings whose bytes are known, and where it does not hold (another platform, another
 /// toolchain) the memo writes every string's bytes instead.
 enum SmallStringWords {
+    /// The bit of the second word set in the small form.
+    static let smallBit: UInt64 = 1 << 61
+
     /// The two words of `s` when it is in the small form, else `nil`.
     @inline(__always)
     static func of(_ s: String) -> (UInt64, UInt64)? {
+        let w = words(s)
+        return w.1 & smallBit != 0 ? w : nil
+    }
+
+    /// The two words `s` is kept in, whatever its form (zero where the layout is not read).
+    @inline(__always)
+    static func words(_ s: String) -> (UInt64, UInt64) {
         #if (arch(x86_64) || arch(arm64)) && _endian(little)
-            let w = unsafeBitCast(s, to: (UInt64, UInt64).self)
-            return w.1 & (1 << 61) != 0 ? w : nil
+            return unsafeBitCast(s, to: (UInt64, UInt64).self)
         #else
-            return nil
+            return (0, 0)
         #endif
     }
 
@@ -208,7 +225,8 @@ struct ContextEncoder {
     /// is its tag (written by ``tag(_:)``), mixed in with the string.
     @inline(__always)
     mutating func string(_ s: String, tag: UInt8 = 0) {
-        if keys.smallStrings, let (w0, w1) = SmallStringWords.of(s) {
+        let (w0, w1) = SmallStringWords.words(s)
+        if w1 & keys.smallMask != 0 {
             if count &+ 16 <= capacity {
                 base.storeBytes(of: w0, toByteOffset: count, as: UInt64.self)
                 base.storeBytes(of: w1, toByteOffset: count &+ 8, as: UInt64.self)

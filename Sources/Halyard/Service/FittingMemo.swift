@@ -200,28 +200,39 @@ final class FittingMemo: Sendable {
     /// under its shard's lock, with no closure between: passed through ``withProbe(_:keys:_:)``
     /// (generic, out of line), the lookup paid a closure context, the memo's and the private
     /// names' retains and the call (~170 instructions and four atomic reference-count
-    /// operations a hit, measured). A context that does not fit the buffer goes through
-    /// ``withProbe(_:keys:_:)``, which retries on the heap.
+    /// operations a hit, measured). A context too large for the stack buffer is written again
+    /// on the heap, at the size the first pass counted.
     func hit(_ context: EvaluationContext) -> Entry? {
+        let recordBytes = max(1, context.attributes.count) &* MemoryLayout<Record>.stride
+        var (found, needed) = withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 8) {
+            lookup(context, in: $0, recordBytes: recordBytes)
+        }
+        while needed > 0 {
+            let heap = UnsafeMutableRawBufferPointer.allocate(byteCount: needed, alignment: 8)
+            defer { heap.deallocate() }
+            (found, needed) = lookup(context, in: heap, recordBytes: recordBytes)
+        }
+        return found
+    }
+
+    /// ``hit(_:)`` with the context written into `raw` (its records in the last `recordBytes`):
+    /// the entry found (or nil) and 0, or, when `raw` is too small, nil and the bytes needed
+    /// (exact once the records fit: the encoder counts past its end).
+    @inline(__always)
+    private func lookup(_ context: EvaluationContext, in raw: UnsafeMutableRawBufferPointer, recordBytes: Int)
+        -> (Entry?, needed: Int)
+    {
+        guard recordBytes <= raw.count, let base = raw.baseAddress else { return (nil, recordBytes &+ 1024) }
         let n = context.attributes.count
-        let recordBytes = max(1, n) &* MemoryLayout<Record>.stride
-        let found: Entry?? = withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 8) { raw -> Entry?? in
-            guard recordBytes <= raw.count, let base = raw.baseAddress else { return .none }
-            let records = UnsafeMutableBufferPointer(
-                start: (base + (raw.count &- recordBytes)).bindMemory(to: Record.self, capacity: max(1, n)), count: n)
-            var encoder = ContextEncoder(base: base, capacity: raw.count &- recordBytes, keys: keys)
-            let (head, hash) = Self.encode(context, &encoder, records, keys: keys)
-            if encoder.overflowed { return .none }
-            let probe = Probe(
-                bytes: UnsafeRawBufferPointer(start: base, count: encoder.count), head: head,
-                records: UnsafeBufferPointer(records), hash: hash)
-            return .some(shard(hash).withLock { $0.table.entry(probe, context.privateAttributes) })
-        }
-        if let found { return found }
-        let privateAttributes = context.privateAttributes
-        return Self.withProbe(context, keys: keys) { probe in
-            shard(probe.hash).withLock { $0.table.entry(probe, privateAttributes) }
-        }
+        let records = UnsafeMutableBufferPointer(
+            start: (base + (raw.count &- recordBytes)).bindMemory(to: Record.self, capacity: max(1, n)), count: n)
+        var encoder = ContextEncoder(base: base, capacity: raw.count &- recordBytes, keys: keys)
+        let (head, hash) = Self.encode(context, &encoder, records, keys: keys)
+        if encoder.overflowed { return (nil, encoder.count &+ recordBytes) }
+        let probe = Probe(
+            bytes: UnsafeRawBufferPointer(start: base, count: encoder.count), head: head,
+            records: UnsafeBufferPointer(records), hash: hash)
+        return (shard(hash).withLock { $0.table.entry(probe, context.privateAttributes) }, 0)
     }
 
     /// The fitted form of `context`: memoized, or made by `fit` and memoized (nothing is kept
