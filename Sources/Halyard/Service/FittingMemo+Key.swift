@@ -387,15 +387,22 @@ extension FittingMemo.Entry {
     }
 
     /// Whether the `n` bytes at `a` and `b` are equal, a word at a time with the differences
-    /// or-ed together: up to 32 bytes (a record of a short name and a short string is 33) in
-    /// four possibly overlapping words and no branch, 16 more a step beyond. A head or a
-    /// record is at least 9 bytes (a string is at least one word, and a record has a tag
-    /// after its name); shorter runs go through `FlagTable.equal`.
+    /// or-ed together. From 24 to 48 bytes (a head of short strings, and a record of a short
+    /// name and a scalar, a short string or a string of up to 19 bytes) in the same six
+    /// possibly overlapping words whatever the length: a probe's records come in its
+    /// dictionary's order, so a branch on their lengths would be mispredicted record after
+    /// record. A head or a record is at least 9 bytes (a string is at least one word, and a
+    /// record has a tag after its name); shorter runs go through `FlagTable.equal`.
     @inline(__always)
     static func same(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) -> Bool {
         @inline(__always)
         func differs(_ i: Int) -> UInt64 {
             a.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        }
+        if n &- 24 <= 24 && n >= 24 {
+            // [0, 24) and [n - 24, n), which overlap or meet.
+            let low = differs(0) | differs(8) | differs(16)
+            return low | differs(n &- 24) | differs(n &- 16) | differs(n &- 8) == 0
         }
         guard n >= 8 else { return FlagTable.equal(a, b, n) }
         if n < 16 { return differs(0) | differs(n &- 8) == 0 }
