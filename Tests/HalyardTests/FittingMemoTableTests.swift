@@ -56,35 +56,39 @@ import Testing
     }
 }
 
-/// `FlagTable.equal` (the byte comparison of the flag table's keys and the memo's records),
-/// exhaustively over lengths 0-40 (below, at and across its 4- and 8-byte steps and the
-/// overlapping last step), with one byte changed at every position, and equal copies.
+/// `FlagTable.equal` (the byte comparison of the flag table's keys) and `FittingMemo.Entry.same`
+/// (the memo's, of heads and records), exhaustively over lengths 0-80 (below, at and across
+/// their 4-, 8- and 16-byte steps and the overlapping last ones), with one byte changed at
+/// every position, and equal copies.
 @Suite struct ByteEqualityTests {
-    @Test func everyLengthAndEveryDifferingPosition() {
+    @Test(arguments: [false, true])
+    func everyLengthAndEveryDifferingPosition(memo: Bool) {
+        let equal: (UnsafeRawPointer, UnsafeRawPointer, Int) -> Bool =
+            memo ? { FittingMemo.Entry.same($0, $1, $2) } : { FlagTable.equal($0, $1, $2) }
         var generator = SplitMix64(seed: 0x5A3E_B7E5)
-        let a = UnsafeMutableRawPointer.allocate(byteCount: 48, alignment: 8)
-        let b = UnsafeMutableRawPointer.allocate(byteCount: 48, alignment: 8)
+        let a = UnsafeMutableRawPointer.allocate(byteCount: 88, alignment: 8)
+        let b = UnsafeMutableRawPointer.allocate(byteCount: 88, alignment: 8)
         defer {
             a.deallocate()
             b.deallocate()
         }
-        for n in 0...40 {
+        for n in 0...80 {
             // Offset 1: the 8-byte loads are unaligned, as a record's are.
-            for i in 0..<48 {
+            for i in 0..<88 {
                 a.storeBytes(of: UInt8(truncatingIfNeeded: generator.next()), toByteOffset: i, as: UInt8.self)
             }
-            b.copyMemory(from: a, byteCount: 48)
-            #expect(FlagTable.equal(a + 1, b + 1, n), "equal copies of \(n) bytes")
+            b.copyMemory(from: a, byteCount: 88)
+            #expect(equal(a + 1, b + 1, n), "equal copies of \(n) bytes")
             for i in 0..<n {
                 let flip = UInt8(1 + generator.next() % 255)
                 let old = b.load(fromByteOffset: 1 + i, as: UInt8.self)
                 b.storeBytes(of: old ^ flip, toByteOffset: 1 + i, as: UInt8.self)
-                #expect(!FlagTable.equal(a + 1, b + 1, n), "\(n) bytes differing at \(i)")
+                #expect(!equal(a + 1, b + 1, n), "\(n) bytes differing at \(i)")
                 b.storeBytes(of: old, toByteOffset: 1 + i, as: UInt8.self)
             }
             // A difference just past the end is not looked at.
             b.storeBytes(of: ~a.load(fromByteOffset: 1 + n, as: UInt8.self), toByteOffset: 1 + n, as: UInt8.self)
-            #expect(FlagTable.equal(a + 1, b + 1, n), "\(n) bytes, the byte after them differing")
+            #expect(equal(a + 1, b + 1, n), "\(n) bytes, the byte after them differing")
         }
     }
 }

@@ -512,6 +512,43 @@ final class FailingSleepClock: HalyardClock, Sendable {
         #expect(counting.calls == 1)
     }
 
+    /// Contexts with the same names and the same values, assigned otherwise, and long values
+    /// that differ in their last byte only: with every hash colliding (each record's too, so an
+    /// entry's records share one chain of its table) and with random keys.
+    @Test(arguments: [false, true])
+    func swappedValuesAndLastBytesAreDifferentContexts(colliding: Bool) throws {
+        let memo = FittingMemo(maxCount: 1_000, maxBytes: 8 << 20, keys: colliding ? .colliding : .random())
+        let counting = CountingFit()
+        let long = String(repeating: "v", count: 40)
+        var contexts: [EvaluationContext] = []
+        for (x, y) in [("x", "y"), ("y", "x"), (long + "a", long + "b"), (long + "b", long + "a")] {
+            contexts.append(EvaluationContext(targetingKey: "k", attributes: ["a": .string(x), "b": .string(y)]))
+        }
+        contexts.append(EvaluationContext(targetingKey: "k", attributes: ["a": .int(1), "b": .int(2)]))
+        contexts.append(EvaluationContext(targetingKey: "k", attributes: ["a": .int(2), "b": .int(1)]))
+        for _ in 0..<2 {
+            for c in contexts { #expect(try memo.fitted(c, fit: counting.fit) == (try c.fitted())) }
+        }
+        #expect(counting.calls == contexts.count)
+    }
+
+    /// Contexts too large for the hit's stack buffer (many attributes; long values) are looked
+    /// up through the heap, and hit like the others.
+    @Test func contextsLargerThanTheStackBufferHit() throws {
+        let memo = FittingMemo(maxCount: 1_000, maxBytes: 8 << 20)
+        let counting = CountingFit()
+        var many = serviceContext(3)
+        for i in 0..<100 { many.attributes["extra\(i)"] = .int(Int64(i)) }
+        var long = serviceContext(4)
+        for i in 0..<10 { long.attributes["long\(i)"] = .string(String(repeating: "\(i)", count: 200)) }
+        var other = long
+        other.attributes["long9"] = .string(String(repeating: "9", count: 199) + "8")
+        for _ in 0..<2 {
+            for c in [many, long, other] { #expect(try memo.fitted(c, fit: counting.fit) == (try c.fitted())) }
+        }
+        #expect(counting.calls == 3)
+    }
+
     @Test func canonicallyEquivalentStringsAreDifferentContexts() throws {
         // Swift's String == calls these equal, but they are different bytes: they fit to
         // different canonical JSON, so different fingerprints (and the plane sees two users).

@@ -5,17 +5,17 @@ import Foundation
 // **One pass.** The context is written once into a scratch buffer on the stack, in an
 // unambiguous binary form (lengths before bytes, a tag before each value): a head (targeting
 // key, kind, counts) and one record per attribute (name and value). Each record gets a 64-bit
-// hash, mixed in while it is written (a folded multiply per word, tag or small string, keyed
-// by per-memo random words; `ContextEncoder.hash`), so no byte is read back; the record hashes
-// are summed, so a dictionary's iteration order (which differs between equal dictionaries)
-// does not matter, and mixed with the head's. The table keyed by the result finalizes it with
-// `Hasher` once; `EvaluationContext`'s own `Hashable` runs a seeded `Hasher` (a full SipHash
-// finalization) per attribute.
+// hash, mixed in while it is written (a folded multiply per word or small string, a value's
+// tag with its payload, keyed by per-memo random words; `ContextEncoder.hash`), so no byte is
+// read back; the record hashes are summed, so a dictionary's iteration order (which differs
+// between equal dictionaries) does not matter, and mixed with the head's. The memo's table is
+// keyed by the result itself; `EvaluationContext`'s own `Hashable` runs a seeded `Hasher` (a
+// full SipHash finalization) per attribute.
 //
-// **Equality: exact, byte for byte.** An entry keeps the records in one byte array with a
-// small open-addressing index by hash; a probe finds each of its records there (one or two
-// steps, whatever order its dictionary iterates in) and compares the bytes inline, a word at
-// a time (`FlagTable.equal`, the flag table's own comparison: no `memcmp` call per record).
+// **Equality: exact, byte for byte.** An entry keeps its records' bytes in one buffer, after
+// an open-addressing table of the records by hash; a probe finds each of its records there
+// (one or two steps, whatever order its dictionary iterates in) and compares the bytes
+// inline, a word at a time (`FittingMemo.Entry.same`: no `memcmp` call per record).
 // No `String` or `JSONValue` is copied, retained or hashed again
 // (`Dictionary.==` looks up every key in the other dictionary, hashing each name anew).
 // Strings are their UTF-8 bytes (a string of up to 15 bytes in Swift's small form: the two
@@ -37,9 +37,17 @@ extension FittingMemo {
         let k2: UInt64
         /// Test only: every context gets the same hash (all entries collide).
         let constant: Bool
-        /// Whether strings in Swift's small form are written as their two words
-        /// (``SmallStringWords``); fixed for the memo's life, so its entries and probes agree.
-        var smallStrings = SmallStringWords.available
+        /// The bit that marks a string's small form in its second word (``SmallStringWords``)
+        /// when small strings are written as their two words, else 0; fixed for the memo's
+        /// life, so its entries and probes agree. Tested with one `and` per string (a flag
+        /// tested first was a load, a compare and a branch more per string, measured).
+        var smallMask: UInt64 = SmallStringWords.available ? SmallStringWords.smallBit : 0
+
+        /// Whether strings in Swift's small form are written as their two words.
+        var smallStrings: Bool {
+            get { smallMask != 0 }
+            set { smallMask = newValue && SmallStringWords.available ? SmallStringWords.smallBit : 0 }
+        }
 
         static func random() -> HashKeys {
             var g = SystemRandomNumberGenerator()
@@ -119,14 +127,23 @@ extension FittingMemo.HashKeys {
 /// strings whose bytes are known, and where it does not hold (another platform, another
 /// toolchain) the memo writes every string's bytes instead.
 enum SmallStringWords {
+    /// The bit of the second word set in the small form.
+    static let smallBit: UInt64 = 1 << 61
+
     /// The two words of `s` when it is in the small form, else `nil`.
     @inline(__always)
     static func of(_ s: String) -> (UInt64, UInt64)? {
+        let w = words(s)
+        return w.1 & smallBit != 0 ? w : nil
+    }
+
+    /// The two words `s` is kept in, whatever its form (zero where the layout is not read).
+    @inline(__always)
+    static func words(_ s: String) -> (UInt64, UInt64) {
         #if (arch(x86_64) || arch(arm64)) && _endian(little)
-            let w = unsafeBitCast(s, to: (UInt64, UInt64).self)
-            return w.1 & (1 << 61) != 0 ? w : nil
+            return unsafeBitCast(s, to: (UInt64, UInt64).self)
         #else
-            return nil
+            return (0, 0)
         #endif
     }
 
@@ -169,11 +186,21 @@ struct ContextEncoder {
     @inline(__always)
     mutating func mix(_ a: UInt64, _ b: UInt64) { hash = fold(hash ^ a ^ keys.k1, b ^ keys.k2) }
 
+    /// A word; `tag`, when the word is a value's payload, is its tag (written by
+    /// ``tag(_:)``), mixed in with the word: one multiply for both.
     @inline(__always)
-    mutating func word(_ w: UInt64) {
+    mutating func word(_ w: UInt64, tag: UInt8 = 0) {
         if count &+ 8 <= capacity { base.storeBytes(of: w, toByteOffset: count, as: UInt64.self) }
         count &+= 8
-        mix(w, 0)
+        mix(w, UInt64(tag))
+    }
+
+    /// A value's tag byte, not mixed in: the payload written next mixes it in with its first
+    /// word (``word(_:tag:)``, ``string(_:tag:)``), so a scalar costs one multiply, not two.
+    @inline(__always)
+    mutating func tag(_ b: UInt8) {
+        if count < capacity { base.storeBytes(of: b, toByteOffset: count, as: UInt8.self) }
+        count &+= 1
     }
 
     @inline(__always)
@@ -194,18 +221,21 @@ struct ContextEncoder {
     }
 
     /// A string: in the small form its two words (``SmallStringWords``), otherwise its UTF-8
-    /// length (marked with ``lengthMark``), then its bytes.
+    /// length (marked with ``lengthMark``), then its bytes. `tag`, when the string is a value,
+    /// is its tag (written by ``tag(_:)``), mixed in with the string.
     @inline(__always)
-    mutating func string(_ s: String) {
-        if keys.smallStrings, let (w0, w1) = SmallStringWords.of(s) {
+    mutating func string(_ s: String, tag: UInt8 = 0) {
+        let (w0, w1) = SmallStringWords.words(s)
+        if w1 & keys.smallMask != 0 {
             if count &+ 16 <= capacity {
                 base.storeBytes(of: w0, toByteOffset: count, as: UInt64.self)
                 base.storeBytes(of: w1, toByteOffset: count &+ 8, as: UInt64.self)
             }
             count &+= 16
-            mix(w0, w1)
+            mix(w0, w1 ^ UInt64(tag))
             return
         }
+        if tag != 0 { mix(UInt64(tag), 0) }
         longString(s)
     }
 
@@ -279,21 +309,24 @@ extension FittingMemo {
             // Scalars and strings written here, not through the call of `value` (which the
             // optimizer keeps out of line: ~250 instructions a request, measured); the same
             // bytes `value` writes for them. Arrays and objects go through `value`.
+            // The tag is mixed in with the payload's first word (one multiply fewer a value).
             switch value {
             case .null: encoder.byte(0)
             case .bool(let b): encoder.byte(b ? 2 : 1)
             case .double(let d):
-                encoder.byte(4)
-                encoder.word(d.bitPattern)
+                encoder.tag(4)
+                encoder.word(d.bitPattern, tag: 4)
             case .int(let i):
-                encoder.byte(3)
-                encoder.word(UInt64(bitPattern: i))
+                encoder.tag(3)
+                encoder.word(UInt64(bitPattern: i), tag: 3)
             case .string(let s):
-                encoder.byte(5)
-                encoder.string(s)
+                encoder.tag(5)
+                encoder.string(s, tag: 5)
             default: encoder.value(value)
             }
-            let h = encoder.hash
+            // Test only (`HashKeys.colliding`): every record's hash collides too, so an entry's
+            // records share one chain of its table and are told apart by their bytes.
+            let h = keys.constant ? 0 : encoder.hash
             records[n] = Record(
                 hash: h, start: Int32(truncatingIfNeeded: start),
                 count: Int32(truncatingIfNeeded: encoder.count - start))
@@ -334,26 +367,52 @@ extension FittingMemo.Entry {
     /// array, string or closure context is retained.
     func matches(_ probe: FittingMemo.Probe, _ privateAttributes: Set<String>) -> Bool {
         guard probe.records.count == recordCount, probe.head == head, let p = probe.bytes.baseAddress,
-            FlagTable.equal(key, p, head)
+            Self.same(key, p, head)
         else { return false }
-        // Each probe record is looked up in the entry's index by its hash and compared byte
+        // Each probe record is looked up in the entry's table by its hash and compared byte
         // for byte. A context's records differ from each other (its attribute names do), so
         // as many records all found, each in a distinct entry record, is the same set.
         for r in probe.records {
-            var slot = Int(truncatingIfNeeded: r.hash) & indexMask
-            var found = false
-            while index[slot] != 0 {
-                let s = records[Int(index[slot]) - 1]
-                if s.hash == r.hash, s.count == r.count,
-                    FlagTable.equal(key + Int(s.start), p + Int(r.start), Int(r.count))
-                {
-                    found = true
+            var slot = Int(truncatingIfNeeded: r.hash) & slotMask
+            while true {
+                let s = slots[slot]
+                if s.count == 0 { return false }
+                if s.hash == r.hash, s.count == r.count, Self.same(key + Int(s.start), p + Int(r.start), Int(r.count)) {
                     break
                 }
-                slot = (slot + 1) & indexMask
+                slot = (slot + 1) & slotMask
             }
-            if !found { return false }
         }
         return privateAttributes.isEmpty || privateAttributes == self.privateAttributes
+    }
+
+    /// Whether the `n` bytes at `a` and `b` are equal, a word at a time with the differences
+    /// or-ed together. From 24 to 48 bytes (a head of short strings, and a record of a short
+    /// name and a scalar, a short string or a string of up to 19 bytes) in the same six
+    /// possibly overlapping words whatever the length: a probe's records come in its
+    /// dictionary's order, so a branch on their lengths would be mispredicted record after
+    /// record. A head or a record is at least 9 bytes (a string is at least one word, and a
+    /// record has a tag after its name); shorter runs go through `FlagTable.equal`.
+    @inline(__always)
+    static func same(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) -> Bool {
+        @inline(__always)
+        func differs(_ i: Int) -> UInt64 {
+            a.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        }
+        if n &- 24 <= 24 && n >= 24 {
+            // [0, 24) and [n - 24, n), which overlap or meet.
+            let low = differs(0) | differs(8) | differs(16)
+            return low | differs(n &- 24) | differs(n &- 16) | differs(n &- 8) == 0
+        }
+        guard n >= 8 else { return FlagTable.equal(a, b, n) }
+        if n < 16 { return differs(0) | differs(n &- 8) == 0 }
+        // The first 16 and the last 16 bytes, then what lies between, 16 bytes a step.
+        guard differs(0) | differs(8) | differs(n &- 16) | differs(n &- 8) == 0 else { return false }
+        var i = 16
+        while i < n &- 16 {
+            guard differs(i) | differs(i &+ 8) == 0 else { return false }
+            i &+= 16
+        }
+        return true
     }
 }

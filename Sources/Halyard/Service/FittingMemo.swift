@@ -9,59 +9,57 @@
 /// bounds): a million distinct users cannot grow it. A full shard evicts an arbitrary entry
 /// (``Table/removeAny()``): a memo miss costs one fitting, nothing is fetched for it.
 final class FittingMemo: Sendable {
-    /// One memoized context: its binary form (FittingMemo+Key.swift) in one buffer it owns —
-    /// the head, then the attribute records in the probe's order, indexed by hash — and its
-    /// fitted form. Immutable after `init` (hence `@unchecked Sendable`: the pointers are
-    /// written only there and freed in `deinit`); one reference per table slot, so a lookup
-    /// retains nothing but the hit.
+    /// One memoized context: its binary form (FittingMemo+Key.swift) and its fitted form.
+    /// The binary form is one buffer the entry owns: first a table of the attribute records
+    /// by hash (open addressing over ``slotMask`` + 1 slots, at most three quarters full; a
+    /// slot is the record itself, its hash, start and length, and an empty slot has length 0,
+    /// which no record has), then the bytes (the head, then the records in the probe's order).
+    /// A probe finds each of its records in one or two steps, whatever order its dictionary
+    /// iterates in, without an index to read first. Immutable after `init` (hence
+    /// `@unchecked Sendable`: the buffer is written only there and freed in `deinit`); one
+    /// reference per table slot, so a lookup retains nothing but the hit.
     final class Entry: @unchecked Sendable {
+        let slots: UnsafeMutablePointer<Record>
+        let slotMask: Int
         let key: UnsafeMutableRawPointer
         let head: Int
-        let records: UnsafeMutablePointer<Record>
         let recordCount: Int
-        /// The records by hash: open addressing over ``indexMask`` + 1 slots (at most half
-        /// full), each a record's position + 1, 0 when empty; a probe finds each of its records
-        /// in one or two steps, whatever order its dictionary iterates in.
-        let index: UnsafeMutablePointer<Int32>
-        let indexMask: Int
         let privateAttributes: Set<String>
         let fitted: FittedContext
         let bytes: Int
 
-        /// The entry for a probed context: its bytes copied (head, then the records), and the
-        /// records' index.
+        /// The entry for a probed context: its records' table, then its bytes copied (head,
+        /// then the records), in one allocation.
         init(_ probe: Probe, privateAttributes: Set<String>, fitted: FittedContext) {
             let n = probe.records.count
-            key = UnsafeMutableRawPointer.allocate(byteCount: max(1, probe.bytes.count), alignment: 8)
-            records = UnsafeMutablePointer<Record>.allocate(capacity: max(1, n))
-            var slots = 4
-            while slots < 2 * n { slots <<= 1 }
-            index = UnsafeMutablePointer<Int32>.allocate(capacity: slots)
-            index.initialize(repeating: 0, count: slots)
-            indexMask = slots - 1
+            var count = 4
+            while count * 3 < n * 4 { count <<= 1 }
+            let table = count * MemoryLayout<Record>.stride
+            let raw = UnsafeMutableRawPointer.allocate(byteCount: table + max(1, probe.bytes.count), alignment: 8)
+            slots = raw.bindMemory(to: Record.self, capacity: count)
+            slots.initialize(repeating: Record(hash: 0, start: 0, count: 0), count: count)
+            slotMask = count - 1
+            key = raw + table
             if let from = probe.bytes.baseAddress { key.copyMemory(from: from, byteCount: probe.head) }
             var at = probe.head
-            for (i, r) in probe.records.enumerated() {
+            for r in probe.records {
                 if let from = probe.bytes.baseAddress {
                     (key + at).copyMemory(from: from + Int(r.start), byteCount: Int(r.count))
                 }
-                records[i] = Record(hash: r.hash, start: Int32(at), count: r.count)
+                var slot = Int(truncatingIfNeeded: r.hash) & slotMask
+                while slots[slot].count != 0 { slot = (slot + 1) & slotMask }
+                slots[slot] = Record(hash: r.hash, start: Int32(at), count: r.count)
                 at += Int(r.count)
-                var slot = Int(truncatingIfNeeded: r.hash) & indexMask
-                while index[slot] != 0 { slot = (slot + 1) & indexMask }
-                index[slot] = Int32(i + 1)
             }
             head = probe.head
             recordCount = n
             self.privateAttributes = privateAttributes
             self.fitted = fitted
-            bytes = FittingMemo.estimatedBytes(fitted, key: probe.bytes.count, records: n)
+            bytes = FittingMemo.estimatedBytes(fitted, key: probe.bytes.count, slots: count)
         }
 
         deinit {
-            key.deallocate()
-            records.deallocate()
-            index.deallocate()
+            UnsafeMutableRawPointer(slots).deallocate()
         }
     }
 
@@ -182,9 +180,10 @@ final class FittingMemo: Sendable {
 
     /// The estimated bytes of an entry: the fitted context's strings (its canonical JSON and
     /// fingerprint, and its members, about the JSON's size again), the key's binary form and
-    /// records, and a fixed overhead for the table slot, the arrays' and objects' headers.
-    static func estimatedBytes(_ fitted: FittedContext, key: Int, records: Int) -> Int {
-        2 * (fitted.canonicalJSON.utf8.count + 16) + key + 16 * records + 8 * max(2, records) + 512
+    /// its records' table (`slots` of 16 bytes), and a fixed overhead for the table slot, the
+    /// objects' and buffers' headers.
+    static func estimatedBytes(_ fitted: FittedContext, key: Int, slots: Int) -> Int {
+        2 * (fitted.canonicalJSON.utf8.count + 16) + key + 16 * slots + 512
     }
 
     private func shard(_ hash: UInt64) -> Locked<Shard> {
@@ -193,10 +192,47 @@ final class FittingMemo: Sendable {
 
     /// The fitted form of `context` when it is memoized.
     func fitted(_ context: EvaluationContext) -> FittedContext? {
-        let privateAttributes = context.privateAttributes
-        return Self.withProbe(context, keys: keys) { probe in
-            shard(probe.hash).withLock { $0.table.find(probe, privateAttributes) }
+        hit(context)?.fitted
+    }
+
+    /// The entry memoized for `context`, if any: the warm path's hit. The context is written
+    /// into one stack buffer (its records at the end, its bytes before them) and looked up
+    /// under its shard's lock, with no closure between: passed through ``withProbe(_:keys:_:)``
+    /// (generic, out of line), the lookup paid a closure context, the memo's and the private
+    /// names' retains and the call (~170 instructions and four atomic reference-count
+    /// operations a hit, measured). A context too large for the stack buffer is written again
+    /// on the heap, at the size the first pass counted.
+    func hit(_ context: EvaluationContext) -> Entry? {
+        let recordBytes = max(1, context.attributes.count) &* MemoryLayout<Record>.stride
+        var (found, needed) = withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 8) {
+            lookup(context, in: $0, recordBytes: recordBytes)
         }
+        while needed > 0 {
+            let heap = UnsafeMutableRawBufferPointer.allocate(byteCount: needed, alignment: 8)
+            defer { heap.deallocate() }
+            (found, needed) = lookup(context, in: heap, recordBytes: recordBytes)
+        }
+        return found
+    }
+
+    /// ``hit(_:)`` with the context written into `raw` (its records in the last `recordBytes`):
+    /// the entry found (or nil) and 0, or, when `raw` is too small, nil and the bytes needed
+    /// (exact once the records fit: the encoder counts past its end).
+    @inline(__always)
+    private func lookup(_ context: EvaluationContext, in raw: UnsafeMutableRawBufferPointer, recordBytes: Int)
+        -> (Entry?, needed: Int)
+    {
+        guard recordBytes <= raw.count, let base = raw.baseAddress else { return (nil, recordBytes &+ 1024) }
+        let n = context.attributes.count
+        let records = UnsafeMutableBufferPointer(
+            start: (base + (raw.count &- recordBytes)).bindMemory(to: Record.self, capacity: max(1, n)), count: n)
+        var encoder = ContextEncoder(base: base, capacity: raw.count &- recordBytes, keys: keys)
+        let (head, hash) = Self.encode(context, &encoder, records, keys: keys)
+        if encoder.overflowed { return (nil, encoder.count &+ recordBytes) }
+        let probe = Probe(
+            bytes: UnsafeRawBufferPointer(start: base, count: encoder.count), head: head,
+            records: UnsafeBufferPointer(records), hash: hash)
+        return (shard(hash).withLock { $0.table.entry(probe, context.privateAttributes) }, 0)
     }
 
     /// The fitted form of `context`: memoized, or made by `fit` and memoized (nothing is kept
@@ -211,19 +247,16 @@ final class FittingMemo: Sendable {
     /// there is room). The warm path reads `entry.fitted` in place: one reference retained
     /// instead of copying the `FittedContext` out (five reference-counted fields).
     ///
-    /// A hit is one probe whose closure captures nothing of the context but its private names:
-    /// a closure that captured the context (to fit it on a miss) made the optimizer copy its
-    /// four fields in and out, ~725 instructions of a ~10,300-instruction warm request
-    /// (measured). A miss fits the context, then writes it out again to build the entry
-    /// (~3,000 instructions beside the fitting's ~40,000).
+    /// A hit is ``hit(_:)``: one pass over the context and one lock, no closure holding the
+    /// context (one that captured it, to fit it on a miss, made the optimizer copy its four
+    /// fields in and out, ~725 instructions a warm request, measured). A miss fits the
+    /// context, then writes it out again to build the entry (~3,000 instructions beside the
+    /// fitting's ~40,000).
     func entry(
         _ context: EvaluationContext, fit: (EvaluationContext) throws(ContextError) -> FittedContext
     ) throws(ContextError) -> Entry {
+        if let hit = hit(context) { return hit }
         let privateAttributes = context.privateAttributes
-        let hit = Self.withProbe(context, keys: keys) { probe in
-            shard(probe.hash).withLock { $0.table.entry(probe, privateAttributes) }
-        }
-        if let hit { return hit }
         let fitted = try fit(context)
         let (entry, evicted) = Self.withProbe(context, keys: keys) { probe -> (Entry, [Entry]) in
             let entry = Entry(probe, privateAttributes: privateAttributes, fitted: fitted)

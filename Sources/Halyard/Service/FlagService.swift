@@ -98,23 +98,32 @@ public final class FlagService: Sendable {
     /// context gives a view serving defaults with `INVALID_CONTEXT`, and nothing is sent.
     public func flags(for context: EvaluationContext) async -> ContextFlags {
         guard let entry = fit(context) else { return invalidView() }
-        return await flags(for: entry.fitted)
+        // Decided here rather than by awaiting `flags(for: entry.fitted)`: a hit then runs in
+        // this one async frame, without a second frame holding the fitted context (measured).
+        switch decide(entry.fitted, join: true) {
+        case .view(let view): return view
+        case .join(let flight): return await wait(flight, entry.fitted.fingerprint)
+        }
     }
 
     /// ``flags(for:)-(EvaluationContext)`` for a context fitted already (its fingerprint is
     /// the cache key): skips the fitting, the costly part of a hit.
     public func flags(for fitted: FittedContext) async -> ContextFlags {
         switch decide(fitted, join: true) {
-        case .view(let view):
-            return view
-        case .join(let flight):
-            _ = hal_fetch_add(words + 1, 1)
-            if let result = await flight.wait(timeout: options.coldFetchTimeout, clock: clock) {
-                return view(result, fitted.fingerprint)
-            }
-            _ = hal_fetch_add(words + 2, 1)
-            return unavailableView(.providerNotReady, fitted.fingerprint)
+        case .view(let view): return view
+        case .join(let flight): return await wait(flight, fitted.fingerprint)
         }
+    }
+
+    /// A miss's wait for the fetch it joined: at most `coldFetchTimeout`, then a view serving
+    /// defaults with `PROVIDER_NOT_READY` while the fetch completes.
+    private func wait(_ flight: ContextFlight, _ fingerprint: String) async -> ContextFlags {
+        _ = hal_fetch_add(words + 1, 1)
+        if let result = await flight.wait(timeout: options.coldFetchTimeout, clock: clock) {
+            return view(result, fingerprint)
+        }
+        _ = hal_fetch_add(words + 2, 1)
+        return unavailableView(.providerNotReady, fingerprint)
     }
 
     /// The flag values for `context` if they are held now; never waits. On a miss the view
