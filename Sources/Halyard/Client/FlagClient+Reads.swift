@@ -23,6 +23,9 @@ extension FlagClient: FlagReading {
         // Any key's words are looked up (see `KeyedReadCache.answer`): only small and literal
         // keys are ever added, so other keys miss and go through the flag table.
         let (w0, w1) = StringWords.raw(key)
+        // A native heap string (discriminator 0 in its second word's top nibble) never has an
+        // answer: straight to the flag table, without a probe.
+        guard w1 >> 60 != 0 else { return readThroughSnapshot(key, kind, defaultBits) }
         guard let answer = KeyedReadCache.answer(keySlots, w0, w1, KeyedReadCache.code(kind)) else {
             return readWithoutAnswer(key, kind, defaultBits)
         }
@@ -39,12 +42,18 @@ extension FlagClient: FlagReading {
     }
 
     /// A scalar read without a cached answer: a small or literal key's first read (or one the
-    /// full table has no room for), or any other key, which the flag table finds.
+    /// full table has no room for), or any other key that is not a native heap string.
     @inline(never)
     func readWithoutAnswer(_ key: String, _ kind: _FlagValueKind, _ defaultBits: UInt64) -> UInt64? {
         if keyedReads.enabled, KeyedReadCache.qualifies(key) {
             return readCaching(key, kind, defaultBits, known: nil)
         }
+        return readThroughSnapshot(key, kind, defaultBits)
+    }
+
+    /// A scalar read through the snapshot alone, the flag table finding the key (heap keys).
+    @inline(never)
+    func readThroughSnapshot(_ key: String, _ kind: _FlagValueKind, _ defaultBits: UInt64) -> UInt64? {
         let lookup = withProtectedSnapshot { ReadRules.scalar($0, key, kind, exposureClock) }
         return ReadRules.finish(lookup, default: defaultBits, as: kind, sink: exposureSink, counters: readCounters)
     }
