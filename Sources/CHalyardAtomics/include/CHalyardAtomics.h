@@ -249,15 +249,17 @@ typedef struct {
 } hal_handle_answer;
 
 /// ``hal_handle_cache_read`` returning its result by value (two registers), for callers that
-/// would otherwise give the compiler an address to keep on the stack.
+/// would otherwise give the compiler an address to keep on the stack. Branch-free: one test of
+/// the returned `info` tells a consistent answer for `generation` from any other.
 static inline hal_handle_answer hal_handle_cache_answer(const hal_handle_cache *cache, uintptr_t generation) {
-    hal_handle_answer answer = { 0, UINTPTR_MAX };
-    uint64_t bits;
-    uintptr_t info;
-    if (hal_handle_cache_read(cache, generation, &bits, &info)) {
-        answer.bits = bits;
-        answer.info = info;
-    }
+    uintptr_t s1 = __atomic_load_n(&cache->seq, __ATOMIC_ACQUIRE);
+    uintptr_t g = __atomic_load_n(&cache->generation, __ATOMIC_RELAXED);
+    uint64_t b = __atomic_load_n(&cache->bits, __ATOMIC_RELAXED);
+    uintptr_t i = __atomic_load_n(&cache->info, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    uintptr_t s2 = __atomic_load_n(&cache->seq, __ATOMIC_RELAXED);
+    uintptr_t inconsistent = (s1 ^ s2) | (s1 & 1) | (g ^ generation);
+    hal_handle_answer answer = { b, inconsistent == 0 ? i : UINTPTR_MAX };
     return answer;
 }
 

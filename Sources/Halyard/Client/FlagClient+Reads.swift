@@ -31,8 +31,11 @@ extension FlagClient: FlagReading {
         }
         let generation = hal_load_acquire(generationWord)
         let read = hal_handle_cache_answer(answer, generation)
-        guard read.info != .max else { return readCaching(key, kind, defaultBits, known: answer) }
-        guard ReadRules.answerServes(read.info) else { return ReadRules.countCachedFailure(read.info, readCounters) }
+        guard ReadRules.answerServes(read.info) else {
+            // Not current (all ones: another generation, or a writer mid-update) or a failure.
+            if read.info == .max { return readCaching(key, kind, defaultBits, known: answer) }
+            return ReadRules.countCachedFailure(read.info, readCounters)
+        }
         if let clock = exposureClock,
             ReadRules.exposureMayBeDue(mark: hal_handle_exposed_until(answer), generation: generation, clock: clock)
         {

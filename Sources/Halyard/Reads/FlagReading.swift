@@ -90,20 +90,20 @@ extension FlagReading {
     /// ```swift
     /// if flags.bool("checkout.new", default: false) { showNewCheckout() }
     /// ```
-    @inlinable
+    @inlinable @inline(__always)
     public func bool(_ key: String, default defaultValue: Bool) -> Bool {
         _readScalar(key, as: .bool, default: defaultValue ? 1 : 0).map(Bool._fromBits) ?? defaultValue
     }
 
     /// Reads an Int flag. Only JSON numbers written without fraction or exponent that fit in
     /// 64 bits are integers; a fractional number gives `default` (`TYPE_MISMATCH`).
-    @inlinable
+    @inlinable @inline(__always)
     public func int(_ key: String, default defaultValue: Int) -> Int {
         _readScalar(key, as: .int, default: UInt64(bitPattern: Int64(defaultValue))).map(Int._fromBits) ?? defaultValue
     }
 
     /// Reads a Double flag. Any JSON number is accepted; integers widen.
-    @inlinable
+    @inlinable @inline(__always)
     public func double(_ key: String, default defaultValue: Double) -> Double {
         _readScalar(key, as: .double, default: defaultValue.bitPattern).map(Double._fromBits) ?? defaultValue
     }
