@@ -223,6 +223,38 @@ import Testing
         }
     }
 
+    /// docs/fleet.md's sizing: an entry of a context served 64 Bool flags (keys like real ones,
+    /// a variant and a reason each) takes what Redis reports with `MEMORY USAGE`, measured here
+    /// and bounded so the figure in the docs cannot drift far from the format.
+    @Test(.needsRedisServer) func anEntryOfSixtyFourFlagsTakesAboutWhatTheDocsSay() async throws {
+        let redis = try RedisTestServer()
+        var values: [String: JSONValue] = [:]
+        for i in 0..<64 { values["checkout.feature-\(i).enabled"] = .bool(i % 2 == 0) }
+        let plane = InMemoryControlPlane(values: values)
+        let service = try Self.service(plane, redis)
+        defer { service.close() }
+        let contexts = (0..<20).map { serviceContext($0) }
+        for context in contexts { _ = await service.flags(for: context) }
+        #expect(service.stats.sharedCache?.writes == 20)
+        let client = redis.client()
+        defer { client.close() }
+        var usages: [Int64] = []
+        var lengths: [Int] = []
+        for context in contexts {
+            let key = try Self.entryKey(context)
+            if case .integer(let bytes) = try client.send(RedisCommand("MEMORY", [Array("USAGE".utf8), key])) {
+                usages.append(bytes)
+            }
+            lengths.append(try client.get(key)?.count ?? 0)
+        }
+        #expect(usages.count == 20, "MEMORY USAGE answered \(usages.count) of 20")
+        let usage = usages.sorted()[usages.count / 2]
+        let length = lengths.sorted()[lengths.count / 2]
+        print("shared entry of 64 flags: \(length) bytes of value, MEMORY USAGE \(usage) bytes (median of 20)")
+        #expect(length > 64 * 40, "an entry holds its 64 flags (\(length) bytes)")
+        #expect(usage <= 8 << 10, "MEMORY USAGE \(usage) bytes: docs/fleet.md's sizing is out of date")
+    }
+
     /// Two pods streaming from server.py: the second learns the stream from one request of its
     /// own and is served the rest from the shared cache; a change event reaches both, and the
     /// fleet fetches each held context about once for it (the lease and the event's flag-set
