@@ -15,11 +15,17 @@ final class FittingMemo: Sendable {
     /// slot is the record itself, its hash, start and length, and an empty slot has length 0,
     /// which no record has), then the bytes (the head, then the records in the probe's order).
     /// A probe finds each of its records in one or two steps, whatever order its dictionary
-    /// iterates in, without an index to read first. Immutable after `init` (hence
-    /// `@unchecked Sendable`: the buffer is written only there and freed in `deinit`); one
-    /// reference per table slot, so a lookup retains nothing but the hit.
+    /// iterates in, without an index to read first. Immutable after `init` but for
+    /// ``cacheNode`` (hence `@unchecked Sendable`: the buffer is written only there and freed
+    /// in `deinit`); one reference per table slot, so a lookup retains nothing but the hit.
     final class Entry: @unchecked Sendable {
         let slots: UnsafeMutablePointer<Record>
+        /// The context cache's node last found holding this context (-1: none yet), so a hit
+        /// skips hashing the fingerprint and probing the shard's index. Only a hint: read and
+        /// written only under the lock of the cache shard of `fitted.fingerprint`, and trusted
+        /// only when that node's key is this fingerprint (``ContextCache/Shard/find(_:linkedBy:)``).
+        /// One word in the entry's buffer, after the records' table.
+        let cacheNode: UnsafeMutablePointer<Int32>
         let slotMask: Int
         let key: UnsafeMutableRawPointer
         let head: Int
@@ -35,11 +41,14 @@ final class FittingMemo: Sendable {
             var count = 4
             while count * 3 < n * 4 { count <<= 1 }
             let table = count * MemoryLayout<Record>.stride
-            let raw = UnsafeMutableRawPointer.allocate(byteCount: table + max(1, probe.bytes.count), alignment: 8)
+            let raw = UnsafeMutableRawPointer.allocate(
+                byteCount: table + 8 + max(1, probe.bytes.count), alignment: 8)
             slots = raw.bindMemory(to: Record.self, capacity: count)
             slots.initialize(repeating: Record(hash: 0, start: 0, count: 0), count: count)
             slotMask = count - 1
-            key = raw + table
+            cacheNode = (raw + table).bindMemory(to: Int32.self, capacity: 1)
+            cacheNode.initialize(to: -1)
+            key = raw + table + 8
             if let from = probe.bytes.baseAddress { key.copyMemory(from: from, byteCount: probe.head) }
             var at = probe.head
             for r in probe.records {

@@ -100,7 +100,7 @@ public final class FlagService: Sendable {
         guard let entry = fit(context) else { return invalidView() }
         // Decided here rather than by awaiting `flags(for: entry.fitted)`: a hit then runs in
         // this one async frame, without a second frame holding the fitted context (measured).
-        switch decide(entry.fitted, join: true) {
+        switch decide(entry.fitted, join: true, link: entry.cacheNode) {
         case .view(let view): return view
         case .join(let flight): return await wait(flight, entry.fitted.fingerprint)
         }
@@ -130,12 +130,16 @@ public final class FlagService: Sendable {
     /// serves defaults with `PROVIDER_NOT_READY` and the fetch starts (joined if in flight).
     public func flagsIfCached(for context: EvaluationContext) -> ContextFlags {
         guard let entry = fit(context) else { return invalidView() }
-        return flagsIfCached(for: entry.fitted)
+        return flagsIfCached(entry.fitted, link: entry.cacheNode)
     }
 
     /// ``flagsIfCached(for:)-(EvaluationContext)`` for a context fitted already.
     public func flagsIfCached(for fitted: FittedContext) -> ContextFlags {
-        switch decide(fitted, join: false) {
+        flagsIfCached(fitted, link: nil)
+    }
+
+    private func flagsIfCached(_ fitted: FittedContext, link: UnsafeMutablePointer<Int32>?) -> ContextFlags {
+        switch decide(fitted, join: false, link: link) {
         case .view(let view): return view
         case .join: return unavailableView(.providerNotReady, fitted.fingerprint)
         }
@@ -279,7 +283,10 @@ public final class FlagService: Sendable {
     /// service that creates no fetch now: paused, fatal, closed, queue full), or join the
     /// context's flight (starting it when there is none and the gate admits it). The gate is
     /// read from atomics before the lock; nothing is created when it is shut.
-    private func decide(_ fitted: FittedContext, join: Bool) -> Decision {
+    ///
+    /// `link`: a fitting-memo entry's cache node for this context (``ContextCache/Shard/find(_:linkedBy:)``),
+    /// nil on the pre-fitted path.
+    private func decide(_ fitted: FittedContext, join: Bool, link: UnsafeMutablePointer<Int32>? = nil) -> Decision {
         let fingerprint = fitted.fingerprint
         let now = clock.monotonicNow
         let gate = fetcher.gate(now: now)
@@ -298,7 +305,9 @@ public final class FlagService: Sendable {
         let decision = cache.shard(for: fingerprint).withLock { s -> Decision in
             var previous: Snapshot?
             s.recordAccess(fingerprint)
-            if let i = s.find(fingerprint) {
+            let found: Int32?
+            if let link { found = s.find(fingerprint, linkedBy: link) } else { found = s.find(fingerprint) }
+            if let i = found {
                 if tracking { s.noteStreamUse(i, fitted, now: now, budget: cache.budget) }
                 s.touch(i)
                 let node = s.nodes[Int(i)]
