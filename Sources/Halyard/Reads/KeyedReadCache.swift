@@ -47,9 +47,6 @@ final class KeyedReadCache: @unchecked Sendable {
 
     deinit { UnsafeMutableRawPointer(slots).deallocate() }
 
-    /// The bytes this table holds (for memory estimates).
-    static var footprint: Int { slotCount * 64 }
-
     /// The slots' address, for ``answer(_:_:_:_:)`` (valid while the table is).
     var slotsAddress: UnsafeMutablePointer<hal_keyed_slot> { slots }
 
