@@ -42,6 +42,16 @@ extension FittingMemo {
         /// life, so its entries and probes agree. Tested with one `and` per string (a flag
         /// tested first was a load, a compare and a branch more per string, measured).
         var smallMask: UInt64 = SmallStringWords.available ? SmallStringWords.smallBit : 0
+        /// Attributes read in place from their dictionary's storage (``AttributeBuckets``)
+        /// rather than through the dictionary's iterator; fixed for the memo's life. Both
+        /// write the same bytes (tests compare them).
+        private var readsInPlace: Bool = AttributeBuckets.available
+
+        /// Whether attributes are read in place (only where ``AttributeBuckets/available``).
+        var inPlace: Bool {
+            get { readsInPlace }
+            set { readsInPlace = newValue && AttributeBuckets.available }
+        }
 
         /// Whether strings in Swift's small form are written as their two words.
         var smallStrings: Bool {
@@ -239,6 +249,25 @@ struct ContextEncoder {
         longString(s)
     }
 
+    /// ``string(_:tag:)`` of the `String` at `p`, read in place: its two words, and the
+    /// `String` itself only when it is not in the small form (no retain of a small string).
+    @inline(__always)
+    mutating func string(at p: UnsafeRawPointer, tag: UInt8 = 0) {
+        let w0 = p.load(as: UInt64.self)
+        let w1 = p.load(fromByteOffset: 8, as: UInt64.self)
+        if w1 & keys.smallMask != 0 {
+            if count &+ 16 <= capacity {
+                base.storeBytes(of: w0, toByteOffset: count, as: UInt64.self)
+                base.storeBytes(of: w1, toByteOffset: count &+ 8, as: UInt64.self)
+            }
+            count &+= 16
+            mix(w0, w1 ^ UInt64(tag))
+            return
+        }
+        if tag != 0 { mix(UInt64(tag), 0) }
+        longString(p.assumingMemoryBound(to: String.self).pointee)
+    }
+
     /// A string's UTF-8 length (marked with ``lengthMark``), then its bytes. Kept out of line:
     /// inlined, it made the optimizer outline ``string(_:)`` itself, a call and a retain for
     /// every small string (measured).
@@ -302,39 +331,66 @@ extension FittingMemo {
         let headHash = encoder.hash
         var sum: UInt64 = 0
         var n = 0
-        for (name, value) in context.attributes {
-            let start = encoder.count
-            encoder.startHash()
-            encoder.string(name)
-            // Scalars and strings written here, not through the call of `value` (which the
-            // optimizer keeps out of line: ~250 instructions a request, measured); the same
-            // bytes `value` writes for them. Arrays and objects go through `value`.
-            // The tag is mixed in with the payload's first word (one multiply fewer a value).
-            switch value {
-            case .null: encoder.byte(0)
-            case .bool(let b): encoder.byte(b ? 2 : 1)
-            case .double(let d):
-                encoder.tag(4)
-                encoder.word(d.bitPattern, tag: 4)
-            case .int(let i):
-                encoder.tag(3)
-                encoder.word(UInt64(bitPattern: i), tag: 3)
-            case .string(let s):
-                encoder.tag(5)
-                encoder.string(s, tag: 5)
-            default: encoder.value(value)
+        if keys.inPlace {
+            // Each attribute read in place (``AttributeBuckets``): no name or value is copied.
+            AttributeBuckets.forEach(context.attributes) { name, value in
+                record(name, value, inPlace: true, &encoder, records, &n, &sum, keys: keys)
             }
-            // Test only (`HashKeys.colliding`): every record's hash collides too, so an entry's
-            // records share one chain of its table and are told apart by their bytes.
-            let h = keys.constant ? 0 : encoder.hash
-            records[n] = Record(
-                hash: h, start: Int32(truncatingIfNeeded: start),
-                count: Int32(truncatingIfNeeded: encoder.count - start))
-            sum &+= h
-            n += 1
+        } else {
+            for (name, value) in context.attributes {
+                withUnsafePointer(to: name) { name in
+                    withUnsafePointer(to: value) {
+                        record(UnsafeRawPointer(name), $0, inPlace: false, &encoder, records, &n, &sum, keys: keys)
+                    }
+                }
+            }
         }
+        assert(n == context.attributes.count, "a dictionary's occupied buckets are its count")
         if keys.constant || encoder.overflowed { return (head, 0) }
         return (head, fold(headHash ^ keys.k2, sum ^ keys.k0))
+    }
+
+    /// One attribute's record: its name, then its value, hashed as written; stored at
+    /// `records[n]` and its hash added to `sum`. `inPlace`: a string value's payload is read
+    /// where it lies (``AttributeBuckets/available`` checks the enum's layout), else through
+    /// a copy.
+    @inline(__always)
+    private static func record(
+        _ name: UnsafeRawPointer, _ value: UnsafePointer<JSONValue>, inPlace: Bool, _ encoder: inout ContextEncoder,
+        _ records: UnsafeMutableBufferPointer<Record>, _ n: inout Int, _ sum: inout UInt64, keys: HashKeys
+    ) {
+        let start = encoder.count
+        encoder.startHash()
+        encoder.string(at: name)
+        // Scalars and strings written here, not through the call of `value` (which the
+        // optimizer keeps out of line: ~250 instructions a request, measured); the same
+        // bytes `value` writes for them. Arrays and objects go through `value`.
+        // The tag is mixed in with the payload's first word (one multiply fewer a value).
+        switch value.pointee {
+        case .null: encoder.byte(0)
+        case .bool(let b): encoder.byte(b ? 2 : 1)
+        case .double(let d):
+            encoder.tag(4)
+            encoder.word(d.bitPattern, tag: 4)
+        case .int(let i):
+            encoder.tag(3)
+            encoder.word(UInt64(bitPattern: i), tag: 3)
+        case .string:
+            encoder.tag(5)
+            if inPlace {
+                encoder.string(at: UnsafeRawPointer(value), tag: 5)
+            } else if case .string(let s) = value.pointee {
+                encoder.string(s, tag: 5)
+            }
+        default: encoder.value(value.pointee)
+        }
+        // Test only (`HashKeys.colliding`): every record's hash collides too, so an entry's
+        // records share one chain of its table and are told apart by their bytes.
+        let h = keys.constant ? 0 : encoder.hash
+        records[n] = Record(
+            hash: h, start: Int32(truncatingIfNeeded: start), count: Int32(truncatingIfNeeded: encoder.count - start))
+        sum &+= h
+        n &+= 1
     }
 
     /// Runs `body` with `context` written out (on the stack when it fits 1 KiB: Swift keeps
