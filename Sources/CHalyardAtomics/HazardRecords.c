@@ -124,3 +124,10 @@ intptr_t hal_hazard_record_count(void) {
     }
     return count;
 }
+
+#if defined(__linux__)
+#include <malloc.h>
+size_t hal_allocation_size(const void *p) { return malloc_usable_size((void *)p); }
+#else
+size_t hal_allocation_size(const void *p) { (void)p; return 0; }
+#endif

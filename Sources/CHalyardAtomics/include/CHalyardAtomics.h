@@ -11,6 +11,7 @@
 #ifndef CHALYARD_ATOMICS_H
 #define CHALYARD_ATOMICS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
 
@@ -286,6 +287,10 @@ static inline uint64_t hal_handle_exposed_until(const hal_handle_cache *cache) {
 static inline void hal_handle_set_exposed_until(hal_handle_cache *cache, uint64_t value) {
     __atomic_store_n(&cache->exposed_until.value, value, __ATOMIC_RELAXED);
 }
+
+/// The usable size of the heap block at `p` (from malloc), or 0 where the platform cannot tell:
+/// the memo's check of the dictionary storage layout reads nothing past it.
+size_t hal_allocation_size(const void *p);
 
 #if defined(__cplusplus)
 }

@@ -1,3 +1,5 @@
+import CHalyardAtomics
+
 /// The buckets of a context's attributes, read in place: each attribute's name and value visited
 /// through pointers into the dictionary's own storage, so the warm path's encoder copies,
 /// retains and destroys no name or value (docs/service.md, "The warm path").
@@ -27,67 +29,98 @@ enum AttributeBuckets {
 
     /// Whether ``forEach(_:_:)`` reads the storage in place: the layout checked on dictionaries
     /// of 1 to 300 attributes (bucket counts 2 to 512, so one and several bitmap words), with
-    /// every kind of value, and on a dictionary that lost members after it grew.
+    /// every kind of value, and on a dictionary that lost members after it grew
+    /// (``readsLayout(_:names:values:)``), and a string value's payload found at the value's
+    /// start. A layout other than the expected one makes this false; it never makes the check
+    /// read outside the storage's allocation or follow a pointer it read there.
     static let available: Bool = {
-        #if canImport(ObjectiveC) || !(arch(x86_64) || arch(arm64)) || !_endian(little)
+        #if canImport(ObjectiveC) || !os(Linux) || !(arch(x86_64) || arch(arm64)) || !_endian(little)
             return false
         #else
             guard MemoryLayout<[String: JSONValue]>.size == 8, MemoryLayout<String>.stride == 16 else {
                 return false
             }
-            let values: [JSONValue] = [
+            let kinds: [JSONValue] = [
                 .null, .bool(true), .int(-3), .double(2.5), .string("s"),
                 .string("a string longer than fifteen bytes"), .array([.int(1)]), .object(["k": .null]),
             ]
+            // A string value's payload is the `String` itself, at the value's start.
+            for case .string(let s) in kinds {
+                let payload = withUnsafeBytes(of: JSONValue.string(s)) {
+                    ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self))
+                }
+                guard payload == SmallStringWords.words(s) else { return false }
+            }
             // Some names long enough to leave the small form.
-            func name(_ i: Int) -> String { i % 3 == 0 ? "name-\(i)-long-enough-to-leave-the-small-form" : "name-\(i)" }
+            let names = (0..<300).map { i in
+                i % 3 == 0 ? "name-\(i)-long-enough-to-leave-the-small-form" : "name-\(i)"
+            }
+            let values = names.indices.map { kinds[$0 % kinds.count] }
             var samples: [[String: JSONValue]] = []
             for n in [1, 2, 3, 7, 10, 16, 40, 64, 65, 300] {
-                var d: [String: JSONValue] = [:]
-                for i in 0..<n { d[name(i)] = values[i % values.count] }
-                samples.append(d)
+                samples.append(Dictionary(uniqueKeysWithValues: zip(names.prefix(n), values.prefix(n))))
             }
             var shrunk = samples[samples.count - 1]
-            for i in stride(from: 0, to: 300, by: 2) { shrunk[name(i)] = nil }
+            for i in stride(from: 0, to: 300, by: 2) { shrunk[names[i]] = nil }
             samples.append(shrunk)
-            return samples.allSatisfy(readsLayout)
+            return samples.allSatisfy { readsLayout($0, names: names, values: values) }
         #endif
     }()
 
-    /// Whether the storage walk finds exactly `d`'s members: its count and capacity where the
-    /// layout puts them, a bucket count that holds the capacity, and every occupied bucket a
-    /// distinct member of `d` with its value (strings compared with their payload read in place).
-    private static func readsLayout(_ d: [String: JSONValue]) -> Bool {
-        withExtendedLifetime(d) {
-            let storage = unsafeBitCast(d, to: UnsafeRawPointer.self)
-            guard storage.load(fromByteOffset: countOffset, as: Int.self) == d.count,
-                storage.load(fromByteOffset: capacityOffset, as: Int.self) == d.capacity
-            else { return false }
-            // A bucket count at most four times the capacity (a table is at most 3/4 full),
-            // before any bucket is read.
-            let scale = Int(storage.load(fromByteOffset: scaleOffset, as: Int8.self))
-            guard scale > 0, scale < 32, 1 << scale >= d.capacity, 1 << scale <= 4 * d.capacity + 4 else {
-                return false
-            }
-            var seen = Set<String>()
-            var ok = true
-            forEach(d) { name, value in
-                let name = name.assumingMemoryBound(to: String.self).pointee
-                guard ok, seen.count < d.count, let expected = d[name], seen.insert(name).inserted,
-                    value.pointee == expected
-                else {
-                    ok = false
-                    return
+    #if os(Linux)
+        /// Whether the storage walk finds exactly `d`'s members, `d` built from `names` and
+        /// `values` (so its keys and values share their storage with those arrays' elements):
+        /// its count and capacity where the layout puts them; a bucket count that fits the
+        /// capacity; a bitmap, keys and values that lie inside the storage's allocation
+        /// (`hal_allocation_size`, `malloc_usable_size`); and every occupied bucket holding the words of a distinct
+        /// name of `names` and the bytes of that name's value. Nothing read from the storage is
+        /// followed as a pointer.
+        private static func readsLayout(_ d: [String: JSONValue], names: [String], values: [JSONValue]) -> Bool {
+            withExtendedLifetime(d) {
+                let storage = unsafeBitCast(d, to: UnsafeRawPointer.self)
+                let size = hal_allocation_size(storage)
+                guard size >= bitmapOffset + 8,
+                    storage.load(fromByteOffset: countOffset, as: Int.self) == d.count,
+                    storage.load(fromByteOffset: capacityOffset, as: Int.self) == d.capacity
+                else { return false }
+                // A bucket count at most four times the capacity (a table is at most 3/4 full).
+                let scale = Int(storage.load(fromByteOffset: scaleOffset, as: Int8.self))
+                guard scale > 0, scale < 32, 1 << scale >= d.capacity, 1 << scale <= 4 * d.capacity + 4 else {
+                    return false
                 }
-                if case .string(let s) = expected {
-                    let raw = UnsafeRawPointer(value)
-                    let words = (raw.load(as: UInt64.self), raw.load(fromByteOffset: 8, as: UInt64.self))
-                    if words != SmallStringWords.words(s) { ok = false }
+                let buckets = 1 << scale
+                let words = (buckets + 63) >> 6
+                let end = UInt(bitPattern: storage) + UInt(size)
+                let keys = UInt(bitPattern: storage.load(fromByteOffset: keysOffset, as: UnsafeRawPointer.self))
+                let valuesAt = UInt(bitPattern: storage.load(fromByteOffset: valuesOffset, as: UnsafeRawPointer.self))
+                let valueBytes = MemoryLayout<JSONValue>.size
+                guard keys >= UInt(bitPattern: storage) + UInt(bitmapOffset + 8 * words),
+                    keys + UInt(buckets * MemoryLayout<String>.stride) <= end,
+                    valuesAt >= UInt(bitPattern: storage) + UInt(bitmapOffset + 8 * words),
+                    valuesAt + UInt(buckets * MemoryLayout<JSONValue>.stride) <= end
+                else { return false }
+                var index: [[UInt64]: Int] = [:]
+                for (i, name) in names.enumerated() where d[name] != nil {
+                    let (w0, w1) = SmallStringWords.words(name)
+                    index[[w0, w1]] = i
                 }
+                var seen = Set<Int>()
+                var ok = true
+                forEach(d) { name, value in
+                    guard ok,
+                        let i = index[[name.load(as: UInt64.self), name.load(fromByteOffset: 8, as: UInt64.self)]],
+                        seen.insert(i).inserted
+                    else {
+                        ok = false
+                        return
+                    }
+                    let expected = withUnsafeBytes(of: values[i]) { Array($0.prefix(valueBytes)) }
+                    if !expected.elementsEqual(UnsafeRawBufferPointer(start: value, count: valueBytes)) { ok = false }
+                }
+                return ok && seen.count == d.count
             }
-            return ok && seen.count == d.count
         }
-    }
+    #endif
 
     /// Calls `body` with a pointer to each attribute's name (a `String`) and one to its value,
     /// both in the dictionary's storage, valid only during the call. Only when ``available``.
