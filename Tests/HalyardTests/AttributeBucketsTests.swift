@@ -134,7 +134,10 @@ import Testing
             let context = EvaluationContext(targetingKey: "user-\(index)", attributes: d)
             let a = Self.probe(context, inPlace)
             let b = Self.probe(context, iterated)
-            #expect(a.0 == b.0, "dictionary \(index): the bytes differ")
+            let differ = a.0.indices.first { $0 >= b.0.count || a.0[$0] != b.0[$0] }
+            #expect(
+                a.0.count == b.0.count && differ == nil,
+                "dictionary \(index): the bytes differ from byte \(differ ?? b.0.count) of \(a.0.count)")
             #expect(a.1 == b.1 && a.2 == b.2 && a.3 == b.3, "dictionary \(index): the head, hash or records differ")
         }
     }

@@ -27,6 +27,12 @@ enum AttributeBuckets {
     private static let valuesOffset = 56
     private static let bitmapOffset = 64
 
+    /// Where a `JSONValue` keeps its case (a byte after its 16-byte payload), and the cases'
+    /// numbers there: payload cases in declaration order, then the one without.
+    static let tagOffset = 16
+    static let boolTag: UInt8 = 0
+    static let stringTag: UInt8 = 3
+
     /// Whether ``forEach(_:_:)`` reads the storage in place: the layout checked on dictionaries
     /// of 1 to 300 attributes (bucket counts 2 to 512, so one and several bitmap words), with
     /// every kind of value, and on a dictionary that lost members after it grew
@@ -44,13 +50,30 @@ enum AttributeBuckets {
                 .null, .bool(true), .int(-3), .double(2.5), .string("s"),
                 .string("a string longer than fifteen bytes"), .array([.int(1)]), .object(["k": .null]),
             ]
-            // A string value's payload is the `String` itself, at the value's start.
-            for case .string(let s) in kinds {
-                let payload = withUnsafeBytes(of: JSONValue.string(s)) {
-                    ($0.load(as: UInt64.self), $0.load(fromByteOffset: 8, as: UInt64.self))
+            // Each scalar's tag byte and payload where `ContextEncoder.scalar(at:)` reads them:
+            // a Boolean's in the low bit of the first byte, an integer's and a double's in the
+            // first word, a string's as the `String` itself; null and the containers never read
+            // as a scalar's tag.
+            guard MemoryLayout<JSONValue>.size == tagOffset + 1 else { return false }
+            func layout(_ v: JSONValue) -> (UInt8, UInt64, UInt64) {
+                withUnsafeBytes(of: v) {
+                    (
+                        $0.load(fromByteOffset: tagOffset, as: UInt8.self), $0.load(as: UInt64.self),
+                        $0.load(fromByteOffset: 8, as: UInt64.self)
+                    )
                 }
-                guard payload == SmallStringWords.words(s) else { return false }
             }
+            for v in kinds {
+                let (tag, w0, w1) = layout(v)
+                switch v {
+                case .bool(let b): guard tag == boolTag, w0 & 1 == (b ? 1 : 0) else { return false }
+                case .int(let i): guard tag == 1, w0 == UInt64(bitPattern: i) else { return false }
+                case .double(let d): guard tag == 2, w0 == d.bitPattern else { return false }
+                case .string(let s): guard tag == stringTag, (w0, w1) == SmallStringWords.words(s) else { return false }
+                case .null, .array, .object: guard tag > stringTag else { return false }
+                }
+            }
+            guard layout(.bool(false)).1 & 1 == 0 else { return false }
             // Some names long enough to leave the small form.
             let names = (0..<300).map { i in
                 i % 3 == 0 ? "name-\(i)-long-enough-to-leave-the-small-form" : "name-\(i)"

@@ -268,6 +268,43 @@ struct ContextEncoder {
         longString(p.assumingMemoryBound(to: String.self).pointee)
     }
 
+    /// A record's value read in place when it is a Boolean, an integer, a double or a string in
+    /// the small form: its code (1, 3, 4 or 5, the codes ``FittingMemo/record`` writes for
+    /// them), then its payload word (a Boolean's as 0 or 1), and a string's second word,
+    /// written and mixed in with no branch on the kind: a context's values come in its
+    /// dictionary's order, so a `switch` over them (an indirect jump) was mispredicted value
+    /// after value. False, having written nothing, for any other value. Reads the enum's tag
+    /// byte and payload where ``AttributeBuckets/available`` checked them.
+    @inline(__always)
+    mutating func scalar(at p: UnsafeRawPointer) -> Bool {
+        let t = p.load(fromByteOffset: AttributeBuckets.tagOffset, as: UInt8.self)
+        let w0 = p.load(as: UInt64.self)
+        let w1 = p.load(fromByteOffset: 8, as: UInt64.self)
+        let isString = t == AttributeBuckets.stringTag
+        // Bool, Int64 and Double are tags 0, 1 and 2; a string must be small.
+        // One branch, taken only for the rare kinds: a branch on `t < stringTag` first was
+        // taken or not by each value's kind, in the dictionary's order.
+        let other: UInt64 = t > AttributeBuckets.stringTag ? 1 : 0
+        let long: UInt64 = (isString ? 1 : 0) & (w1 & keys.smallMask == 0 ? 1 : 0)
+        if other | long != 0 { return false }
+        let code: UInt8 = t == AttributeBuckets.boolTag ? 1 : t &+ 2
+        let a = t == AttributeBuckets.boolTag ? w0 & 1 : w0
+        let b = isString ? w1 : 0
+        if count &+ 17 <= capacity {
+            base.storeBytes(of: code, toByteOffset: count, as: UInt8.self)
+            base.storeBytes(of: a, toByteOffset: count &+ 1, as: UInt64.self)
+            base.storeBytes(of: b, toByteOffset: count &+ 9, as: UInt64.self)
+        } else if count &+ 9 <= capacity {
+            // Near the buffer's end: a 9-byte value still fits (a string does not, and the
+            // encoder overflows).
+            base.storeBytes(of: code, toByteOffset: count, as: UInt8.self)
+            base.storeBytes(of: a, toByteOffset: count &+ 1, as: UInt64.self)
+        }
+        count &+= isString ? 17 : 9
+        mix(a, b ^ UInt64(code))
+        return true
+    }
+
     /// A string's UTF-8 length (marked with ``lengthMark``), then its bytes. Kept out of line:
     /// inlined, it made the optimizer outline ``string(_:)`` itself, a call and a retain for
     /// every small string (measured).
@@ -366,23 +403,30 @@ extension FittingMemo {
         // optimizer keeps out of line: ~250 instructions a request, measured); the same
         // bytes `value` writes for them. Arrays and objects go through `value`.
         // The tag is mixed in with the payload's first word (one multiply fewer a value).
-        switch value.pointee {
-        case .null: encoder.byte(0)
-        case .bool(let b): encoder.byte(b ? 2 : 1)
-        case .double(let d):
-            encoder.tag(4)
-            encoder.word(d.bitPattern, tag: 4)
-        case .int(let i):
-            encoder.tag(3)
-            encoder.word(UInt64(bitPattern: i), tag: 3)
-        case .string:
-            encoder.tag(5)
-            if inPlace {
-                encoder.string(at: UnsafeRawPointer(value), tag: 5)
-            } else if case .string(let s) = value.pointee {
-                encoder.string(s, tag: 5)
+        // In place, a Boolean, an integer, a double and a short string are written without
+        // a branch on their kind (``ContextEncoder/scalar(at:)``); the same bytes as below.
+        if inPlace, encoder.scalar(at: UnsafeRawPointer(value)) {
+        } else {
+            switch value.pointee {
+            case .null: encoder.byte(0)
+            case .bool(let b):
+                encoder.tag(1)
+                encoder.word(b ? 1 : 0, tag: 1)
+            case .double(let d):
+                encoder.tag(4)
+                encoder.word(d.bitPattern, tag: 4)
+            case .int(let i):
+                encoder.tag(3)
+                encoder.word(UInt64(bitPattern: i), tag: 3)
+            case .string:
+                encoder.tag(5)
+                if inPlace {
+                    encoder.string(at: UnsafeRawPointer(value), tag: 5)
+                } else if case .string(let s) = value.pointee {
+                    encoder.string(s, tag: 5)
+                }
+            default: encoder.value(value.pointee)
             }
-        default: encoder.value(value.pointee)
         }
         // Test only (`HashKeys.colliding`): every record's hash collides too, so an entry's
         // records share one chain of its table and are told apart by their bytes.
