@@ -236,15 +236,7 @@ struct ContextEncoder {
     @inline(__always)
     mutating func string(_ s: String, tag: UInt8 = 0) {
         let (w0, w1) = SmallStringWords.words(s)
-        if w1 & keys.smallMask != 0 {
-            if count &+ 16 <= capacity {
-                base.storeBytes(of: w0, toByteOffset: count, as: UInt64.self)
-                base.storeBytes(of: w1, toByteOffset: count &+ 8, as: UInt64.self)
-            }
-            count &+= 16
-            mix(w0, w1 ^ UInt64(tag))
-            return
-        }
+        if smallString(w0, w1, tag: tag) { return }
         if tag != 0 { mix(UInt64(tag), 0) }
         longString(s)
     }
@@ -253,19 +245,23 @@ struct ContextEncoder {
     /// `String` itself only when it is not in the small form (no retain of a small string).
     @inline(__always)
     mutating func string(at p: UnsafeRawPointer, tag: UInt8 = 0) {
-        let w0 = p.load(as: UInt64.self)
-        let w1 = p.load(fromByteOffset: 8, as: UInt64.self)
-        if w1 & keys.smallMask != 0 {
-            if count &+ 16 <= capacity {
-                base.storeBytes(of: w0, toByteOffset: count, as: UInt64.self)
-                base.storeBytes(of: w1, toByteOffset: count &+ 8, as: UInt64.self)
-            }
-            count &+= 16
-            mix(w0, w1 ^ UInt64(tag))
-            return
-        }
+        if smallString(p.load(as: UInt64.self), p.load(fromByteOffset: 8, as: UInt64.self), tag: tag) { return }
         if tag != 0 { mix(UInt64(tag), 0) }
         longString(p.assumingMemoryBound(to: String.self).pointee)
+    }
+
+    /// The two words `w0`, `w1` of a string when they are its small form (written, and mixed
+    /// in with `tag`); false, with nothing written, for a string in any other form.
+    @inline(__always)
+    private mutating func smallString(_ w0: UInt64, _ w1: UInt64, tag: UInt8) -> Bool {
+        guard w1 & keys.smallMask != 0 else { return false }
+        if count &+ 16 <= capacity {
+            base.storeBytes(of: w0, toByteOffset: count, as: UInt64.self)
+            base.storeBytes(of: w1, toByteOffset: count &+ 8, as: UInt64.self)
+        }
+        count &+= 16
+        mix(w0, w1 ^ UInt64(tag))
+        return true
     }
 
     /// A record's value read in place when it is a Boolean, an integer, a double or a string in
