@@ -261,12 +261,6 @@ import Testing
 
 #if os(Linux)
     extension TransportProcessTests {
-        /// Bytes malloc has handed out and not taken back (arenas and mmap'd chunks).
-        static var mallocInUse: Int {
-            let stats = halyard_test_malloc_stats_now()
-            return Int(stats.inUseBytes + stats.mmappedBytes)
-        }
-
         /// Issue 20, item 4's finding, at its source: a request sent through Halyard's deadline
         /// guard (as every client request is) over the curl transport keeps no heap memory, neither
         /// while its deadline would still be running nor after. Counted with malloc's own figure
