@@ -91,4 +91,34 @@ import Testing
             #expect(equal(a + 1, b + 1, n), "\(n) bytes, the byte after them differing")
         }
     }
+
+    /// An entry's slots address 16 MiB of bytes: a context written longer is never held and
+    /// matches nothing (its records' starts would not fit the slots' 24 bits), and contexts
+    /// just under the bound are held and found.
+    @Test func aContextLongerThanTheSlotsAddressIsNeverHeld() throws {
+        let small = try EvaluationContext(targetingKey: "u").fitted()
+        let memo = FittingMemo(maxCount: 64, maxBytes: 1 << 36)  // shards' byte share far above 16 MiB
+        let long = String(repeating: "x", count: FittingMemo.Entry.maxKeyBytes)
+        let big = EvaluationContext(targetingKey: "big", attributes: ["a": .string("1"), "blob": .string(long)])
+        var fits = 0
+        let fit = { (_: EvaluationContext) throws(ContextError) -> FittedContext in
+            fits += 1
+            return small
+        }
+        _ = try memo.fitted(big, fit: fit)
+        _ = try memo.fitted(big, fit: fit)
+        #expect(fits == 2, "the long context was held: the second request did not fit it again")
+        #expect(memo.totals.count == 0)
+        let matched = FittingMemo.withProbe(big, keys: .random()) { probe in
+            FittingMemo.Entry(probe, privateAttributes: [], fitted: small).matches(probe, [])
+        }
+        #expect(!matched, "an entry past the slots' address matched its own probe")
+
+        let under = EvaluationContext(
+            targetingKey: "under",
+            attributes: ["a": .string("1"), "blob": .string(String(repeating: "y", count: 1 << 20))])
+        _ = try memo.fitted(under, fit: fit)
+        _ = try memo.fitted(under, fit: fit)
+        #expect(fits == 3, "a 1 MiB context was not held")
+    }
 }

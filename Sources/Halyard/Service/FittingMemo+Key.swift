@@ -462,7 +462,10 @@ extension FittingMemo.Entry {
     /// byte, then the private names. Reads the entry's own buffer through its pointers: no
     /// array, string or closure context is retained.
     func matches(_ probe: FittingMemo.Probe, _ privateAttributes: Set<String>) -> Bool {
-        guard probe.records.count == recordCount, probe.head == head, let p = probe.bytes.baseAddress,
+        // A probe longer than a slot can address cannot be an entry's (whose records' lengths
+        // then all fit the slots' 24 bits, as the probe's do).
+        guard probe.records.count == recordCount, probe.head == head, probe.bytes.count < Self.maxKeyBytes,
+            let p = probe.bytes.baseAddress,
             Self.same(key, p, head)
         else { return false }
         // Each probe record is looked up in the entry's table by its hash and compared byte
@@ -470,10 +473,14 @@ extension FittingMemo.Entry {
         // as many records all found, each in a distinct entry record, is the same set.
         for r in probe.records {
             var slot = Int(truncatingIfNeeded: r.hash) & slotMask
+            let want = Self.slot(hash: r.hash, start: 0, count: Int(r.count))
             while true {
                 let s = slots[slot]
-                if s.count == 0 { return false }
-                if s.hash == r.hash, s.count == r.count, Self.same(key + Int(s.start), p + Int(r.start), Int(r.count)) {
+                if s == 0 { return false }
+                // The hash's top bits and the length: the start is masked out.
+                if s & ~0xFF_FFFF_000000 == want,
+                    Self.same(key + Int(truncatingIfNeeded: (s >> 24) & 0xFF_FFFF), p + Int(r.start), Int(r.count))
+                {
                     break
                 }
                 slot = (slot + 1) & slotMask

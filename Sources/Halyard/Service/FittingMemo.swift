@@ -12,14 +12,14 @@ final class FittingMemo: Sendable {
     /// One memoized context: its binary form (FittingMemo+Key.swift) and its fitted form.
     /// The binary form is one buffer the entry owns: first a table of the attribute records
     /// by hash (open addressing over ``slotMask`` + 1 slots, at most three quarters full; a
-    /// slot is the record itself, its hash, start and length, and an empty slot has length 0,
-    /// which no record has), then the bytes (the head, then the records in the probe's order).
-    /// A probe finds each of its records in one or two steps, whatever order its dictionary
-    /// iterates in, without an index to read first. Immutable after `init` but for
-    /// ``cacheNode`` (hence `@unchecked Sendable`: the buffer is written only there and freed
-    /// in `deinit`); one reference per table slot, so a lookup retains nothing but the hit.
+    /// slot is one word, ``slot(hash:start:count:)``, and an empty slot is 0, which no record
+    /// is), then the bytes (the head, then the records in the probe's order). A probe finds
+    /// each of its records in one or two steps, whatever order its dictionary iterates in,
+    /// without an index to read first. Immutable after `init` but for ``cacheNode`` (hence
+    /// `@unchecked Sendable`: the buffer is written only there and freed in `deinit`); one
+    /// reference per table slot, so a lookup retains nothing but the hit.
     final class Entry: @unchecked Sendable {
-        let slots: UnsafeMutablePointer<Record>
+        let slots: UnsafeMutablePointer<UInt64>
         /// The context cache's node last found holding this context (-1: none yet), so a hit
         /// skips hashing the fingerprint and probing the shard's index. Only a hint: read and
         /// written only under the lock of the cache shard of `fitted.fingerprint`, and trusted
@@ -29,10 +29,28 @@ final class FittingMemo: Sendable {
         let slotMask: Int
         let key: UnsafeMutableRawPointer
         let head: Int
+        /// The records held, or -1 for an entry whose bytes are too long for its table's
+        /// 24-bit offsets (``maxKeyBytes``): it matches no probe and is never inserted.
         let recordCount: Int
         let privateAttributes: Set<String>
         let fitted: FittedContext
         let bytes: Int
+
+        /// The longest binary form an entry's slots can address (16 MiB; a memo shard's byte
+        /// share is at most 1 MiB at the service's settings, so no such entry is ever held).
+        static let maxKeyBytes = 1 << 24
+
+        /// The bits of a slot that hold its record's hash: the top 16 (the low ones chose
+        /// the slot).
+        static let hashBits: UInt64 = 0xFFFF << 48
+
+        /// A record's slot: the top 16 bits of its hash, then its start and its length in 24
+        /// bits each. 8 bytes a slot instead of a record's 16: the table of a 10-attribute
+        /// context is 128 bytes, two cache lines, where a cold hit reads it.
+        @inline(__always)
+        static func slot(hash: UInt64, start: Int, count: Int) -> UInt64 {
+            hash & hashBits | UInt64(truncatingIfNeeded: start) << 24 | UInt64(truncatingIfNeeded: count)
+        }
 
         /// The entry for a probed context: its records' table, then its bytes copied (head,
         /// then the records), in one allocation.
@@ -40,28 +58,31 @@ final class FittingMemo: Sendable {
             let n = probe.records.count
             var count = 4
             while count * 3 < n * 4 { count <<= 1 }
-            let table = count * MemoryLayout<Record>.stride
+            let table = count * MemoryLayout<UInt64>.stride
             let raw = UnsafeMutableRawPointer.allocate(
                 byteCount: table + 8 + max(1, probe.bytes.count), alignment: 8)
-            slots = raw.bindMemory(to: Record.self, capacity: count)
-            slots.initialize(repeating: Record(hash: 0, start: 0, count: 0), count: count)
+            slots = raw.bindMemory(to: UInt64.self, capacity: count)
+            slots.initialize(repeating: 0, count: count)
             slotMask = count - 1
             cacheNode = (raw + table).bindMemory(to: Int32.self, capacity: 1)
             cacheNode.initialize(to: -1)
             key = raw + table + 8
+            let addressable = probe.bytes.count < Self.maxKeyBytes
             if let from = probe.bytes.baseAddress { key.copyMemory(from: from, byteCount: probe.head) }
             var at = probe.head
             for r in probe.records {
                 if let from = probe.bytes.baseAddress {
                     (key + at).copyMemory(from: from + Int(r.start), byteCount: Int(r.count))
                 }
-                var slot = Int(truncatingIfNeeded: r.hash) & slotMask
-                while slots[slot].count != 0 { slot = (slot + 1) & slotMask }
-                slots[slot] = Record(hash: r.hash, start: Int32(at), count: r.count)
+                if addressable {
+                    var slot = Int(truncatingIfNeeded: r.hash) & slotMask
+                    while slots[slot] != 0 { slot = (slot + 1) & slotMask }
+                    slots[slot] = Self.slot(hash: r.hash, start: at, count: Int(r.count))
+                }
                 at += Int(r.count)
             }
             head = probe.head
-            recordCount = n
+            recordCount = addressable ? n : -1
             self.privateAttributes = privateAttributes
             self.fitted = fitted
             bytes = FittingMemo.estimatedBytes(fitted, key: probe.bytes.count, slots: count)
@@ -189,10 +210,10 @@ final class FittingMemo: Sendable {
 
     /// The estimated bytes of an entry: the fitted context's strings (its canonical JSON and
     /// fingerprint, and its members, about the JSON's size again), the key's binary form and
-    /// its records' table (`slots` of 16 bytes), and a fixed overhead for the table slot, the
+    /// its records' table (`slots` of 8 bytes), and a fixed overhead for the table slot, the
     /// objects' and buffers' headers.
     static func estimatedBytes(_ fitted: FittedContext, key: Int, slots: Int) -> Int {
-        2 * (fitted.canonicalJSON.utf8.count + 16) + key + 16 * slots + 512
+        2 * (fitted.canonicalJSON.utf8.count + 16) + key + 8 * slots + 512
     }
 
     private func shard(_ hash: UInt64) -> Locked<Shard> {
@@ -269,7 +290,7 @@ final class FittingMemo: Sendable {
         let fitted = try fit(context)
         let (entry, evicted) = Self.withProbe(context, keys: keys) { probe -> (Entry, [Entry]) in
             let entry = Entry(probe, privateAttributes: privateAttributes, fitted: fitted)
-            guard perCount > 0, entry.bytes <= perBytes else { return (entry, []) }
+            guard perCount > 0, entry.bytes <= perBytes, entry.recordCount >= 0 else { return (entry, []) }
             return shard(probe.hash).withLock { s -> (Entry, [Entry]) in
                 // Another request that missed the same context meanwhile inserted it first:
                 // one entry per context (its fitted form is the same), the later one is dropped.
