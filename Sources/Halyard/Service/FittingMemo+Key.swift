@@ -478,9 +478,7 @@ extension FittingMemo.Entry {
                 let s = slots[slot]
                 if s == 0 { return false }
                 // The hash's top bits and the length: the start is masked out.
-                if s & ~0xFF_FFFF_000000 == want,
-                    Self.same(key + Int(truncatingIfNeeded: (s >> 24) & 0xFF_FFFF), p + Int(r.start), Int(r.count))
-                {
+                if s & ~Self.startBits == want, Self.same(key + Self.start(s), p + Int(r.start), Int(r.count)) {
                     break
                 }
                 slot = (slot + 1) & slotMask

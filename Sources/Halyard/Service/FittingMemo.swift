@@ -52,6 +52,13 @@ final class FittingMemo: Sendable {
             hash & hashBits | UInt64(truncatingIfNeeded: start) << 24 | UInt64(truncatingIfNeeded: count)
         }
 
+        /// The bits of a slot that hold its record's start.
+        static let startBits: UInt64 = 0xFF_FFFF << 24
+
+        /// The start of the record in `slot`.
+        @inline(__always)
+        static func start(_ slot: UInt64) -> Int { Int(truncatingIfNeeded: (slot & startBits) >> 24) }
+
         /// The entry for a probed context: its records' table, then its bytes copied (head,
         /// then the records), in one allocation.
         init(_ probe: Probe, privateAttributes: Set<String>, fitted: FittedContext) {
