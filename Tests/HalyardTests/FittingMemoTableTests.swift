@@ -6,7 +6,7 @@ import Testing
 /// The memo's open-addressing table (`FittingMemo.Table`) against a model, with a seeded
 /// generator: random inserts and evictions, then every context is looked up, with spread-out
 /// hashes and with hashes that all collide (one chain), so backward-shift deletion is
-/// exercised across wrapped chains.
+/// exercised across wrapped chains; and the 16 MiB an entry's one-word slots can address.
 @Suite struct FittingMemoTableTests {
     static func entry(_ id: Int, keys: FittingMemo.HashKeys) throws -> (FittingMemo.Entry, UInt64) {
         let context = EvaluationContext(targetingKey: "user-\(id)", attributes: ["n": .int(Int64(id))])
@@ -54,6 +54,36 @@ import Testing
         while let victim = table.removeAny() { model.remove(Int(victim.fitted.targetingKey.dropFirst(5)) ?? -1) }
         #expect(model.isEmpty && table.count == 0)
     }
+
+    /// An entry's slots address 16 MiB of bytes: a context written longer is never held and
+    /// matches nothing (its records' starts would not fit the slots' 24 bits), and contexts
+    /// just under the bound are held and found.
+    @Test func aContextLongerThanTheSlotsAddressIsNeverHeld() throws {
+        let small = try EvaluationContext(targetingKey: "u").fitted()
+        let memo = FittingMemo(maxCount: 64, maxBytes: 1 << 36)  // shards' byte share far above 16 MiB
+        let long = String(repeating: "x", count: FittingMemo.Entry.maxKeyBytes)
+        let big = EvaluationContext(targetingKey: "big", attributes: ["a": .string("1"), "blob": .string(long)])
+        var fits = 0
+        let fit = { (_: EvaluationContext) throws(ContextError) -> FittedContext in
+            fits += 1
+            return small
+        }
+        _ = try memo.fitted(big, fit: fit)
+        _ = try memo.fitted(big, fit: fit)
+        #expect(fits == 2, "the long context was held: the second request did not fit it again")
+        #expect(memo.totals.count == 0)
+        let matched = FittingMemo.withProbe(big, keys: .random()) { probe in
+            FittingMemo.Entry(probe, privateAttributes: [], fitted: small).matches(probe, [])
+        }
+        #expect(!matched, "an entry past the slots' address matched its own probe")
+
+        let under = EvaluationContext(
+            targetingKey: "under",
+            attributes: ["a": .string("1"), "blob": .string(String(repeating: "y", count: 1 << 20))])
+        _ = try memo.fitted(under, fit: fit)
+        _ = try memo.fitted(under, fit: fit)
+        #expect(fits == 3, "a 1 MiB context was not held")
+    }
 }
 
 /// `FlagTable.equal` (the byte comparison of the flag table's keys) and `FittingMemo.Entry.same`
@@ -90,35 +120,5 @@ import Testing
             b.storeBytes(of: ~a.load(fromByteOffset: 1 + n, as: UInt8.self), toByteOffset: 1 + n, as: UInt8.self)
             #expect(equal(a + 1, b + 1, n), "\(n) bytes, the byte after them differing")
         }
-    }
-
-    /// An entry's slots address 16 MiB of bytes: a context written longer is never held and
-    /// matches nothing (its records' starts would not fit the slots' 24 bits), and contexts
-    /// just under the bound are held and found.
-    @Test func aContextLongerThanTheSlotsAddressIsNeverHeld() throws {
-        let small = try EvaluationContext(targetingKey: "u").fitted()
-        let memo = FittingMemo(maxCount: 64, maxBytes: 1 << 36)  // shards' byte share far above 16 MiB
-        let long = String(repeating: "x", count: FittingMemo.Entry.maxKeyBytes)
-        let big = EvaluationContext(targetingKey: "big", attributes: ["a": .string("1"), "blob": .string(long)])
-        var fits = 0
-        let fit = { (_: EvaluationContext) throws(ContextError) -> FittedContext in
-            fits += 1
-            return small
-        }
-        _ = try memo.fitted(big, fit: fit)
-        _ = try memo.fitted(big, fit: fit)
-        #expect(fits == 2, "the long context was held: the second request did not fit it again")
-        #expect(memo.totals.count == 0)
-        let matched = FittingMemo.withProbe(big, keys: .random()) { probe in
-            FittingMemo.Entry(probe, privateAttributes: [], fitted: small).matches(probe, [])
-        }
-        #expect(!matched, "an entry past the slots' address matched its own probe")
-
-        let under = EvaluationContext(
-            targetingKey: "under",
-            attributes: ["a": .string("1"), "blob": .string(String(repeating: "y", count: 1 << 20))])
-        _ = try memo.fitted(under, fit: fit)
-        _ = try memo.fitted(under, fit: fit)
-        #expect(fits == 3, "a 1 MiB context was not held")
     }
 }
