@@ -292,6 +292,22 @@ static inline void hal_handle_set_exposed_until(hal_handle_cache *cache, uint64_
 /// the memo's check of the dictionary storage layout reads nothing past it.
 size_t hal_allocation_size(const void *p);
 
+/// Asks for the `lines` cache lines from `p` to be loaded (a hint: it never faults, whatever the
+/// address), so a cold memo entry's lines are fetched at once rather than one dependent miss at
+/// a time.
+static inline void hal_prefetch_lines(const void *p, long lines) {
+    const char *c = (const char *)p;
+    for (long i = 0; i < lines; i++) __builtin_prefetch(c + 64 * i, 0, 3);
+}
+
+/// Asks for the `lines` cache lines from `p` to be loaded for writing (a hint, as
+/// `hal_prefetch_lines`): for an object about to be retained, whose reference count's atomic
+/// write would otherwise wait for its line with everything behind it.
+static inline void hal_prefetch_lines_for_write(const void *p, long lines) {
+    const char *c = (const char *)p;
+    for (long i = 0; i < lines; i++) __builtin_prefetch(c + 64 * i, 1, 3);
+}
+
 #if defined(__cplusplus)
 }
 #endif

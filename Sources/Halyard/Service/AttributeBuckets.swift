@@ -158,6 +158,10 @@ enum AttributeBuckets {
             let keys = storage.load(fromByteOffset: keysOffset, as: UnsafeRawPointer.self)
             let values = storage.load(fromByteOffset: valuesOffset, as: UnsafeRawPointer.self)
             let bucketCount = 1 &<< scale
+            // A cold context's keys and values asked for at once (the first 16 lines of each;
+            // a hint that never faults), not one miss after another as the walk reaches them.
+            hal_prefetch_lines(keys, min(16, (bucketCount &* MemoryLayout<String>.stride &+ 63) &>> 6))
+            hal_prefetch_lines(values, min(16, (bucketCount &* MemoryLayout<JSONValue>.stride &+ 63) &>> 6))
             // A bucket count under 64 uses the low bits of the one word.
             let mask: UInt64 = bucketCount >= 64 ? ~0 : (1 &<< UInt64(truncatingIfNeeded: bucketCount)) &- 1
             let words = (bucketCount &+ 63) &>> 6

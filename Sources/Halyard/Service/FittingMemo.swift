@@ -1,3 +1,5 @@
+import CHalyardAtomics
+
 /// The warm path's memo: `EvaluationContext` → its ``FittedContext``, so a context seen
 /// recently is not validated, serialized, sorted and hashed (SHA-1) again on every request
 /// (SPEC §12, docs/service.md, "The warm path").
@@ -63,8 +65,7 @@ final class FittingMemo: Sendable {
         /// then the records), in one allocation.
         init(_ probe: Probe, privateAttributes: Set<String>, fitted: FittedContext) {
             let n = probe.records.count
-            var count = 4
-            while count * 3 < n * 4 { count <<= 1 }
+            let count = Self.tableCount(records: n)
             let table = count * MemoryLayout<UInt64>.stride
             let raw = UnsafeMutableRawPointer.allocate(
                 byteCount: table + 8 + max(1, probe.bytes.count), alignment: 8)
@@ -98,6 +99,23 @@ final class FittingMemo: Sendable {
         deinit {
             UnsafeMutableRawPointer(slots).deallocate()
         }
+
+        /// The slots of the records' table of an entry of `n` records: a power of two, at
+        /// most three quarters full.
+        @inline(__always)
+        static func tableCount(records n: Int) -> Int {
+            var count = 4
+            while count &* 3 < n &* 4 { count <<= 1 }
+            return count
+        }
+
+        /// The cache lines a probe asks for of the buffer of an entry of `n` records and
+        /// `bytes` bytes: all of them, up to 32 (2 KiB; a larger context's comparison streams
+        /// the rest).
+        @inline(__always)
+        static func bufferLines(records n: Int, bytes: Int) -> Int {
+            min(32, (tableCount(records: n) &* 8 &+ 8 &+ bytes &+ 63) >> 6)
+        }
     }
 
     /// One shard's entries: open addressing with linear probing, keyed by the memo's own 64-bit
@@ -109,6 +127,11 @@ final class FittingMemo: Sendable {
         struct Slot {
             var hash: UInt64 = 0
             var entry: Entry?
+            /// The address of the entry's buffer (its records' table, then its bytes), beside
+            /// the entry so a probe asks for the buffer's lines while it waits for the entry's
+            /// own. Only ever prefetched, never read through. Nonzero exactly when `entry` is
+            /// set (``entry(_:_:)`` tests it to skip reading the reference).
+            var buffer: UInt = 0
         }
         private(set) var slots: [Slot] = []
         private(set) var count = 0
@@ -124,11 +147,35 @@ final class FittingMemo: Sendable {
         func entry(_ probe: Probe, _ privateAttributes: Set<String>) -> Entry? {
             guard count > 0 else { return nil }
             var i = home(probe.hash)
-            while let entry = slots[i].entry {
-                if slots[i].hash == probe.hash, entry.matches(probe, privateAttributes) { return entry }
+            // An occupied slot has a buffer. A cold entry's buffer lines are asked for at once
+            // (a hint: never faults), before the entry is retained (an atomic write, which
+            // waits for the object's line), not one dependent miss after another.
+            while slots[i].buffer != 0 {
+                if slots[i].hash == probe.hash {
+                    // The object's first lines: its header (the reference count) and fields.
+                    hal_prefetch_lines_for_write(objectAddress(i), 3)
+                    hal_prefetch_lines(
+                        UnsafeRawPointer(bitPattern: slots[i].buffer),
+                        Entry.bufferLines(records: probe.records.count, bytes: probe.bytes.count))
+                    if let entry = slots[i].entry {
+                        if entry.matches(probe, privateAttributes) { return entry }
+                    }
+                }
                 i = (i + 1) & mask
             }
             return nil
+        }
+
+        /// The address of slot `i`'s entry object, read without retaining it (an
+        /// `Entry?` is one pointer, nil is 0): only ever prefetched.
+        @inline(__always)
+        private func objectAddress(_ i: Int) -> UnsafeRawPointer? {
+            slots.withUnsafeBufferPointer { slots in
+                slots.baseAddress.flatMap {
+                    UnsafeRawPointer($0 + i).load(
+                        fromByteOffset: MemoryLayout<Slot>.offset(of: \Slot.entry) ?? 0, as: UnsafeRawPointer?.self)
+                }
+            }
         }
 
         /// The fitted form of the entry that exactly matches `probe`, if any.
@@ -142,7 +189,7 @@ final class FittingMemo: Sendable {
             if (count + 1) * 2 > slots.count { grow() }
             var i = home(hash)
             while slots[i].entry != nil { i = (i + 1) & mask }
-            slots[i] = Slot(hash: hash, entry: entry)
+            slots[i] = Slot(hash: hash, entry: entry, buffer: UInt(bitPattern: entry.slots))
             count += 1
         }
 
@@ -161,7 +208,7 @@ final class FittingMemo: Sendable {
         /// be found from their home slot (deletion without tombstones).
         private mutating func remove(at slot: Int) {
             var hole = slot
-            slots[hole].entry = nil
+            slots[hole] = Slot()
             count -= 1
             var j = hole
             while true {
@@ -172,7 +219,7 @@ final class FittingMemo: Sendable {
                 let stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j)
                 if stays { continue }
                 slots[hole] = slots[j]
-                slots[j].entry = nil
+                slots[j] = Slot()
                 hole = j
             }
         }
