@@ -157,9 +157,7 @@ final class FittingMemo: Sendable {
                     hal_prefetch_lines(
                         UnsafeRawPointer(bitPattern: slots[i].buffer),
                         Entry.bufferLines(records: probe.records.count, bytes: probe.bytes.count))
-                    if let entry = slots[i].entry {
-                        if entry.matches(probe, privateAttributes) { return entry }
-                    }
+                    if let entry = slots[i].entry, entry.matches(probe, privateAttributes) { return entry }
                 }
                 i = (i + 1) & mask
             }
