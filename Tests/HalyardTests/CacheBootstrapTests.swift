@@ -27,7 +27,7 @@ import Testing
         // The cache replaced the whole bootstrap snapshot.
         #expect(client.boolDetail("only-bootstrap", default: false).errorCode == .flagNotFound)
         plane.completeInitialization()
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         #expect(client.intDetail("a", default: 0) == Evaluation(key: "a", value: 3, reason: .staticValue))
     }
 

@@ -50,7 +50,7 @@ import Testing
         #expect(try await Wait.result("ready(timeout: 0)") { await client.ready(timeout: .zero) } == false)
 
         plane.completeInitialization()
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         #expect(client.int("n", default: 0) == 4)
         #expect(client.boolDetail("a", default: false).reason == .staticValue)
         #expect(client.status == .ready)
@@ -76,7 +76,7 @@ import Testing
         let events = client.events()
         #expect(plane.requests.last?.headers["If-None-Match"] == "\"v1\"")
         plane.completeInitialization()
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         #expect(client.stats.sync.notModified == 1)
         #expect(client.boolDetail("a", default: false).reason == .staticValue)
         let changes = try await Wait.result("events up to ready") {
@@ -102,7 +102,7 @@ import Testing
         #expect(client.boolDetail("a", default: false).reason == .cached)
         #expect(plane.requests.last?.headers["If-None-Match"] == nil)
         plane.completeInitialization()
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         #expect(client.boolDetail("a", default: false).reason == .staticValue)
     }
 
@@ -202,7 +202,7 @@ import Testing
         plane.setValue("u1", for: "who")
         let client = try FlagClient(options: Self.options(plane, store))
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         #expect(client.string("who", default: "") == "u1")
 
         plane.setValue("u2-fresh", for: "who")
@@ -222,7 +222,7 @@ import Testing
         var options = Self.options(plane, store)
         options.maxCachedContexts = 2
         let client = try FlagClient(options: options)
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         for user in ["u2", "u3"] {
             #expect(try await Wait.result("identify") { await client.identify(EvaluationContext(targetingKey: user)) })
         }
@@ -251,7 +251,7 @@ import Testing
             let plane = InMemoryControlPlane(values: ["n": .int(1)])
             let log = Locked<[String]>([])
             let client = try FlagClient(options: Self.options(plane, store, log: log))
-            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) }, "\(name)")
+            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) }, "\(name)")
             for value in 2...4 {
                 plane.setValue(.int(Int64(value)), for: "n")
                 await client.refresh()
@@ -279,7 +279,7 @@ import Testing
         #expect(client.stringDetail("big", default: "").errorCode == .providerNotReady)
         #expect(store.entries[slot] == nil)
         plane.completeInitialization()
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         await client.refresh()
         try await CacheTests.waitForWrites(client)
         #expect(store.entries[slot] == nil, "an oversized entry was written")
@@ -309,7 +309,7 @@ import Testing
             let client = try await Self.heldClient(plane, Self.options(plane, store))
             #expect(client.boolDetail("a", default: false).errorCode == .providerNotReady, "\(name)")
             plane.completeInitialization()
-            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) }, "\(name)")
+            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) }, "\(name)")
             try await CacheTests.waitForWrites(client)
             client.close()
             let rewritten = try #require(store.entries[slot], "\(name)")
@@ -325,7 +325,7 @@ import Testing
         let plane = InMemoryControlPlane(values: ["n": .int(0)])
         let client = try FlagClient(options: Self.options(plane, store))
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         for value in 1...10 {
             plane.setValue(.int(Int64(value)), for: "n")
             try await Wait.result("refresh with a stuck store") { await client.refresh() }
@@ -333,7 +333,7 @@ import Testing
         }
         // A second client on the same stuck store starts and serves too.
         let second = try FlagClient(options: Self.options(plane, store))
-        #expect(try await Wait.result("ready") { await second.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await second.ready(timeout: .seconds(30)) })
         second.close()
         for _ in 0..<64 { store.gate?.signal() }
         try await CacheTests.waitForWrites(client)
@@ -356,7 +356,7 @@ import Testing
         options.cacheLookupCap = .milliseconds(20)
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready while the lookup hangs") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready while the lookup hangs") { await client.ready(timeout: .seconds(30)) })
         #expect(client.intDetail("n", default: 0) == Evaluation(key: "n", value: 2, reason: .staticValue))
         for _ in 0..<8 { store.readGate?.signal() }  // the lookup, then the index reads of writes
         try await CacheTests.waitForWrites(client)

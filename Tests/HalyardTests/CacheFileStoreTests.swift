@@ -48,7 +48,7 @@ import Testing
             targetingKey: "user-SECRET-42", attributes: ["email": "x@example.com", "tier": "gold"],
             privateAttributes: ["email"])
         let client = try FlagClient(options: options)
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await CacheTests.waitForWrites(client)
         client.close()
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
@@ -93,7 +93,7 @@ import Testing
             var o = o
             o.logHandler = { level, message in if level >= .warning { log.withLock { $0.append(message) } } }
             let client = try FlagClient(options: o)
-            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) }, "\(name)")
+            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) }, "\(name)")
             #expect(client.boolDetail("a", default: false).reason == .staticValue, "\(name)")
             await client.refresh()
             try await CacheTests.waitForWrites(client)
@@ -115,7 +115,7 @@ import Testing
             return o
         }
         let clients = try ["u1", "u2", "u1", "u2"].map { try FlagClient(options: options($0)) }
-        for client in clients { #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) }) }
+        for client in clients { #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) }) }
         for value in 1...20 {
             plane.setValue(.int(Int64(value)), for: "n")
             await withTaskGroup(of: Void.self) { group in
@@ -177,7 +177,7 @@ import Testing
             options.cacheStore = nil
             options.cacheDirectory = directory
             let client = try FlagClient(options: options)
-            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
             for _ in 0..<3 {
                 await client.refresh()
                 try await CacheTests.waitForWrites(client)
@@ -218,7 +218,7 @@ import Testing
             options.cacheStore = nil
             options.cacheDirectory = directory
             let client = try FlagClient(options: options)
-            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+            #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
             for value in [false, true, false] {
                 plane.setValue(.bool(value), for: "a")
                 await client.refresh()

@@ -32,7 +32,7 @@ import Testing
         let client = try await CacheClientTests.heldClient(plane, options)
         #expect(client.boolDetail("a", default: false).reason == .cached, "the warm start read the entry")
         plane.completeInitialization()
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await client.refreshOrFail()
         try await CacheTests.waitForWrites(client)
         client.close()
@@ -111,7 +111,7 @@ import Testing
         options.cacheDirectory = directory
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await CacheTests.waitForWrites(client)
         let store = FileCacheStore(directory: directory)
         let read = try await Self.boundedRead(store, CacheClientTests.slot("u1"))
@@ -153,7 +153,7 @@ import Testing
         options.cacheStore = nil
         options.cacheDirectory = link
         let client = try FlagClient(options: options)
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await client.refreshOrFail()
         try await CacheTests.waitForWrites(client)
         #expect(client.bool("a", default: false))
@@ -220,7 +220,7 @@ import Testing
         options.cacheDirectory = folder
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await CacheTests.waitForWrites(client)
         try FileManager.default.removeItem(at: base.appendingPathComponent("cache"))
         plane.setValue(.int(2), for: "n")

@@ -15,7 +15,7 @@ extension CacheClientTests {
         let plane = InMemoryControlPlane(values: ["n": .int(1)])
         let client = try FlagClient(options: Self.options(plane, store))
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await CacheTests.waitForWrites(client)
         #expect(store.envelopes.values.first?.flags.first?.value == .int(1))
 
@@ -47,7 +47,7 @@ extension CacheClientTests {
         let plane = InMemoryControlPlane(values: ["a": .bool(true), "n": .int(1)])
         let client = try FlagClient(options: Self.options(plane, store))
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await CacheTests.waitForWrites(client)
         let events = client.events()
 
@@ -124,7 +124,7 @@ extension CacheClientTests {
         options.transport = transport
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await CacheTests.waitForWrites(client)
         let identity = try #require(client.sync?.identity)
         transport.afterSend.withLock { $0 = { identity.setKey("key-two") } }
@@ -145,7 +145,7 @@ extension CacheClientTests {
         let clock = ManualClock()
         let plane = InMemoryControlPlane(values: ["n": .int(1)])
         let client = try FlagClient(options: Self.options(plane, store, clock: clock))
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         let cache = try #require(client.sync?.publisher.cache)
         try await Wait.until("the start-up write is held in the store") { cache.unfinishedWrites == 1 }
         let first = Task { await client.shutdown(timeout: .seconds(5)) }
@@ -168,7 +168,7 @@ extension CacheClientTests {
         let plane = InMemoryControlPlane(values: ["n": .int(1)])
         let client = try FlagClient(options: Self.options(plane, store))
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         for user in 0..<30 {
             #expect(
                 try await Wait.result("identify") { await client.identify(EvaluationContext(targetingKey: "p\(user)")) }
@@ -184,7 +184,7 @@ extension CacheClientTests {
         let plane = InMemoryControlPlane(values: ["n": .int(1)])
         let client = try FlagClient(options: Self.options(plane, store))
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await CacheTests.waitForWrites(client)
         let before = store.state.withLock { $0.writes }
         for value in 2...4 {
@@ -204,7 +204,7 @@ extension CacheClientTests {
         let plane = InMemoryControlPlane(values: ["a": .bool(true)])
         let client = try FlagClient(options: Self.options(plane, store))
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         for user in 2...5 {
             #expect(
                 try await Wait.result("identify") { await client.identify(EvaluationContext(targetingKey: "u\(user)")) }
@@ -231,7 +231,7 @@ extension CacheClientTests {
         var options = Self.options(plane, store)
         options.maxCachedContexts = 2
         let client = try FlagClient(options: options)
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         for user in ["u2", "u3"] {
             #expect(try await Wait.result("identify") { await client.identify(EvaluationContext(targetingKey: user)) })
         }
@@ -260,7 +260,7 @@ extension CacheClientTests {
         let clock = ManualClock(wallStart: start.addingTimeInterval(31 * 24 * 3600))
         let client = try FlagClient(options: Self.options(plane, store, clock: clock, key: "key-one"))
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await CacheTests.waitForWrites(client)
         #expect(store.entries[Self.slot("u9")] == nil, "another namespace's entry older than 30 days")
         #expect(store.entries[Self.index()] == nil, "an index none of whose slots is left")
@@ -323,7 +323,7 @@ extension CacheClientTests {
         defer { client.close() }
         #expect(client.boolDetail("a", default: false).reason == .cached)
         plane.completeInitialization()
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         let decoded = try OFREPResponse.decode(
             Data(#"{"flags":[{"key":"","value":true},{"key":"b","value":1}]}"#.utf8), limit: 1 << 20)
         #expect(decoded.flags.map(\.key) == ["b"])

@@ -17,7 +17,7 @@ import Testing
         options.exposures.flushInterval = .zero
         configure(&options)
         let client = try FlagClient(options: options)
-        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(30)) })
         return client
     }
 

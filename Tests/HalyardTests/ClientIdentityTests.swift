@@ -46,7 +46,7 @@ import Testing
         var options = plane.makeOptions()
         options.installIDStorage = .file(url)
         let client = try FlagClient(options: options)
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(await client.ready(timeout: .seconds(30)))
         #expect(client.bool("a", default: false))
         _ = await client.shutdown(timeout: .seconds(5))
         let stored = try String(contentsOf: url, encoding: .utf8)

@@ -19,7 +19,7 @@ import Testing
         var client: FlagClient? = try FlagClient(options: options)
         let ready = try await Wait.result("ready(timeout:)") { [client] in
             guard let client else { return false }
-            return await client.ready(timeout: .seconds(5))
+            return await client.ready(timeout: .seconds(30))
         }
         #expect(ready)
         #expect(client?.bool("a", default: false) == true)

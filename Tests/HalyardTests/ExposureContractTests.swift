@@ -24,7 +24,7 @@ import Testing
         options.exposures.flushInterval = .zero
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(30)) })
         let recorder = try #require(client.exposureRecorder)
         let recorded = { client.stats.exposures.recorded }
 

@@ -16,7 +16,7 @@ struct InstallCheckTests {
         plane.setFlag(ServedFlag(key: "c", value: nil, reason: .error, errorCode: .flagNotFound))
         let client = try plane.makeClient(context: EvaluationContext(targetingKey: "u1"))
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         let before = client.stats.sync
         plane.setValue(.bool(false), for: "a")
         plane.setValue(.string("new"), for: "d")
@@ -44,7 +44,7 @@ struct InstallCheckTests {
         let plane = InMemoryControlPlane(values: ["a": .bool(true)])
         let client = try plane.makeClient()
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         plane.failInitialization(status: 401)  // the next OFREP request only
 
         let check = try #require(try await verifyOrFail(client))
@@ -82,7 +82,7 @@ struct InstallCheckTests {
         options.requestTimeout = .seconds(5)
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
 
         let check = try #require(try await verifyOrFail(client))
         #expect(check.outcome == .accepted)

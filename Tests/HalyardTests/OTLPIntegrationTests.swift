@@ -208,7 +208,7 @@ import Testing
         ]
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(30)) })
         _ = client.bool("a", default: false)
         _ = client.int("n", default: 0)
         _ = client.json("obj", default: .null)
@@ -274,7 +274,7 @@ import Testing
         options.exposures.exporter = .otlp(endpoint: server.otlpEndpoint, headers: [:])
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(30)) })
         let handle = client.handle("ch", default: -3)
         #expect(handle.value == -3)
         #expect(client.bool("cb", default: true))

@@ -45,7 +45,7 @@ import Testing
         let plane = InMemoryControlPlane(values: ["a": .bool(true)])
         do {
             let client = try plane.makeClient()
-            #expect(await client.ready(timeout: .seconds(5)))
+            #expect(await client.ready(timeout: .seconds(30)))
             #expect(client.bool("a", default: false))
         }  // the last reference goes: deinit closes the client and flushes detached
         #expect(
@@ -96,7 +96,7 @@ import Testing
             #expect(detail.errorCode == nil, "status \(status), ready() \(ready), but the read was \(detail)")
             #expect(detail.value)
         }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(await client.ready(timeout: .seconds(30)))
         #expect(client.bool("a", default: false))
     }
 
@@ -126,7 +126,7 @@ import Testing
         let plane = InMemoryControlPlane(values: ["a": .bool(true)])
         let client = try plane.makeClient()
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(await client.ready(timeout: .seconds(30)))
         plane.holdInitialization()  // the identify fetch hangs
         let answer = Locked<Bool?>(nil)
         let task = Task {
@@ -176,7 +176,7 @@ import Testing
     @Test func shutdownWaitsForTheFinalFlush() async throws {
         let plane = InMemoryControlPlane(values: ["a": .bool(true), "b": .int(2)])
         let client = try plane.makeClient()
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(await client.ready(timeout: .seconds(30)))
         #expect(client.bool("a", default: false))
         #expect(client.int("b", default: 0) == 2)
         let report = await client.shutdown(timeout: .seconds(5))

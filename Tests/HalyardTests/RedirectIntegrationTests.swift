@@ -43,7 +43,7 @@ import Testing
         let log = CurlLoaderTests.LogLines()
         let client = try FlagClient(options: Self.options(server, kind, log))
         defer { client.close() }
-        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(30)) })
         #expect(client.int("a", default: 0) == 1)
 
         // Same origin: followed, and its answer is applied.
@@ -88,7 +88,7 @@ import Testing
         }
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(30)) })
         try await server.script([
             [
                 "path": upload.rawValue, "action": "status", "status": 307,
@@ -119,7 +119,7 @@ import Testing
         }
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(30)) })
         try await server.script([
             ["path": upload.rawValue, "action": "status", "status": 307, "headers": ["Location": upload.rawValue]]
         ])

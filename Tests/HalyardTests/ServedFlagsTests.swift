@@ -22,7 +22,7 @@ struct ServedFlagsTests {
         defer { client.close() }
         #expect(client.servedFlags.isEmpty)
         plane.completeInitialization()
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         let flags = client.servedFlags
         #expect(flags.map(\.key) == ["broken", "on"])
         #expect(flags.first?.errorCode == .parseError)

@@ -63,7 +63,7 @@ import Testing
         let plane = Self.plane()
         let client = try plane.makeClient(context: serviceContext(3))
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         let service = try FlagService(options: plane.makeServiceOptions())
         defer { service.close() }
         let flags = await service.flags(for: serviceContext(3))

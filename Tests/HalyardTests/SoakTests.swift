@@ -76,7 +76,7 @@ import Testing
         options.exposures.flushInterval = .milliseconds(200)
         options.exposures.dedupWindow = .seconds(1)
         let client = try FlagClient(options: options)
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(await client.ready(timeout: .seconds(30)))
         let stop = Locked(false)
         let readers = (0..<2).map { _ in
             Task.detached {
@@ -147,7 +147,7 @@ import Testing
         }
         // Warm up the process-wide machinery (URLSession, libcurl, the cooperative pool) first.
         let warm = try FlagClient(options: makeOptions(-1))
-        _ = await warm.ready(timeout: .seconds(5))
+        _ = await warm.ready(timeout: .seconds(30))
         _ = await warm.shutdown(timeout: .seconds(2))
         try await Task.sleep(for: .milliseconds(500))
         let before = Self.sample()
@@ -155,7 +155,7 @@ import Testing
             var clients: [FlagClient] = []
             for i in 0..<30 { clients.append(try FlagClient(options: makeOptions(batch * 30 + i))) }
             for client in clients {
-                #expect(await client.ready(timeout: .seconds(5)))
+                #expect(await client.ready(timeout: .seconds(30)))
                 #expect(client.bool("a", default: false))
             }
             for client in clients { _ = await client.shutdown(timeout: .seconds(2)) }

@@ -220,7 +220,7 @@ struct StreamClientTests {
         let h = try StreamClientHarness()
         defer { h.client.close() }
         h.transport.holdOpens()
-        #expect(await h.client.ready(timeout: .seconds(5)))
+        #expect(await h.client.ready(timeout: .seconds(30)))
         try await Wait.until("the stream open to be on its way") { h.transport.heldOpens == 1 }
         // The next 200 advertises no stream: the machine withdraws it while the open is held.
         h.transport.setAdvertise(false)
@@ -242,7 +242,7 @@ struct StreamClientTests {
         let h = try StreamClientHarness { $0.streamInactivityDelay = .seconds(1) }
         defer { h.client.close() }
         h.transport.holdOpens()
-        #expect(await h.client.ready(timeout: .seconds(5)))
+        #expect(await h.client.ready(timeout: .seconds(30)))
         try await Wait.until("the stream open to be on its way") { h.transport.heldOpens == 1 }
         h.client.setActive(false)
         h.clock.advance(by: .seconds(2))

@@ -107,7 +107,7 @@ import Testing
             targetingKey: "u1", attributes: ["big": .string(String(repeating: "x", count: 300)), "small": "s"])
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready(timeout:)") { await client.ready(timeout: .seconds(30)) })
         #expect(client.stats.sync.droppedAttributes == ["big"])
         #expect(plane.contextUpdates.last == ["targetingKey": "u1", "kind": "user", "small": "s"])
         let big = EvaluationContext(

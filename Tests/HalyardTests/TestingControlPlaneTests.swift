@@ -14,7 +14,7 @@ private func checkoutButtonTitle(_ flags: FlagClient) -> String {
         let plane = InMemoryControlPlane(values: ["checkout.new": true, "checkout.title": "Pay now"])
         let client = try plane.makeClient()
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(await client.ready(timeout: .seconds(30)))
         #expect(checkoutButtonTitle(client) == "Pay now")
 
         plane.setValue(false, for: "checkout.new")
@@ -26,7 +26,7 @@ private func checkoutButtonTitle(_ flags: FlagClient) -> String {
         let plane = InMemoryControlPlane(values: ["a": 1, "b": 2])
         let client = try plane.makeClient()
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(await client.ready(timeout: .seconds(30)))
         plane.removeValue(for: "a")
         await client.refresh()
         let detail = client.intDetail("a", default: 7)
@@ -47,7 +47,7 @@ private func checkoutButtonTitle(_ flags: FlagClient) -> String {
         #expect(client.boolDetail("a", default: false).errorCode == .providerNotReady)
         #expect(await client.ready(timeout: .milliseconds(50)) == false)
         plane.completeInitialization()
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(await client.ready(timeout: .seconds(30)))
         #expect(client.status == .ready)
         #expect(client.bool("a", default: false))
     }
@@ -71,7 +71,7 @@ private func checkoutButtonTitle(_ flags: FlagClient) -> String {
         let client = try FlagClient(options: options)
         defer { client.close() }
         // The retry after backoff succeeds.
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(await client.ready(timeout: .seconds(30)))
         #expect(client.status == .ready)
         #expect(plane.requests.count == 2)
     }
@@ -81,7 +81,7 @@ private func checkoutButtonTitle(_ flags: FlagClient) -> String {
         let client = try plane.makeClient(
             context: EvaluationContext(targetingKey: "user-1", attributes: ["plan": "pro"]))
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(await client.ready(timeout: .seconds(30)))
         #expect(await client.identify(EvaluationContext(targetingKey: "user-2", kind: "tenant")))
         let sent = plane.contextUpdates
         #expect(sent.count == 2)
@@ -93,7 +93,7 @@ private func checkoutButtonTitle(_ flags: FlagClient) -> String {
         let plane = InMemoryControlPlane(values: ["a": true])
         let client = try plane.makeClient()
         defer { client.close() }
-        #expect(await client.ready(timeout: .seconds(5)))
+        #expect(await client.ready(timeout: .seconds(30)))
         await client.refresh()
         await client.refresh()
         #expect(client.stats.sync.notModified == 2)

@@ -110,7 +110,7 @@ enum CacheTests {
     static func warm(_ options: FlagClientOptions) async throws {
         let client = try FlagClient(options: options)
         defer { client.close() }
-        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(5)) })
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await waitForWrites(client)
     }
 

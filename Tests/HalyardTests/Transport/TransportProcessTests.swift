@@ -154,7 +154,7 @@ struct TransportProcessTests {
         // Warm-up: the cooperative pool, Foundation, libcurl's caches and the shared driver exist.
         for _ in 0..<30 {
             let client = try Self.makeClient(server, kind)
-            #expect(await client.ready(timeout: .seconds(5)))
+            #expect(await client.ready(timeout: .seconds(30)))
             client.close()
         }
         try await Task.sleep(for: .seconds(2))  // let the driver thread's idle linger pass
@@ -164,7 +164,7 @@ struct TransportProcessTests {
         let inUseBefore = Self.mallocInUse
         for _ in 0..<300 {
             let client = try Self.makeClient(server, kind)
-            #expect(await client.ready(timeout: .seconds(5)))
+            #expect(await client.ready(timeout: .seconds(30)))
             #expect(client.bool("a", default: false))
             client.close()
         }
