@@ -138,13 +138,18 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
     /// 200 hot contexts read every second through 8 minutes of 503s (their values expire in
     /// the middle of it), then 200s: 30 s after the plane recovers, every one is served values
     /// (before: the pause and each context's backoff grew to 5 minutes).
-    @Test func hotContextsAreServedWithinThirtySecondsOfRecovery() async throws {
+    ///
+    /// `burst`: every second's 200 reads find their fetches outstanding (held at the transport
+    /// until the reads end), as on a machine too loaded to run a fetch task meanwhile. The gate
+    /// (32 slots and a queue of 128) then sheds 40 refreshes in each round.
+    @Test(arguments: [false, true]) func hotContextsAreServedWithinThirtySecondsOfRecovery(burst: Bool) async throws {
         let plane = ServiceBrownoutTests.perContextPlane()
         let outage = Locked(false)
         let transport = ServiceFaultTransport(plane) { _ in outage.withLock { $0 } ? .status(503) : nil }
+        let barrier = BarrierTransport(transport)
         let clock = ManualClock()
         var options = plane.makeServiceOptions()
-        options.transport = transport
+        options.transport = barrier
         options.clock = clock
         options.maxStaleness = .seconds(300)  // expires during the outage
         let service = try FlagService(options: options)
@@ -155,8 +160,10 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
         var longestPause = Duration.zero
         func second() async throws -> Int {
             clock.advance(by: .seconds(1))
+            if burst { barrier.close() }
             var served = 0
             for context in hot where service.flagsIfCached(for: context).hasValues { served += 1 }
+            barrier.open()
             try await Wait.until("this second's fetches answered") { service.stats.fetchesInFlight == 0 }
             let now = clock.monotonicNow
             if let until = service.fetcher.gate(now: now).pausedUntil { longestPause = max(longestPause, until - now) }
@@ -170,12 +177,45 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
         let outageRequests = transport.received["status 503"] ?? 0
         #expect(service.status == .error && (transport.received["status 503"] ?? 0) > 0)
         outage.withLock { $0 = false }
-        for _ in 0..<30 { served = try await second() }
-        #expect(served == 200, "30 s after the recovery")
+        var servedBySecond: [Int] = []
+        for _ in 0..<30 { servedBySecond.append(try await second()) }
+        served = servedBySecond.last ?? 0
+        let stats = service.stats
+        let seconds = "served by second: \(servedBySecond); sheds \(stats.shedFetches), probes \(stats.probes)"
+        #expect(served == 200, "30 s after the recovery; \(seconds)")
+        // The rule's own bound (docs/service.md, "Recovery"): the pause in force and each
+        // context's backoff end within the recovery interval (15 s) of the last failure, and a
+        // context the full gate sheds then waits at most half of it more. 22.5 s: its request
+        // goes at the 23rd second's reads, and the 24th second's count sees it.
+        #expect(servedBySecond.count == 30 && servedBySecond[23] == 200, "24 s after the recovery; \(seconds)")
         #expect(service.status == .ready)
         // What the outage cost the plane: a few requests per pause and one probe per context
         // (~300 in the 8 minutes here), not a request per read.
         #expect(outageRequests < 1_000, "\(outageRequests) requests in 8 minutes")
+    }
+
+    /// A held context's backoff is drawn under a ceiling capped at the recovery interval, and a
+    /// shed refresh's step under half of it, so the draws keep their spread whatever the count
+    /// (before: drawn under the uncapped ceiling and then cut to the cap, every draw after a
+    /// few failures or sheds was the cap itself: the contexts retried all at once, and one the
+    /// gate shed after a pause waited a whole recovery interval more).
+    @Test func heldAndShedDelaysKeepTheirSpreadUnderTheirCaps() throws {
+        let service = try FlagService(options: ServiceBrownoutTests.perContextPlane().makeServiceOptions())
+        defer { service.close() }
+        let fetcher = service.fetcher
+        let recovery = fetcher.recoveryInterval
+        #expect(recovery == .seconds(15), "half of refreshAfter")
+        let units = [0.0, 0.25, 0.5, 0.75, 0.999]
+        for count in [1, 3, 6, 20, 1_000] {
+            let held = units.map { fetcher.contextDelay(failures: count, unit: $0, held: true) }
+            #expect(held.allSatisfy { $0 >= .milliseconds(500) && $0 <= recovery }, "\(count) failures: \(held)")
+            #expect(Set(held).count == units.count, "\(count) failures, draws not spread: \(held)")
+            let shed = units.map { fetcher.shedDelay(sheds: count, unit: $0) }
+            #expect(shed.allSatisfy { $0 >= .milliseconds(500) && $0 <= recovery / 2 }, "\(count) sheds: \(shed)")
+            #expect(Set(shed).count == units.count, "\(count) sheds, draws not spread: \(shed)")
+        }
+        // A context without values still backs off up to maxBackoff.
+        #expect(fetcher.contextDelay(failures: 1_000, unit: 0.999, held: false) > .seconds(250))
     }
 
     /// Failures of contexts without values go to their own table: they never evict a held

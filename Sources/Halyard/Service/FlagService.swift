@@ -401,7 +401,7 @@ public final class FlagService: Sendable {
         _ node: inout ContextCache.Node, now: Duration, unit: Double, fetcher: ServiceFetcher, maxStaleness: Duration
     ) {
         if node.sheds < .max { node.sheds += 1 }
-        let delay = fetcher.contextDelay(failures: Int(node.sheds), unit: unit, held: true)
+        let delay = fetcher.shedDelay(sheds: Int(node.sheds), unit: unit)
         node.retryAt = retryTime(now: now, delay: delay, confirmedAt: node.confirmedAt, maxStaleness: maxStaleness)
     }
 

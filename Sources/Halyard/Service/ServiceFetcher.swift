@@ -208,9 +208,27 @@ final class ServiceFetcher: Sendable {
     /// The backoff delay for a context's own `failures`, with `unit` uniform in [0, 1) drawn by
     /// the caller (outside any lock); at least half of `initialBackoff`. A context whose
     /// values are held (`held`) waits at most ``recoveryInterval`` (docs/service.md, "Recovery").
+    ///
+    /// The cap lowers the ceiling the delay is drawn under, so the draw keeps its spread: a
+    /// delay drawn under the uncapped ceiling and then cut to the cap would be the cap itself
+    /// after a few failures, for every context at once.
     func contextDelay(failures: Int, unit: Double, held: Bool = false) -> Duration {
-        let delay = contextBackoff.delay(failures: max(1, failures), unit: unit)
-        return held ? min(delay, max(recoveryInterval, contextBackoff.floor)) : delay
+        var backoff = contextBackoff
+        if held { backoff.maximum = min(backoff.maximum, recoveryInterval) }
+        return backoff.delay(failures: max(1, failures), unit: unit)
+    }
+
+    /// The retry step of a held context whose refresh was shed for want of room, after `sheds`
+    /// sheds in a row: drawn like ``contextDelay(failures:unit:held:)``, its ceiling doubling
+    /// from `initialBackoff` up to half of ``recoveryInterval`` (not below `initialBackoff`).
+    ///
+    /// A shed says this service's own queue was full, not that the plane failed: its step is
+    /// the shorter one, so a context shed by the burst of requests that follows a pause is
+    /// sent again within half a recovery interval of that burst (docs/service.md, "Recovery").
+    func shedDelay(sheds: Int, unit: Double) -> Duration {
+        var backoff = contextBackoff
+        backoff.maximum = min(backoff.maximum, recoveryInterval / 2)
+        return backoff.delay(failures: max(1, sheds), unit: unit)
     }
 
     /// Whether ``close()`` was called (tracked tasks are no longer started).

@@ -106,9 +106,18 @@ final class HalyardProcess: @unchecked Sendable {
     }
 
     /// Waits (bounded) until the process exited and both pipes are drained; returns the status.
+    /// On timeout the error says whether the process still ran and carries what it printed.
     func exitStatus(seconds: Double = HalyardProcess.outputSeconds) async throws -> Int32 {
-        try await Wait.until("halyard \(process.arguments?.first ?? "") to exit", seconds: seconds) {
-            !process.isRunning && open.withLock { $0 == 0 }
+        do {
+            try await Wait.until("halyard \(process.arguments?.first ?? "") to exit", seconds: seconds) {
+                !process.isRunning && open.withLock { $0 == 0 }
+            }
+        } catch let timedOut as WaitTimedOut {
+            let state = process.isRunning ? "still running" : "exited, \(2 - open.withLock { $0 }) of 2 pipes drained"
+            throw WaitTimedOut(
+                what: "\(timedOut.what) (\((process.arguments ?? []).joined(separator: " ")): \(state)); "
+                    + "stdout so far: \(stdout.debugDescription); stderr: \(stderr.debugDescription)",
+                seconds: timedOut.seconds)
         }
         return process.terminationStatus
     }

@@ -67,3 +67,43 @@ func serviceContext(_ id: Int, kind: String = "user") -> EvaluationContext {
     attributes["plan"] = .string(id % 3 == 0 ? "pro" : "free")
     return EvaluationContext(targetingKey: "user-\(id)", kind: kind, attributes: attributes)
 }
+
+/// Holds every request while closed (``close()``) and lets them all through on ``open()``:
+/// a test's reads then all find their fetches outstanding, as on a machine too loaded to run a
+/// fetch task while a burst of requests arrives. Open when made.
+final class BarrierTransport: FlagTransport, Sendable {
+    private struct State {
+        var open = true
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    let inner: any FlagTransport
+    private let state = Locked(State())
+
+    init(_ inner: any FlagTransport) { self.inner = inner }
+
+    /// Requests arriving from now on wait for ``open()``.
+    func close() { state.withLock { $0.open = false } }
+
+    /// Lets the waiting requests and every later one through.
+    func open() {
+        let waiting = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.open = true
+            defer { s.waiting.removeAll() }
+            return s.waiting
+        }
+        for c in waiting { c.resume() }
+    }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let passes = state.withLock { s -> Bool in
+                if s.open { return true }
+                s.waiting.append(c)
+                return false
+            }
+            if passes { c.resume() }
+        }
+        return try await inner.send(request)
+    }
+}
