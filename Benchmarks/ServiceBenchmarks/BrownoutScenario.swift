@@ -7,10 +7,12 @@ import HalyardTesting
 // after 2 s; 100 hot contexts are requested every 10 ms and 20 new contexts a second.
 
 extension ServiceBench {
-    /// Section 7: Halyard, then the per-(flag, context) design under the same brownout.
+    /// Section 7: Halyard, then the per-(flag, context) design under the same brownout; then
+    /// both through an outage (RecoveryScenario.swift).
     func brownout() async throws -> Brownout {
         var result = try await halyardBrownout()
         result.flagContextCache = try await flagContextCacheBrownout()
+        result.recovery = try await recovery()
         return result
     }
 

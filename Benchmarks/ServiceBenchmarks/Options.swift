@@ -20,7 +20,8 @@ struct Options {
     var path = "both"
     /// `--memory-only`: section 4 only (memory per cached context).
     var memoryOnly = false
-    /// `--brownout-only`: section 7 only (the brownout, Halyard and the per-(flag, context) design).
+    /// `--brownout-only`: section 7 only (the brownout and the recovery after an outage, Halyard and
+    /// the per-(flag, context) design).
     var brownoutOnly = false
     /// `--details-only`: section 9 only (detail reads from every core, shared vs own details).
     var detailsOnly = false

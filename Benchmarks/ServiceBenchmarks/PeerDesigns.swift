@@ -151,6 +151,15 @@ final class FlagContextCache: Sendable {
         return false
     }
 
+    /// Whether a read would answer a value at once (a fresh entry that holds one); otherwise
+    /// starts its fetch (single flight) when no entry is fresh, and answers false. A failed
+    /// read is cached for the TTL like a value, as the design does: it answers false until it
+    /// expires. The recovery section asks this.
+    func servesValueAtOnce(_ key: String, fingerprint: String, contextJSON: String) -> Bool {
+        if case .hit(let value) = step(key, fingerprint: fingerprint, contextJSON: contextJSON) { return value != nil }
+        return false
+    }
+
     /// What a read does: answer at once, or wait for a fetch.
     private enum Step {
         /// A fresh entry: its value.

@@ -207,6 +207,8 @@ struct Brownout: Codable {
     var minutes: Int
     /// The same brownout for the per-(flag, context) cache (set once that half has run).
     var flagContextCache: FlagContextCacheBrownout? = nil
+    /// The second part: hot requests after an outage (set once it has run).
+    var recovery: Recovery? = nil
 
     /// Section 7 for the per-(flag, context) cache.
     struct FlagContextCacheBrownout: Codable {
@@ -221,6 +223,30 @@ struct Brownout: Codable {
         /// OFREP requests sent.
         var requestsSent: Int
     }
+}
+
+/// Section 7, second part: hot requests through an outage of the plane and after it.
+struct Recovery: Codable {
+    /// One design through the outage.
+    struct Run: Codable {
+        /// The design and its options.
+        var design: String
+        /// Share of hot requests served values during the outage.
+        var servedDuringOutage: Double
+        /// Simulated seconds from the plane's recovery to the first tick whose hot requests
+        /// were 99 % served values; nil when not within the window watched.
+        var secondsTo99: Double?
+        /// Whether every later tick of the window stayed at 99 % or more.
+        var stayed: Bool
+        /// Share of hot requests served values in the whole window after the recovery.
+        var servedAfter: Double
+        /// OFREP requests sent during the outage.
+        var requestsDuringOutage: Int
+    }
+    /// The outage's length in simulated seconds.
+    var outageSeconds: Int
+    /// Halyard with the default and a short `maxStaleness`, then the per-(flag, context) cache.
+    var runs: [Run]
 }
 
 /// Section 8: 100 contexts polled through a `503` + `Retry-After: 0` storm.
