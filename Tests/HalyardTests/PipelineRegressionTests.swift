@@ -144,30 +144,14 @@ import Testing
     /// Holds every exposure upload until released (OFREP requests pass through).
     final class HeldUploads: FlagTransport {
         let inner: any FlagTransport
-        private let held = Locked<(released: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+        private let uploads = Barrier(open: false)
 
         init(_ inner: any FlagTransport) { self.inner = inner }
 
-        func release() {
-            let waiters = held.withLock { h -> [CheckedContinuation<Void, Never>] in
-                h.released = true
-                defer { h.waiters = [] }
-                return h.waiters
-            }
-            for w in waiters { w.resume() }
-        }
+        func release() { uploads.open() }
 
         func send(_ request: TransportRequest) async throws -> TransportResponse {
-            if !request.url.path.hasSuffix("/ofrep/v1/evaluate/flags") {
-                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                    let now = held.withLock { h -> Bool in
-                        if h.released { return true }
-                        h.waiters.append(c)
-                        return false
-                    }
-                    if now { c.resume() }
-                }
-            }
+            if !request.url.path.hasSuffix("/ofrep/v1/evaluate/flags") { await uploads.pass() }
             return try await inner.send(request)
         }
     }

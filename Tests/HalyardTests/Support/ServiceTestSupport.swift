@@ -72,38 +72,19 @@ func serviceContext(_ id: Int, kind: String = "user") -> EvaluationContext {
 /// a test's reads then all find their fetches outstanding, as on a machine too loaded to run a
 /// fetch task while a burst of requests arrives. Open when made.
 final class BarrierTransport: FlagTransport, Sendable {
-    private struct State {
-        var open = true
-        var waiting: [CheckedContinuation<Void, Never>] = []
-    }
-
     let inner: any FlagTransport
-    private let state = Locked(State())
+    private let barrier = Barrier(open: true)
 
     init(_ inner: any FlagTransport) { self.inner = inner }
 
     /// Requests arriving from now on wait for ``open()``.
-    func close() { state.withLock { $0.open = false } }
+    func close() { barrier.close() }
 
     /// Lets the waiting requests and every later one through.
-    func open() {
-        let waiting = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            s.open = true
-            defer { s.waiting.removeAll() }
-            return s.waiting
-        }
-        for c in waiting { c.resume() }
-    }
+    func open() { barrier.open() }
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let passes = state.withLock { s -> Bool in
-                if s.open { return true }
-                s.waiting.append(c)
-                return false
-            }
-            if passes { c.resume() }
-        }
+        await barrier.pass()
         return try await inner.send(request)
     }
 }
