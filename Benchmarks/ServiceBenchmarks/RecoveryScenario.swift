@@ -66,20 +66,14 @@ extension ServiceBench {
     /// per-(flag, context) cache, each through the same outage.
     func recovery() async throws -> Recovery {
         var runs: [Recovery.Run] = []
+        let hot = try (0..<Self.recoveryHotContexts).map { try context(universe - 30_000 - $0).fitted() }
         for (maxStaleness, name) in [
             (Duration.seconds(600), "halyard, maxStaleness 10 min (default)"),
             (Duration.seconds(120), "halyard, maxStaleness 2 min (values expire during the outage)"),
         ] {
             let clock = ManualClock()
             let plane = OutagePlane(makePlane(latency: .zero), clock: clock, latency: .milliseconds(50))
-            var o = FlagServiceOptions(baseURL: InMemoryControlPlane.baseURL, key: "srv-bench")
-            o.transport = plane
-            o.clock = clock
-            o.installID = "halyard-bench-service"
-            o.exposures.enabled = false
-            o.maxStaleness = maxStaleness
-            let service = try FlagService(options: o)
-            let hot = try (0..<Self.recoveryHotContexts).map { try context(universe - 30_000 - $0).fitted() }
+            let service = try simulatedService(plane, clock: clock, maxStaleness: maxStaleness)
             runs.append(
                 await recoveryRun(name, plane: plane, clock: clock) {
                     var served = 0
@@ -92,7 +86,6 @@ extension ServiceBench {
         let plane = OutagePlane(makePlane(latency: .zero), clock: clock, latency: .milliseconds(50))
         let cache = FlagContextCache(
             transport: plane, baseURL: InMemoryControlPlane.baseURL, capacity: 100_000, ttl: .seconds(30), clock: clock)
-        let hot = try (0..<Self.recoveryHotContexts).map { try context(universe - 30_000 - $0).fitted() }
         runs.append(
             await recoveryRun("flag-ctx-cache (30 s TTL, a failed read cached for it)", plane: plane, clock: clock) {
                 var served = 0

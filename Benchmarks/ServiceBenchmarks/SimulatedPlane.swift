@@ -38,13 +38,17 @@ final class SimulatedPlane: FlagTransport, Sendable {
     }
 }
 
-/// Service options for the simulated runs: the defaults, but no exposures.
-func simulatedService(_ transport: any FlagTransport, clock: ManualClock) throws -> FlagService {
+/// Service options for the simulated runs: the defaults, but no exposures, and `maxStaleness`
+/// when one is given.
+func simulatedService(
+    _ transport: any FlagTransport, clock: ManualClock, maxStaleness: Duration? = nil
+) throws -> FlagService {
     var o = FlagServiceOptions(baseURL: InMemoryControlPlane.baseURL, key: "srv-bench")
     o.transport = transport
     o.clock = clock
     o.installID = "halyard-bench-service"
     o.exposures.enabled = false
+    if let maxStaleness { o.maxStaleness = maxStaleness }
     return try FlagService(options: o)
 }
 
