@@ -74,14 +74,14 @@ import Testing
 
     @Test func theLayoutIsReadOnThisPlatform() {
         #if (arch(x86_64) || arch(arm64)) && _endian(little)
-            #expect(StringWords.available)
+            #expect(StringLayout.available == LayoutReads.enabled)
             let long = Self.literals[0]
-            let raw = StringWords.raw(long)
-            #expect(StringWords.isLiteral(raw.0, raw.1))
+            let raw = StringLayout.words(long)
+            #expect(StringLayout.isLiteral(raw.0, raw.1))
             let heap = String(decoding: Array(long.utf8), as: UTF8.self)
-            let heapRaw = StringWords.raw(heap)
-            #expect(!StringWords.isLiteral(heapRaw.0, heapRaw.1))
-            #expect(StringWords.isSmall(StringWords.raw(Self.literals[5]).1))
+            let heapRaw = StringLayout.words(heap)
+            #expect(!StringLayout.isLiteral(heapRaw.0, heapRaw.1))
+            #expect(StringLayout.isSmall(StringLayout.words(Self.literals[5]).1))
         #endif
     }
 

@@ -1,7 +1,8 @@
 // CHalyardAtomics: the few atomic primitives Halyard's read path needs, as static inline C.
 //
-// Why C and not Synchronization.Atomic: `Atomic` needs macOS 15 / iOS 18, and Halyard supports
-// macOS 13 / iOS 15 like the peer SDKs. These inline functions compile to the same instructions
+// Why C and not Synchronization.Atomic: `Atomic` needs macOS 15 / iOS 18 / tvOS 18 / watchOS 11,
+// and Halyard supports macOS 13 / iOS 15 / tvOS 15 / watchOS 8 like the peer SDKs; no Swift file
+// uses `Synchronization` (PlatformAvailabilityTests fails on a use outside `@available`). These inline functions compile to the same instructions
 // (plain loads and stores for acquire/release/relaxed on x86-64 and arm64) and are inlined into
 // Swift callers by the Clang importer, so they cost nothing extra. Plain (non-_Atomic) fields
 // accessed only through __atomic builtins are race-free for ThreadSanitizer.
@@ -47,13 +48,24 @@ static inline uintptr_t hal_fetch_add(hal_atomic_word *w, uintptr_t delta) {
 }
 /// A 64-bit word accessed only atomically (fixed width on every platform, also where
 /// `uintptr_t` is 32 bits, e.g. watchOS arm64_32).
-typedef struct { uint64_t value; } hal_atomic_u64;
+/// Aligned to 8 bytes everywhere (i386's ABI aligns a `uint64_t` member to 4), so its atomic
+/// accesses are single instructions, never a lock.
+typedef struct { _Alignas(8) uint64_t value; } hal_atomic_u64;
 
 static inline uint64_t hal_load_relaxed_u64(const hal_atomic_u64 *w) {
     return __atomic_load_n(&w->value, __ATOMIC_RELAXED);
 }
 static inline void hal_store_relaxed_u64(hal_atomic_u64 *w, uint64_t v) {
     __atomic_store_n(&w->value, v, __ATOMIC_RELAXED);
+}
+static inline uint64_t hal_load_acquire_u64(const hal_atomic_u64 *w) {
+    return __atomic_load_n(&w->value, __ATOMIC_ACQUIRE);
+}
+static inline void hal_store_release_u64(hal_atomic_u64 *w, uint64_t v) {
+    __atomic_store_n(&w->value, v, __ATOMIC_RELEASE);
+}
+static inline bool hal_compare_exchange_u64(hal_atomic_u64 *w, uint64_t *expected, uint64_t desired) {
+    return __atomic_compare_exchange_n(&w->value, expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 /// The two words every reader of a snapshot store loads: the current snapshot pointer and the
@@ -185,7 +197,7 @@ intptr_t hal_hazard_record_count(void);
 typedef struct {
     uintptr_t seq;
     uintptr_t generation;
-    uint64_t bits;
+    _Alignas(8) uint64_t bits;
     uintptr_t info;
     /// Exposure mark: (coarse second until which no record is needed) << 32 | (low 32 bits of
     /// the generation it was set for). Fixed 64 bits on every platform.
@@ -213,12 +225,17 @@ static inline bool hal_handle_cache_read(const hal_handle_cache *cache, uintptr_
 
 /// One slot of a client's keyed-read table: a key's two `String` words and the requested type
 /// (written once, before the tag is released) and the answer for them, a handle cache whose
-/// `owner` field is the slot's tag: 0 free, 1 being written, else the type code. 64 bytes, so
-/// an aligned table puts each slot, key and answer, in one cache line.
+/// `owner` field is the slot's tag: 0 free, 1 being written, else the type code. 64 bytes on
+/// every target (padded where pointers are 32 bits), so an aligned table puts each slot, key
+/// and answer, in one cache line. 32-bit targets compile the slot but never use the table
+/// (`StringLayout.available` is false there).
 typedef struct {
     hal_handle_cache answer;
     uint64_t w0;
     uint64_t w1;
+#if UINTPTR_MAX != UINT64_MAX
+    char padding[64 - sizeof(hal_handle_cache) - 2 * sizeof(uint64_t)];
+#endif
 } hal_keyed_slot;
 
 /// The slot's tag (acquire: a ready tag's words are visible).
@@ -288,6 +305,16 @@ static inline void hal_handle_set_exposed_until(hal_handle_cache *cache, uint64_
     __atomic_store_n(&cache->exposed_until.value, value, __ATOMIC_RELAXED);
 }
 
+/// Whether the `count` bytes at `p` lie in a read-only segment of a loaded image (the binary's or
+/// a library's code and constant data: `dl_iterate_phdr` on Linux and Android, the dyld images'
+/// segments mapped without write permission on Apple platforms; false elsewhere). The ranges are
+/// collected once and again on a miss at most every 100 ms, under a lock: call it when a key first
+/// enters a table, never per read (`StringLayout.isLiteralInImage`).
+bool hal_image_readonly_contains(const void *p, size_t count);
+
+/// How many times the ranges were collected (tests: a miss re-collects at most every 100 ms).
+uint64_t hal_image_range_collections(void);
+
 /// The usable size of the heap block at `p` (from malloc), or 0 where the platform cannot tell:
 /// the memo's check of the dictionary storage layout reads nothing past it.
 size_t hal_allocation_size(const void *p);
@@ -307,6 +334,35 @@ static inline void hal_prefetch_lines_for_write(const void *p, long lines) {
     const char *c = (const char *)p;
     for (long i = 0; i < lines; i++) __builtin_prefetch(c + 64 * i, 1, 3);
 }
+
+// MARK: - Layout checks
+
+// What the Swift code relies on, checked by every compiler that sees this header: the C
+// compiler of each build, the Swift importer, and `scripts/check-c-layouts.sh` (run by
+// `.ci/run`), which compiles this header for every declared target (arm64/x86_64 Apple,
+// arm64_32 and armv7k watchOS, i686 Linux, aarch64 Android) with the toolchain's clang.
+// Swift reaches fields by name through the importer; these pin what it assumes beyond names:
+// sizes (a table's stride), where the answer sits in a keyed slot (a slot's address is its
+// answer's), the padding that keeps hot words on their own lines, and 64-bit atomics that
+// are single instructions on 32-bit targets too.
+#define HAL_CHECK(condition, message) _Static_assert(condition, message)
+HAL_CHECK(sizeof(hal_atomic_word) == sizeof(uintptr_t), "hal_atomic_word is one machine word");
+HAL_CHECK(sizeof(hal_atomic_u64) == 8 && _Alignof(hal_atomic_u64) == 8, "hal_atomic_u64 is 8 aligned bytes");
+HAL_CHECK(__atomic_always_lock_free(sizeof(uint64_t), 0), "64-bit atomics are lock-free");
+HAL_CHECK(__atomic_always_lock_free(sizeof(uintptr_t), 0), "word atomics are lock-free");
+HAL_CHECK(offsetof(hal_store_words, current) == 0, "the snapshot pointer opens its block");
+HAL_CHECK(offsetof(hal_store_words, generation) == 128, "the generation has a 128-byte block of its own");
+HAL_CHECK(sizeof(hal_store_words) == 256, "two 128-byte blocks");
+HAL_CHECK(sizeof(hal_hazard_record) == 128, "a hazard record fills two cache lines");
+HAL_CHECK(offsetof(hal_hazard_record, hazard) == 0, "the hazard slot opens its record");
+HAL_CHECK(offsetof(hal_handle_cache, seq) == 0, "the seqlock word opens a handle cache");
+HAL_CHECK(offsetof(hal_handle_cache, bits) % 8 == 0, "the value bits are 8-aligned (one atomic access)");
+HAL_CHECK(offsetof(hal_handle_cache, exposed_until) % 8 == 0, "the exposure mark is 8-aligned");
+HAL_CHECK(sizeof(hal_handle_cache) == (UINTPTR_MAX == UINT64_MAX ? 48 : 40), "a handle cache is 48 bytes (40 on 32-bit)");
+HAL_CHECK(offsetof(hal_keyed_slot, answer) == 0, "a keyed slot's address is its answer's");
+HAL_CHECK(offsetof(hal_keyed_slot, w0) == sizeof(hal_handle_cache), "the key's words follow the answer");
+HAL_CHECK(sizeof(hal_keyed_slot) == 64, "a keyed slot is one 64-byte cache line on every target");
+#undef HAL_CHECK
 
 #if defined(__cplusplus)
 }

@@ -22,10 +22,9 @@ extension FlagClient: FlagReading {
         // The fast path keeps to a few registers; every other path is a tail call.
         // Any key's words are looked up (see `KeyedReadCache.answer`): only small and literal
         // keys are ever added, so other keys miss and go through the flag table.
-        let (w0, w1) = StringWords.raw(key)
-        // A native heap string (discriminator 0 in its second word's top nibble) never has an
-        // answer: straight to the flag table, without a probe.
-        guard w1 >> 60 != 0 else { return readThroughSnapshot(key, kind, defaultBits) }
+        let (w0, w1) = StringLayout.words(key)
+        // A native heap string never has an answer: straight to the flag table, without a probe.
+        guard StringLayout.mayBeKeyed(w1) else { return readThroughSnapshot(key, kind, defaultBits) }
         guard let answer = KeyedReadCache.answer(keySlots, w0, w1, KeyedReadCache.code(kind)) else {
             return readWithoutAnswer(key, kind, defaultBits)
         }

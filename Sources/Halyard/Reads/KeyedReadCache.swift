@@ -3,13 +3,14 @@ import CHalyardAtomics
 /// A client's answers to keyed scalar reads, cached per (key, type) as a handle caches its own:
 /// what lets `flags.bool("checkout.new", default: false)` cost about what a handle read costs.
 ///
-/// A key qualifies when its two `String` words say what it is for the life of the process:
-/// a **small** string (up to 15 UTF-8 bytes, held in the words themselves, with flags that are
-/// functions of the bytes) or a **literal** (longer than 15 bytes, in the binary's constant
-/// data: the words are its count and an address that is never freed). Most keys in application
-/// code are one or the other. Any other key (a heap string built at run time, whose address may
-/// be reused by another string once it is freed) never enters the table and is read by the
-/// flag table as before.
+/// A key qualifies when its two `String` words say what it is for the life of the process
+/// (``StringLayout``): a **small** string (up to 15 UTF-8 bytes, held in the words themselves,
+/// with flags that are functions of the bytes) or a **literal** (longer than 15 bytes, whose
+/// bytes lie in a loaded image's read-only segment: the words are its count and an address
+/// that is never freed or rewritten). Most keys in application code are one or the other. Any
+/// other key (a heap string built at run time, whose address may be reused by another string
+/// once it is freed; an immortal string anywhere but an image's constant data) never enters the
+/// table and is read by the flag table as before.
 ///
 /// Each slot holds a key's words, the requested type and the *answer*: a seqlock cache
 /// (`hal_handle_cache`) with the outcome, the flag's index and the value's bits, tagged with
@@ -25,7 +26,9 @@ import CHalyardAtomics
 /// freed or reused; concurrent adds of one key may both succeed (two slots, one meaning). The
 /// table is bounded: ``slotCount`` slots of 64 bytes (32 KiB per client, allocated with it and
 /// freed with it), at most ``probes`` visited per lookup. Keys beyond that are read through the
-/// flag table, as before.
+/// flag table, as before. Where ``StringLayout/available`` is false (a 32-bit build, the layout
+/// reads switched off), the table is one shared, all-free table that nothing is ever added to:
+/// every lookup misses and no client allocates one.
 final class KeyedReadCache: @unchecked Sendable {
     /// Slots, one cache line each.
     static let slotCount = 1 << slotBits
@@ -34,27 +37,43 @@ final class KeyedReadCache: @unchecked Sendable {
     static let probes = 8
 
     private let slots: UnsafeMutablePointer<hal_keyed_slot>
-    /// Whether `String`'s layout was verified (`StringWords.available`): else nothing is added.
+    /// Whether `String`'s layout reads are on (``StringLayout/available``): else nothing is
+    /// added and ``slots`` is the shared free table.
     let enabled: Bool
 
-    init() {
-        precondition(MemoryLayout<hal_keyed_slot>.stride == 64, "a slot is one cache line")
-        enabled = StringWords.available
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: Self.slotCount * 64, alignment: 64)
-        raw.initializeMemory(as: UInt8.self, repeating: 0, count: Self.slotCount * 64)
-        slots = raw.bindMemory(to: hal_keyed_slot.self, capacity: Self.slotCount)
+    /// A table's bytes: ``slotCount`` slots of 64 bytes (`CHalyardAtomics.h` checks the size on
+    /// every target).
+    private static let byteCount = slotCount * MemoryLayout<hal_keyed_slot>.stride
+
+    /// The table of every client whose layout reads are off: all free, never written (``add``
+    /// returns before it writes), so sharing it is safe; allocated once, never freed.
+    private nonisolated(unsafe) static let free: UnsafeMutablePointer<hal_keyed_slot> = allocateTable()
+
+    private static func allocateTable() -> UnsafeMutablePointer<hal_keyed_slot> {
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: 64)
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
+        return raw.bindMemory(to: hal_keyed_slot.self, capacity: slotCount)
     }
 
-    deinit { UnsafeMutableRawPointer(slots).deallocate() }
+    init(enabled: Bool = StringLayout.available) {
+        self.enabled = enabled
+        slots = enabled ? Self.allocateTable() : Self.free
+    }
+
+    deinit { if enabled { UnsafeMutableRawPointer(slots).deallocate() } }
+
+    /// The bytes this table owns (0 when it uses the shared free table).
+    var ownedBytes: Int { enabled ? Self.byteCount : 0 }
 
     /// The slots' address, for ``answer(_:_:_:_:)`` (valid while the table is).
     var slotsAddress: UnsafeMutablePointer<hal_keyed_slot> { slots }
 
-    /// Whether `key` qualifies (see the type's documentation).
+    /// Whether `key` may qualify, by its words alone: a small string or a literal's form. Where
+    /// a literal's bytes lie is checked by ``add(_:_:)`` before it claims a slot.
     @inline(__always)
     static func qualifies(_ key: String) -> Bool {
-        let (w0, w1) = StringWords.raw(key)
-        return StringWords.isSmall(w1) || StringWords.isLiteral(w0, w1)
+        let (w0, w1) = StringLayout.words(key)
+        return StringLayout.isSmall(w1) || StringLayout.isLiteral(w0, w1)
     }
 
     /// The type code of a slot's tag (never 0 or 1, the free and being-written tags).
@@ -104,15 +123,25 @@ final class KeyedReadCache: @unchecked Sendable {
     /// its slots are all taken.
     func add(_ key: String, _ kind: _FlagValueKind) -> UnsafeMutablePointer<hal_handle_cache>? {
         guard enabled, Self.qualifies(key) else { return nil }
-        let (w0, w1) = StringWords.raw(key)
+        let (w0, w1) = StringLayout.words(key)
         let code = Self.code(kind)
+        // A literal's bytes must lie in a loaded image's read-only segment (checked under a lock,
+        // once, and only when a free slot is found): an immortal string anywhere else is read by
+        // the flag table, its address never a key here.
+        var located = StringLayout.isSmall(w1)
         var position = Self.firstSlot(w0, w1)
         for _ in 0..<Self.probes {
             let slot = slots + position
-            var seen: UInt = 0
-            if hal_keyed_slot_claim(slot, &seen) {
-                hal_keyed_slot_publish(slot, w0, w1, code)
-                return UnsafeMutableRawPointer(slot).assumingMemoryBound(to: hal_handle_cache.self)
+            var seen = hal_keyed_slot_tag(slot)
+            if seen == 0 {
+                if !located {
+                    guard StringLayout.isLiteralInImage(w0, w1) else { return nil }
+                    located = true
+                }
+                if hal_keyed_slot_claim(slot, &seen) {
+                    hal_keyed_slot_publish(slot, w0, w1, code)
+                    return UnsafeMutableRawPointer(slot).assumingMemoryBound(to: hal_handle_cache.self)
+                }
             }
             // Taken: by this key (another reader added it first: use its answer), by one being
             // written (probe on), or by another key.

@@ -19,7 +19,7 @@ import Foundation
 // No `String` or `JSONValue` is copied, retained or hashed again
 // (`Dictionary.==` looks up every key in the other dictionary, hashing each name anew).
 // Strings are their UTF-8 bytes (a string of up to 15 bytes in Swift's small form: the two
-// words that hold those bytes, `SmallStringWords`) and doubles their bit patterns: stricter
+// words that hold those bytes, `StringLayout`) and doubles their bit patterns: stricter
 // than `==` (which treats canonically equivalent strings as equal although they fit to
 // different canonical JSON, so different fingerprints), so two contexts the memo takes for
 // one always fit to the same bytes. The same short content stored out of line (rare: a string
@@ -37,11 +37,11 @@ extension FittingMemo {
         let k2: UInt64
         /// Test only: every context gets the same hash (all entries collide).
         let constant: Bool
-        /// The bit that marks a string's small form in its second word (``SmallStringWords``)
+        /// The bit that marks a string's small form in its second word (``StringLayout``)
         /// when small strings are written as their two words, else 0; fixed for the memo's
         /// life, so its entries and probes agree. Tested with one `and` per string (a flag
         /// tested first was a load, a compare and a branch more per string, measured).
-        var smallMask: UInt64 = SmallStringWords.available ? SmallStringWords.smallBit : 0
+        var smallMask: UInt64 = StringLayout.available ? StringLayout.smallBit : 0
         /// Attributes read in place from their dictionary's storage (``AttributeBuckets``)
         /// rather than through the dictionary's iterator; fixed for the memo's life. Both
         /// write the same bytes (tests compare them).
@@ -56,7 +56,7 @@ extension FittingMemo {
         /// Whether strings in Swift's small form are written as their two words.
         var smallStrings: Bool {
             get { smallMask != 0 }
-            set { smallMask = newValue && SmallStringWords.available ? SmallStringWords.smallBit : 0 }
+            set { smallMask = newValue && StringLayout.available ? StringLayout.smallBit : 0 }
         }
 
         static func random() -> HashKeys {
@@ -123,52 +123,6 @@ extension FittingMemo.HashKeys {
     }
 }
 
-/// A string of at most 15 UTF-8 bytes that Swift stores in the `String` value itself (its
-/// "small" form), read as the value's two words: the bytes, zero-padded, in the first 15
-/// bytes, and in the last (on 64-bit little-endian platforms) the count with three flag bits,
-/// `0b1x1` (the middle one set for ASCII). Equal contents in the small form have equal words
-/// (the standard library compares small strings' words for `==`), and different contents
-/// differ in a byte or in the count. Reading them costs a bit test; writing a small string
-/// through `utf8.withContiguousStorageIfAvailable` copies it to the stack, then into the
-/// buffer with a `memcpy` call (~35 instructions a string, 18 strings a warm request in the
-/// benchmark's workload).
-///
-/// The layout is the standard library's, not API: ``available`` checks it once against
-/// strings whose bytes are known, and where it does not hold (another platform, another
-/// toolchain) the memo writes every string's bytes instead.
-enum SmallStringWords {
-    /// The bit of the second word set in the small form.
-    static let smallBit: UInt64 = 1 << 61
-
-    /// The two words of `s` when it is in the small form, else `nil`.
-    @inline(__always)
-    static func of(_ s: String) -> (UInt64, UInt64)? {
-        let w = words(s)
-        return w.1 & smallBit != 0 ? w : nil
-    }
-
-    /// The two words `s` is kept in, whatever its form (zero where the layout is not read).
-    @inline(__always)
-    static func words(_ s: String) -> (UInt64, UInt64) {
-        #if (arch(x86_64) || arch(arm64)) && _endian(little)
-            return unsafeBitCast(s, to: (UInt64, UInt64).self)
-        #else
-            return (0, 0)
-        #endif
-    }
-
-    /// Whether ``of(_:)`` reads this toolchain's layout: checked on an empty, an ASCII, a
-    /// non-ASCII and a 15-byte string, and on a 16-byte one (never small).
-    static let available: Bool = {
-        let long = String(repeating: "x", count: 16)
-        guard of(long) == nil, let empty = of(""), let ab = of("ab"), let e = of("\u{E9}"),
-            let fifteen = of("abcdefghijklmno")
-        else { return false }
-        return empty == (0, 0xE0 << 56) && ab == (0x6261, 0xE2 << 56) && e == (0xA9C3, 0xA2 << 56)
-            && fifteen == (0x6867_6665_6463_6261, 0xEF6F_6E6D_6C6B_6A69)
-    }()
-}
-
 /// Writes the binary form of a context into a fixed buffer; past its end it only counts (the
 /// caller then retries with a buffer of ``count`` bytes).
 struct ContextEncoder {
@@ -230,12 +184,12 @@ struct ContextEncoder {
         mix(keys.hash(from, p.count), 0)
     }
 
-    /// A string: in the small form its two words (``SmallStringWords``), otherwise its UTF-8
+    /// A string: in the small form its two words (``StringLayout``), otherwise its UTF-8
     /// length (marked with ``lengthMark``), then its bytes. `tag`, when the string is a value,
     /// is its tag (written by ``tag(_:)``), mixed in with the string.
     @inline(__always)
     mutating func string(_ s: String, tag: UInt8 = 0) {
-        let (w0, w1) = SmallStringWords.words(s)
+        let (w0, w1) = StringLayout.words(s)
         if smallString(w0, w1, tag: tag) { return }
         if tag != 0 { mix(UInt64(tag), 0) }
         longString(s)
@@ -270,21 +224,21 @@ struct ContextEncoder {
     /// written and mixed in with no branch on the kind: a context's values come in its
     /// dictionary's order, so a `switch` over them (an indirect jump) was mispredicted value
     /// after value. False, having written nothing, for any other value. Reads the enum's tag
-    /// byte and payload where ``AttributeBuckets/available`` checked them.
+    /// byte and payload where ``JSONValueLayout/available`` checked them.
     @inline(__always)
     mutating func scalar(at p: UnsafeRawPointer) -> Bool {
-        let t = p.load(fromByteOffset: AttributeBuckets.tagOffset, as: UInt8.self)
+        let t = p.load(fromByteOffset: JSONValueLayout.tagOffset, as: UInt8.self)
         let w0 = p.load(as: UInt64.self)
         let w1 = p.load(fromByteOffset: 8, as: UInt64.self)
-        let isString = t == AttributeBuckets.stringTag
+        let isString = t == JSONValueLayout.stringTag
         // Bool, Int64 and Double are tags 0, 1 and 2; a string must be small.
         // One branch, taken only for the rare kinds: a branch on `t < stringTag` first was
         // taken or not by each value's kind, in the dictionary's order.
-        let other: UInt64 = t > AttributeBuckets.stringTag ? 1 : 0
+        let other: UInt64 = t > JSONValueLayout.stringTag ? 1 : 0
         let long: UInt64 = (isString ? 1 : 0) & (w1 & keys.smallMask == 0 ? 1 : 0)
         if other | long != 0 { return false }
-        let code: UInt8 = t == AttributeBuckets.boolTag ? 1 : t &+ 2
-        let a = t == AttributeBuckets.boolTag ? w0 & 1 : w0
+        let code: UInt8 = t == JSONValueLayout.boolTag ? 1 : t &+ 2
+        let a = t == JSONValueLayout.boolTag ? w0 & 1 : w0
         let b = isString ? w1 : 0
         if count &+ 17 <= capacity {
             base.storeBytes(of: code, toByteOffset: count, as: UInt8.self)
@@ -364,12 +318,14 @@ extension FittingMemo {
         let headHash = encoder.hash
         var sum: UInt64 = 0
         var n = 0
-        if keys.inPlace {
-            // Each attribute read in place (``AttributeBuckets``): no name or value is copied.
-            AttributeBuckets.forEach(context.attributes) { name, value in
+        // Each attribute read in place (``AttributeBuckets``): no name or value is copied. A
+        // dictionary whose storage does not read as checked is walked by its iterator instead.
+        let walked =
+            keys.inPlace
+            && AttributeBuckets.forEach(context.attributes) { name, value in
                 record(name, value, inPlace: true, &encoder, records, &n, &sum, keys: keys)
             }
-        } else {
+        if !walked {
             for (name, value) in context.attributes {
                 withUnsafePointer(to: name) { name in
                     withUnsafePointer(to: value) {
@@ -385,7 +341,7 @@ extension FittingMemo {
 
     /// One attribute's record: its name, then its value, hashed as written; stored at
     /// `records[n]` and its hash added to `sum`. `inPlace`: a string value's payload is read
-    /// where it lies (``AttributeBuckets/available`` checks the enum's layout), else through
+    /// where it lies (``JSONValueLayout/available`` checks the enum's layout), else through
     /// a copy.
     @inline(__always)
     private static func record(

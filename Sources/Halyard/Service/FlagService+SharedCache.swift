@@ -1,19 +1,18 @@
 import Foundation
-import Synchronization
 
 /// Whether a service still has to learn its event stream from a control-plane answer of its
 /// own (SPEC §15, "Streams"): a pod served only from the shared cache would never see the
 /// advertisement, so its first fetch goes to the control plane whatever the shared cache holds.
 final class StreamLearning: Sendable {
-    private let pending = Atomic<Bool>(true)
+    private let pending = AtomicU64(1)
 
     /// Takes the one unconditional fetch: true for one caller until ``giveBack()``.
     func take() -> Bool {
-        pending.compareExchange(expected: true, desired: false, ordering: .acquiringAndReleasing).exchanged
+        pending.compareExchange(expected: 1, desired: 0)
     }
 
     /// That fetch did not get an answer with values: the next fetch tries again.
-    func giveBack() { pending.store(true, ordering: .releasing) }
+    func giveBack() { pending.store(1) }
 }
 
 /// One flight's fetch through the fleet's shared cache (SPEC §15, docs/fleet.md, "A fetch,

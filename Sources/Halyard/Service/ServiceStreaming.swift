@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Service mode's event stream (SPEC §14, docs/service.md "Event streams"): one stream per
 /// service, following what the latest bulk response advertised (a new URL replaces the stream,
@@ -79,10 +78,10 @@ final class ServiceStreaming: Sendable {
     private let roster = Locked(Roster())
     private let bucket: Locked<Bucket>
     /// Whether the stream is connected: lookups record their use for the next wave only then.
-    private let tracking = Atomic<Bool>(false)
+    private let tracking = AtomicU64(0)
     /// Held values confirmed before this (nanoseconds on the service's monotonic clock) are
     /// stale: refreshed on their next use. `Int64.min`: no wave yet.
-    private let staleBeforeNanoseconds = Atomic<Int64>(.min)
+    private let staleBeforeNanoseconds = AtomicU64(UInt64(bitPattern: .min))
 
     init(
         driver: EventStreamDriver, clock: any HalyardClock, cache: ContextCache, maxConcurrentFetches: Int
@@ -117,11 +116,11 @@ final class ServiceStreaming: Sendable {
 
     /// Whether a lookup records its use for the next wave (a stream is connected): one atomic
     /// load.
-    var isTracking: Bool { tracking.load(ordering: .relaxed) }
+    var isTracking: Bool { tracking.loadRelaxed() != 0 }
 
     /// Held values confirmed before this are stale (nil: no wave yet): one atomic load.
     var staleBefore: Duration? {
-        let nanoseconds = staleBeforeNanoseconds.load(ordering: .acquiring)
+        let nanoseconds = Int64(bitPattern: staleBeforeNanoseconds.load())
         return nanoseconds == .min ? nil : .nanoseconds(nanoseconds)
     }
 
@@ -133,7 +132,7 @@ final class ServiceStreaming: Sendable {
     /// those recorded are dropped when it stops being (its reconnect's wave marks every held
     /// context stale, so none is missed).
     func connected(_ isConnected: Bool) {
-        tracking.store(isConnected, ordering: .relaxed)
+        tracking.store(isConnected ? 1 : 0)
         if !isConnected { cache.dropStreamUses() }
     }
 
@@ -162,7 +161,7 @@ final class ServiceStreaming: Sendable {
         let start = roster.withLock { r -> [UInt64] in
             guard !r.closed else { return [] }
             r.staleFlagConfig = flagConfig
-            staleBeforeNanoseconds.store(Self.nanoseconds(now), ordering: .releasing)
+            staleBeforeNanoseconds.store(UInt64(bitPattern: Self.nanoseconds(now)))
             r.waves += 1
             r.waveRefreshes += r.merge(taken, flagConfig: flagConfig)
             let wanted = min(concurrency, r.pending.count) - r.running
@@ -267,7 +266,7 @@ final class ServiceStreaming: Sendable {
             r.pending.removeAll()
             return Array(r.workers.values)
         }
-        tracking.store(false, ordering: .relaxed)
+        tracking.store(0)
         cache.dropStreamUses()
         cache.clearStreamQueued()
         for task in tasks { task.cancel() }

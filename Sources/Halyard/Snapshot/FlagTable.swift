@@ -11,7 +11,7 @@ import CHalyardAtomics
 ///
 /// - **Short keys** (up to 15 UTF-8 bytes) are kept as two words: the bytes, zero-padded, and
 ///   the length in the top byte: the layout of a Swift small `String`. A query in the small
-///   form is hashed and compared from its own two words (``StringWords``): no byte is read.
+///   form is hashed and compared from its own two words (``StringLayout``): no byte is read.
 /// - **Literal keys** (an immortal `String` whose bytes live in the binary's constant data, as
 ///   every literal longer than 15 bytes is) are looked up by address in a small side table
 ///   filled on first use (``literals``): one hash of the address word, one probe.
@@ -25,7 +25,7 @@ import CHalyardAtomics
 /// byte path gave.
 struct FlagTable: @unchecked Sendable {
     /// One slot: `entry` is `index + 1` (0 marks an empty slot). A short key (`length <= 15`)
-    /// stores its two words in `w0`/`w1` (``StringWords``); a long key stores its byte hash in
+    /// stores its two words in `w0`/`w1` (``StringLayout``); a long key stores its byte hash in
     /// `w0` and its arena offset, marked with ``longMark``, in `w1` (so no short query's words,
     /// whose top bit is masked off, ever equal a long key's).
     struct Slot {
@@ -45,7 +45,7 @@ struct FlagTable: @unchecked Sendable {
         let slots: UnsafeMutablePointer<Slot>
         let mask: Int
         let arena: UnsafeMutablePointer<UInt8>
-        /// Whether queries may be read as their words (``StringWords/available``), fixed at
+        /// Whether queries may be read as their words (``StringLayout/available``), fixed at
         /// build.
         let wordsAvailable: Bool
     }
@@ -112,7 +112,7 @@ struct FlagTable: @unchecked Sendable {
             while slots[position].entry != 0 { position = (position + 1) & mask }
             slots[position] = slot
         }
-        self.keys = Keys(slots: slots, mask: mask, arena: arena, wordsAvailable: StringWords.available)
+        self.keys = Keys(slots: slots, mask: mask, arena: arena, wordsAvailable: StringLayout.available)
     }
 
     /// Frees the table's memory. Call exactly once, when no reader can use it any more.
@@ -129,15 +129,13 @@ struct FlagTable: @unchecked Sendable {
     @inline(__always)
     func index(of key: String) -> Int? {
         if wordsAvailable {
-            let (w0, w1) = StringWords.raw(key)
-            if StringWords.isSmall(w1) { return keys.lookup(words: w0, w1 & StringWords.smallMask) }
-            if StringWords.isTailAllocated(w0, w1) {
-                if StringWords.isImmortal(w1) { return literalIndex(of: key, w0, w1) }
-                let length = Int(truncatingIfNeeded: w0 & StringWords.countMask)
-                if length > 15 { return keys.lookup(long: StringWords.bytes(w1), length) }
+            let (w0, w1) = StringLayout.words(key)
+            if StringLayout.isSmall(w1) { return keys.lookup(words: w0, w1 & StringLayout.smallMask) }
+            if StringLayout.isTailAllocated(w0, w1) && StringLayout.isImmortal(w1) {
+                return literalIndex(of: key, w0, w1)
             }
         }
-        return keys.otherIndex(of: key)
+        return keys.bytesIndex(of: key)
     }
 
     /// A literal's index: its slot in the side table, else the byte path's answer, which is
@@ -147,7 +145,7 @@ struct FlagTable: @unchecked Sendable {
     @inline(__always)
     private func literalIndex(of key: String, _ w0: UInt64, _ w1: UInt64) -> Int? {
         let address = UInt(truncatingIfNeeded: w1)
-        let length = UInt(truncatingIfNeeded: w0 & StringWords.countMask)
+        let length = UInt(truncatingIfNeeded: w0 & StringLayout.countMask)
         var position = Int(truncatingIfNeeded: FlagTable.mix(w1, 0x9E37_79B9_7F4A_7C15)) & literalMask
         for _ in 0..<FlagTable.literalProbes {
             let pair = literals + 2 &* position
@@ -167,7 +165,10 @@ struct FlagTable: @unchecked Sendable {
     }
 
     /// The literal side table's slow path: the byte path's answer, cached for `address` when
-    /// the key is served (a missing key is not cached: its reads are errors, counted, rare).
+    /// the key is served (a missing key is not cached: its reads are errors, counted, rare) and
+    /// its bytes lie in a loaded image's read-only segment (``StringLayout/isLiteralInImage(_:_:)``:
+    /// an immortal string anywhere else is not a literal, and its address could name other
+    /// bytes tomorrow).
     @inline(never)
     private static func fillLiteral(
         _ key: String, keys: Keys, literals: UnsafeMutablePointer<hal_atomic_word>, literalMask: Int, address: UInt,
@@ -175,6 +176,8 @@ struct FlagTable: @unchecked Sendable {
     ) -> Int? {
         guard let index = keys.bytesIndexOutOfLine(of: key) else { return nil }
         guard length <= 0xFFFF_FFFF, index < 0xFFFF_FFFF else { return index }
+        let (w0, w1) = StringLayout.words(key)
+        guard StringLayout.isLiteralInImage(w0, w1) else { return index }
         let answer = length << 32 | UInt(index + 1)
         var position = Int(truncatingIfNeeded: FlagTable.mix(UInt64(address), 0x9E37_79B9_7F4A_7C15)) & literalMask
         for _ in 0..<FlagTable.literalProbes {
@@ -195,7 +198,7 @@ struct FlagTable: @unchecked Sendable {
     /// Tests only: claims a free side-table slot for `key`'s address word with the answer
     /// `length << 32 | (index + 1)`, as a fill would (to plant answers a fill never writes).
     func seedLiteral(_ key: String, length: UInt, index: Int) {
-        let address = UInt(truncatingIfNeeded: StringWords.raw(key).1)
+        let address = UInt(truncatingIfNeeded: StringLayout.words(key).1)
         var position = Int(truncatingIfNeeded: FlagTable.mix(UInt64(address), 0x9E37_79B9_7F4A_7C15)) & literalMask
         for _ in 0..<FlagTable.literalProbes {
             var expected: UInt = 0
@@ -298,13 +301,14 @@ struct FlagTable: @unchecked Sendable {
 }
 
 extension FlagTable.Keys {
-    /// The byte path: the key's UTF-8 bytes, hashed and compared. A native string longer than
-    /// 15 bytes (a key built at run time) is read straight from its words, inline; any other
-    /// form out of line (``otherIndex(of:)``).
+    /// The byte path: the key's UTF-8 bytes, hashed and compared. A string with contiguous
+    /// UTF-8 (every native string: a key built at run time) is read through its public view,
+    /// inline; any other form out of line (``otherIndex(of:)``).
     @inline(__always)
     func bytesIndex(of key: String) -> Int? {
-        if wordsAvailable, let (base, length) = StringWords.tailAllocatedBytes(key), length > 15 {
-            return lookup(long: base, length)
+        if let found = key.utf8.withContiguousStorageIfAvailable({ lookup(UnsafeRawPointer($0.baseAddress), $0.count) })
+        {
+            return found
         }
         return otherIndex(of: key)
     }
@@ -313,16 +317,10 @@ extension FlagTable.Keys {
     @inline(never)
     func bytesIndexOutOfLine(of key: String) -> Int? { bytesIndex(of: key) }
 
-    /// The byte path for the rare forms: a short key stored out of line, a bridged string, or
-    /// any string where ``StringWords`` does not read the layout.
+    /// The byte path for a string without contiguous UTF-8 (a bridged string on Apple
+    /// platforms): its bytes copied once, then looked up.
     @inline(never)
     func otherIndex(of key: String) -> Int? {
-        if let found = key.utf8.withContiguousStorageIfAvailable({ buffer -> Int? in
-            lookup(UnsafeRawPointer(buffer.baseAddress), buffer.count)
-        }) {
-            return found
-        }
-        // Not contiguous UTF-8 (a bridged string on Apple platforms): copy once, then look up.
         var bytes = Array(key.utf8)
         return bytes.withUnsafeMutableBytes { lookup(UnsafeRawPointer($0.baseAddress), $0.count) }
     }

@@ -27,53 +27,27 @@ enum AttributeBuckets {
     private static let valuesOffset = 56
     private static let bitmapOffset = 64
 
-    /// Where a `JSONValue` keeps its case (a byte after its 16-byte payload), and the cases'
-    /// numbers there: payload cases in declaration order, then the one without.
-    static let tagOffset = 16
-    static let boolTag: UInt8 = 0
-    static let stringTag: UInt8 = 3
-
-    /// Whether ``forEach(_:_:)`` reads the storage in place: the layout checked on dictionaries
-    /// of 1 to 300 attributes (bucket counts 2 to 512, so one and several bitmap words), with
-    /// every kind of value, and on a dictionary that lost members after it grew
-    /// (``readsLayout(_:names:values:)``), and a string value's payload found at the value's
-    /// start. A layout other than the expected one makes this false; it never makes the check
-    /// read outside the storage's allocation or follow a pointer it read there.
+    /// Whether ``forEach(_:_:)`` may read storage in place: ``LayoutReads`` on, the value
+    /// layout's check (``JSONValueLayout/available``), and the storage layout checked on
+    /// dictionaries of 1 to 300 attributes (bucket counts 2 to 512, so one and several bitmap
+    /// words), with every kind of value, and on a dictionary that lost members after it grew
+    /// (``readsLayout(_:names:values:)``). A layout other than the expected one makes this
+    /// false; it never makes the check read outside the storage's allocation or follow a pointer
+    /// it read there. Even when true, each dictionary is checked before it is walked
+    /// (``forEach(_:_:)``).
     static let available: Bool = {
         #if canImport(ObjectiveC) || !os(Linux) || !(arch(x86_64) || arch(arm64)) || !_endian(little)
             return false
         #else
-            guard MemoryLayout<[String: JSONValue]>.size == 8, MemoryLayout<String>.stride == 16 else {
+            guard LayoutReads.enabled, JSONValueLayout.available, MemoryLayout<[String: JSONValue]>.size == 8,
+                MemoryLayout<String>.stride == 16
+            else {
                 return false
             }
             let kinds: [JSONValue] = [
                 .null, .bool(true), .int(-3), .double(2.5), .string("s"),
                 .string("a string longer than fifteen bytes"), .array([.int(1)]), .object(["k": .null]),
             ]
-            // Each scalar's tag byte and payload where `ContextEncoder.scalar(at:)` reads them:
-            // a Boolean's in the low bit of the first byte, an integer's and a double's in the
-            // first word, a string's as the `String` itself; null and the containers never read
-            // as a scalar's tag.
-            guard MemoryLayout<JSONValue>.size == tagOffset + 1 else { return false }
-            func layout(_ v: JSONValue) -> (UInt8, UInt64, UInt64) {
-                withUnsafeBytes(of: v) {
-                    (
-                        $0.load(fromByteOffset: tagOffset, as: UInt8.self), $0.load(as: UInt64.self),
-                        $0.load(fromByteOffset: 8, as: UInt64.self)
-                    )
-                }
-            }
-            for v in kinds {
-                let (tag, w0, w1) = layout(v)
-                switch v {
-                case .bool(let b): guard tag == boolTag, w0 & 1 == (b ? 1 : 0) else { return false }
-                case .int(let i): guard tag == 1, w0 == UInt64(bitPattern: i) else { return false }
-                case .double(let d): guard tag == 2, w0 == d.bitPattern else { return false }
-                case .string(let s): guard tag == stringTag, (w0, w1) == SmallStringWords.words(s) else { return false }
-                case .null, .array, .object: guard tag > stringTag else { return false }
-                }
-            }
-            guard layout(.bool(false)).1 & 1 == 0 else { return false }
             // Some names long enough to leave the small form.
             let names = (0..<300).map { i in
                 i % 3 == 0 ? "name-\(i)-long-enough-to-leave-the-small-form" : "name-\(i)"
@@ -114,8 +88,8 @@ enum AttributeBuckets {
                 let buckets = 1 << scale
                 let words = (buckets + 63) >> 6
                 let end = UInt(bitPattern: storage) + UInt(size)
-                let keys = UInt(bitPattern: storage.load(fromByteOffset: keysOffset, as: UnsafeRawPointer.self))
-                let valuesAt = UInt(bitPattern: storage.load(fromByteOffset: valuesOffset, as: UnsafeRawPointer.self))
+                let keys = storage.load(fromByteOffset: keysOffset, as: UInt.self)
+                let valuesAt = storage.load(fromByteOffset: valuesOffset, as: UInt.self)
                 let valueBytes = MemoryLayout<JSONValue>.size
                 guard keys >= UInt(bitPattern: storage) + UInt(bitmapOffset + 8 * words),
                     keys + UInt(buckets * MemoryLayout<String>.stride) <= end,
@@ -124,12 +98,12 @@ enum AttributeBuckets {
                 else { return false }
                 var index: [[UInt64]: Int] = [:]
                 for (i, name) in names.enumerated() where d[name] != nil {
-                    let (w0, w1) = SmallStringWords.words(name)
+                    let (w0, w1) = StringLayout.words(name)
                     index[[w0, w1]] = i
                 }
                 var seen = Set<Int>()
                 var ok = true
-                forEach(d) { name, value in
+                let walked = forEach(d) { name, value in
                     guard ok,
                         let i = index[[name.load(as: UInt64.self), name.load(fromByteOffset: 8, as: UInt64.self)]],
                         seen.insert(i).inserted
@@ -140,23 +114,37 @@ enum AttributeBuckets {
                     let expected = withUnsafeBytes(of: values[i]) { Array($0.prefix(valueBytes)) }
                     if !expected.elementsEqual(UnsafeRawBufferPointer(start: value, count: valueBytes)) { ok = false }
                 }
-                return ok && seen.count == d.count
+                return walked && ok && seen.count == d.count
             }
         }
     #endif
 
     /// Calls `body` with a pointer to each attribute's name (a `String`) and one to its value,
-    /// both in the dictionary's storage, valid only during the call. Only when ``available``.
+    /// both in the dictionary's storage, valid only during the call, and returns true; or
+    /// returns false having called nothing, when `attributes`' storage does not read as the
+    /// layout checked (its count and capacity where the layout puts them must be the
+    /// dictionary's own, its bucket count must fit that capacity, and its keys and values
+    /// pointers must be set): the caller then iterates as usual. Only when ``available``.
+    ///
+    /// Every word of the storage is loaded as an integer and becomes a pointer only after
+    /// these checks.
     @inline(__always)
+    @discardableResult
     static func forEach(
         _ attributes: [String: JSONValue], _ body: (UnsafeRawPointer, UnsafePointer<JSONValue>) -> Void
-    ) {
-        if attributes.isEmpty { return }
-        withExtendedLifetime(attributes) {
+    ) -> Bool {
+        if attributes.isEmpty { return true }
+        return withExtendedLifetime(attributes) { () -> Bool in
             let storage = unsafeBitCast(attributes, to: UnsafeRawPointer.self)
+            let count = storage.load(fromByteOffset: countOffset, as: Int.self)
+            let capacity = storage.load(fromByteOffset: capacityOffset, as: Int.self)
             let scale = Int(storage.load(fromByteOffset: scaleOffset, as: Int8.self))
-            let keys = storage.load(fromByteOffset: keysOffset, as: UnsafeRawPointer.self)
-            let values = storage.load(fromByteOffset: valuesOffset, as: UnsafeRawPointer.self)
+            // A bucket count at most four times the capacity (a table is at most 3/4 full).
+            guard count == attributes.count, capacity == attributes.capacity, scale > 0, scale < 48,
+                1 &<< scale >= capacity, 1 &<< scale <= 4 &* capacity &+ 4,
+                let keys = UnsafeRawPointer(bitPattern: storage.load(fromByteOffset: keysOffset, as: UInt.self)),
+                let values = UnsafeRawPointer(bitPattern: storage.load(fromByteOffset: valuesOffset, as: UInt.self))
+            else { return false }
             let bucketCount = 1 &<< scale
             // A cold context's keys and values asked for at once (the first 16 lines of each;
             // a hint that never faults), not one miss after another as the walk reaches them.
@@ -177,6 +165,7 @@ enum AttributeBuckets {
                 }
                 word &+= 1
             }
+            return true
         }
     }
 }
