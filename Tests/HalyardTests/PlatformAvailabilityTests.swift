@@ -1454,6 +1454,29 @@ import Testing
         #expect(setting.seconds < 10, "reading the interfaces took \(setting.seconds) s")
     }
 
+    /// The real index and a real scope together: `Task.immediate` (macOS 26) as
+    /// `GuardedTransport` uses it, with and without its `if #available`.
+    @Test func taskImmediateIsAllowedOnlyInsideItsIfAvailable() throws {
+        let setting = try Self.setting.get()
+        let index = try setting.index.get()
+        func scan(_ text: String) -> [String] {
+            Self.availabilityFindings(
+                path: "", text: text, index: index, targets: setting.targets, nonApple: Self.nonAppleModules,
+                ownNames: []
+            ).findings.map(\.description)
+        }
+        let guarded = """
+            func start(_ body: @escaping @Sendable () async -> Void) {
+                if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+                    _ = Task.immediate(operation: body)
+                }
+            }
+            """
+        #expect(scan(guarded) == [])
+        let bare = "func start(_ body: @escaping @Sendable () async -> Void) { _ = Task.immediate(operation: body) }"
+        #expect(scan(bare) == [":1: immediate (macOS 26.0 / iOS 26.0 / tvOS 26.0 / watchOS 26.0)"])
+    }
+
     @Test func theDeploymentTargetsAreReadFromTheManifest() throws {
         let manifest = #"platforms: [.macOS(.v13), .iOS("15.4"), .tvOS(.v15), .watchOS(.v8_1)], products: [.library()]"#
         let expected: Availability = [
