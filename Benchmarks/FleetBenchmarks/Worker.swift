@@ -135,7 +135,7 @@ enum FleetWorker {
         await withDiscardingTaskGroup { group in
             while !stop.withLock({ $0 }) {
                 let elapsed = ContinuousClock.now - start
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                let seconds = elapsed.fractionalSeconds
                 let due = Int(seconds * rate) - issued
                 for _ in 0..<max(due, 0) {
                     issued += 1

@@ -146,7 +146,7 @@ extension ServiceBench {
         while streaming.stats.streamWaves == wavesBefore && ContinuousClock.now < waveLimit {}
         let queued = ContinuousClock.now - start
         let queuedCPU = cpuSeconds() - cpuBefore
-        let queuedMs = Double(queued.components.attoseconds) / 1e15 + Double(queued.components.seconds) * 1e3
+        let queuedMs = queued.fractionalSeconds * 1e3
         // The warm path while the wave's refreshes run (200 requests/s: the whole wave takes
         // held / 200 s; this samples its first seconds).
         let (duringContext, duringFitted, _) = await measureWarm(

@@ -151,7 +151,7 @@ final class InProcessControlPlane: StreamingTransport, BenchPlane, @unchecked Se
     }
 }
 
-func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+func seconds(_ d: Duration) -> Double { d.fractionalSeconds }
 func ms(_ s: Double) -> String { String(format: "%.2f ms", s * 1000) }
 
 /// Waits (real time, bounded, polling every 5 ms) until `condition` holds; returns whether it did.

@@ -62,7 +62,7 @@ func batch(_ design: Design, _ request: TransportRequest, count: Int, concurrenc
         return await group.reduce(0, +)
     }
     let elapsed = ContinuousClock.now - start
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let seconds = elapsed.fractionalSeconds
     let cpu = cpuSeconds() - cpu0
     return (Double(count) / seconds, cpu / Double(count) * 1e6, errors)
 }

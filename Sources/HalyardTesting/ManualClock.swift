@@ -29,8 +29,7 @@ public final class ManualClock: HalyardClock, Sendable {
 
     public var wallNow: Date {
         state.withLock { s in
-            s.wallOrigin.addingTimeInterval(
-                Double(s.now.components.seconds) + Double(s.now.components.attoseconds) / 1e18)
+            s.wallOrigin.addingTimeInterval(s.now.fractionalSeconds)
         }
     }
 

@@ -134,9 +134,7 @@ struct StreamServiceTests {
         let last = try #require(wave.last).at
         #expect(last - start >= .seconds(3), "1,000 requests at 200/s take 4 s of clock time after the burst")
         for request in wave {
-            let elapsed =
-                Double((request.at - start).components.seconds)
-                + Double((request.at - start).components.attoseconds) / 1e18
+            let elapsed = (request.at - start).fractionalSeconds
             let sent = wave.filter { $0.at <= request.at }.count
             // Slack: a worker takes its token, then the test's clock may move (50 ms steps)
             // before the request is recorded.

@@ -206,18 +206,43 @@ typedef struct {
     const void *owner;
 } hal_handle_cache;
 
-/// Reads a consistent (generation, bits, info) triple. Returns false when a writer is active or
-/// the cached generation is not `generation`.
-static inline bool hal_handle_cache_read(const hal_handle_cache *cache, uintptr_t generation, uint64_t *bits, uintptr_t *info) {
+/// What ``hal_handle_cache_answer`` read: `info` is `UINTPTR_MAX` when there was no consistent
+/// answer for the generation (an info word is an outcome and an index, never all ones).
+typedef struct {
+    uint64_t bits;
+    uintptr_t info;
+} hal_handle_answer;
+
+/// The seqlock read, the only one: a consistent (bits, info) pair cached for `generation`,
+/// returned by value (two registers, no address for the compiler to keep on the stack).
+/// Branch-free: one test of the returned `info` tells a consistent answer for `generation`
+/// from any other (a writer active or done meanwhile, or another generation cached).
+///
+/// Ordering, against ``hal_handle_cache_write``: the first `seq` load is an acquire (the data
+/// loads may not move above it; seeing a writer's closing release store of an even `seq`
+/// makes that writer's data visible); the acquire fence keeps the data loads above the second,
+/// relaxed `seq` load, so a writer whose data they saw any of has moved `seq` by then (its odd
+/// `seq` is ordered before its data by its release fence).
+static inline hal_handle_answer hal_handle_cache_answer(const hal_handle_cache *cache, uintptr_t generation) {
     uintptr_t s1 = __atomic_load_n(&cache->seq, __ATOMIC_ACQUIRE);
     uintptr_t g = __atomic_load_n(&cache->generation, __ATOMIC_RELAXED);
     uint64_t b = __atomic_load_n(&cache->bits, __ATOMIC_RELAXED);
     uintptr_t i = __atomic_load_n(&cache->info, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     uintptr_t s2 = __atomic_load_n(&cache->seq, __ATOMIC_RELAXED);
-    if (__builtin_expect(s1 != s2 || (s1 & 1) != 0 || g != generation, 0)) return false;
-    *bits = b;
-    *info = i;
+    uintptr_t inconsistent = (s1 ^ s2) | (s1 & 1) | (g ^ generation);
+    hal_handle_answer answer = { b, inconsistent == 0 ? i : UINTPTR_MAX };
+    return answer;
+}
+
+/// ``hal_handle_cache_answer`` for callers that want a flag and out-parameters (handles):
+/// returns false, writing nothing, when there was no consistent answer for `generation`.
+/// Inlined, it adds one compare of `info` (never all ones when consistent) to the read's own test.
+static inline bool hal_handle_cache_read(const hal_handle_cache *cache, uintptr_t generation, uint64_t *bits, uintptr_t *info) {
+    hal_handle_answer answer = hal_handle_cache_answer(cache, generation);
+    if (__builtin_expect(answer.info == UINTPTR_MAX, 0)) return false;
+    *bits = answer.bits;
+    *info = answer.info;
     return true;
 }
 
@@ -257,28 +282,6 @@ static inline void hal_keyed_slot_publish(hal_keyed_slot *slot, uint64_t w0, uin
     slot->w0 = w0;
     slot->w1 = w1;
     __atomic_store_n(&slot->answer.owner, (const void *)code, __ATOMIC_RELEASE);
-}
-
-/// What ``hal_handle_cache_answer`` read: `info` is `UINTPTR_MAX` when there was no consistent
-/// answer for the generation (an info word is an outcome and an index, never all ones).
-typedef struct {
-    uint64_t bits;
-    uintptr_t info;
-} hal_handle_answer;
-
-/// ``hal_handle_cache_read`` returning its result by value (two registers), for callers that
-/// would otherwise give the compiler an address to keep on the stack. Branch-free: one test of
-/// the returned `info` tells a consistent answer for `generation` from any other.
-static inline hal_handle_answer hal_handle_cache_answer(const hal_handle_cache *cache, uintptr_t generation) {
-    uintptr_t s1 = __atomic_load_n(&cache->seq, __ATOMIC_ACQUIRE);
-    uintptr_t g = __atomic_load_n(&cache->generation, __ATOMIC_RELAXED);
-    uint64_t b = __atomic_load_n(&cache->bits, __ATOMIC_RELAXED);
-    uintptr_t i = __atomic_load_n(&cache->info, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    uintptr_t s2 = __atomic_load_n(&cache->seq, __ATOMIC_RELAXED);
-    uintptr_t inconsistent = (s1 ^ s2) | (s1 & 1) | (g ^ generation);
-    hal_handle_answer answer = { b, inconsistent == 0 ? i : UINTPTR_MAX };
-    return answer;
 }
 
 /// Publishes a new resolution. When another writer holds the seqlock this returns without

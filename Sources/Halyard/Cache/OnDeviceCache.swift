@@ -180,7 +180,7 @@ final class OnDeviceCache: Sendable {
     private func isFresh(_ envelope: CacheEnvelope, maxAge limit: Duration? = nil) -> Bool {
         let age = configuration.clock.wallNow.timeIntervalSince(envelope.writtenDate)
         let limit = limit ?? configuration.maxAge
-        let maxAge = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+        let maxAge = limit.fractionalSeconds
         return age < maxAge && age > -300
     }
 

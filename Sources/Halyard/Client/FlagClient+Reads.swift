@@ -35,9 +35,7 @@ extension FlagClient: FlagReading {
             if read.info == .max { return readCaching(key, kind, defaultBits, known: answer) }
             return ReadRules.countCachedFailure(read.info, readCounters)
         }
-        if let clock = exposureClock,
-            ReadRules.exposureMayBeDue(mark: hal_handle_exposed_until(answer), generation: generation, clock: clock)
-        {
+        if let clock = exposureClock, ExposureMark.isDue(in: answer, generation: generation, clock: clock) {
             return readCaching(key, kind, defaultBits, known: answer)
         }
         return ReadRules.answerValue(read.info, read.bits)

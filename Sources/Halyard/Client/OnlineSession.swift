@@ -117,8 +117,7 @@ package final class OnlineSession: Sendable {
             }
             self.startEngine(fitted)
         }
-        let cap = options.cacheLookupCap.components
-        let seconds = min(max(Double(cap.seconds) + Double(cap.attoseconds) / 1e18, 0), 3600)
+        let seconds = min(max(options.cacheLookupCap.fractionalSeconds, 0), 3600)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(seconds * 1e9))) { [weak self] in
             self?.startEngine(fitted)
         }

@@ -102,11 +102,9 @@ public struct ExposureOptions: Sendable, Hashable {
         ExposureOptions.wholeSeconds(dedupWindow)
     }
 
+    /// `d` in whole seconds, rounded up, clamped to `UInt32` (0 for zero or less).
     static func wholeSeconds(_ d: Duration) -> UInt32 {
-        if d <= .zero { return 0 }
-        let (s, atto) = d.components
-        let whole = s + (atto > 0 ? 1 : 0)
-        return UInt32(clamping: whole)
+        UInt32(clamping: d.saturatingSecondsRoundedUp)
     }
 }
 

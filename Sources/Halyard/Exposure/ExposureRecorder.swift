@@ -189,7 +189,7 @@ package final class ExposureRecorder: Sendable {
 
     /// `d` in whole seconds, clamped to `UInt32`: the coarse clock's unit.
     static func seconds(_ d: Duration) -> UInt32 {
-        UInt32(clamping: d.components.seconds)
+        UInt32(clamping: d.saturatingSeconds)
     }
 
     /// Coarse whole seconds since the recorder started: one relaxed atomic load, no lock.

@@ -25,16 +25,6 @@ extension ReadRules {
         UInt8(truncatingIfNeeded: info) == ReadOutcome.success.rawValue ? bits : nil
     }
 
-    /// Whether an exposure may be due for a served answer: its mark (set by ``cache(_:of:in:)``
-    /// from the flag's exposure slot) is for another generation, or its deadline has passed.
-    /// The read then goes through the snapshot, where ``finish(_:default:as:sink:counters:)``
-    /// records it.
-    @inline(__always)
-    static func exposureMayBeDue(mark: UInt64, generation: UInt, clock: UnsafePointer<hal_atomic_word>) -> Bool {
-        mark & 0xFFFF_FFFF != UInt64(truncatingIfNeeded: generation) & 0xFFFF_FFFF
-            || mark >> 32 <= UInt64(hal_load_relaxed(clock))
-    }
-
     /// Counts a failed read served from a cached answer (as ``finish(_:default:as:sink:counters:)``
     /// counts one), and returns the default's nil.
     @inline(never)
@@ -55,8 +45,8 @@ extension ReadRules {
         }
         hal_handle_cache_write(answer, generation, lookup.bits, UInt(lookup.outcome.rawValue) | UInt(lookup.index) << 8)
         if lookup.outcome == .success || lookup.outcome == .codeDefault {
-            let deadline = UInt64(hal_load_relaxed(slots + lookup.index))
-            hal_handle_set_exposed_until(answer, deadline << 32 | UInt64(truncatingIfNeeded: generation) & 0xFFFF_FFFF)
+            let deadline = UInt32(truncatingIfNeeded: hal_load_relaxed(slots + lookup.index))
+            ExposureMark.store(in: answer, deadline: deadline, generation: generation)
         }
     }
 }

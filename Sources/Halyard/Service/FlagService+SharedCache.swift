@@ -32,14 +32,16 @@ final class StreamLearning: Sendable {
 /// 3. Redis unavailable (breaker open, deadline, connection) at any step: the pod fetches
 ///    alone, exactly as without a shared cache.
 struct SharedFetchPlan: Sendable {
-    let refreshAfter: Duration
-    let maxStaleness: Duration
+    /// `refreshAfter` in whole milliseconds (saturating: entries carry wall milliseconds).
+    let refreshAfterMilliseconds: Int64
+    /// `maxStaleness` in whole milliseconds (saturating).
+    let maxStalenessMilliseconds: Int64
     let clock: any HalyardClock
     let streamLearning: StreamLearning?
 
     init(options: FlagServiceOptions, streamLearning: StreamLearning?) {
-        refreshAfter = options.refreshAfter
-        maxStaleness = options.maxStaleness
+        refreshAfterMilliseconds = options.refreshAfter.saturatingMilliseconds
+        maxStalenessMilliseconds = options.maxStaleness.saturatingMilliseconds
         clock = options.clock
         self.streamLearning = streamLearning
     }
@@ -55,12 +57,12 @@ struct SharedFetchPlan: Sendable {
         let fingerprint = fitted.fingerprint
         // The event's arrival on the wall clock (entries carry wall times: pods share no clock).
         let eventWall = start.eventAt.map { eventAt in
-            SharedTier.milliseconds(clock.wallNow) - Self.milliseconds(clock.monotonicNow - eventAt)
+            SharedTier.milliseconds(clock.wallNow) - (clock.monotonicNow - eventAt).saturatingMilliseconds
         }
 
         func answers(_ entry: SharedEntry) -> Bool {
             let age = SharedTier.milliseconds(clock.wallNow) - entry.confirmedAt
-            guard age <= Self.milliseconds(refreshAfter) else { return false }
+            guard age <= refreshAfterMilliseconds else { return false }
             guard let eventWall else { return true }
             if let version = start.flagConfig, entry.flagConfig == version { return true }
             return entry.confirmedAt >= eventWall
@@ -110,7 +112,7 @@ struct SharedFetchPlan: Sendable {
         case .entry(let entry):
             tier.noteUnusable()
             let age = SharedTier.milliseconds(clock.wallNow) - entry.confirmedAt
-            if start.previous == nil, age <= Self.milliseconds(maxStaleness) { return served(entry) }
+            if start.previous == nil, age <= maxStalenessMilliseconds { return served(entry) }
         case .none:
             break
         case .unavailable:
@@ -156,11 +158,6 @@ struct SharedFetchPlan: Sendable {
             }
         }
         return nil
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }
 

@@ -273,10 +273,9 @@ final class ServiceFetcher: Sendable {
         }
     }
 
+    /// `d` in whole nanoseconds for an atomic word: saturating, a negative one 0.
     private static func nanoseconds(_ d: Duration) -> UInt {
-        let c = d.components
-        guard c.seconds >= 0 else { return 0 }
-        return UInt(clamping: c.seconds &* 1_000_000_000 &+ c.attoseconds / 1_000_000_000)
+        UInt(clamping: d.saturatingNanoseconds)
     }
 
     private static func duration(_ ns: UInt) -> Duration { .nanoseconds(Int64(clamping: ns)) }

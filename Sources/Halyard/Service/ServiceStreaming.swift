@@ -224,12 +224,9 @@ final class ServiceStreaming: Sendable {
         }
     }
 
-    /// `duration` in whole nanoseconds (saturating).
+    /// `duration` in whole nanoseconds (saturating), above `Int64.min`: that is "no wave yet".
     private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return seconds < 0 ? .min + 1 : .max }
-        return scaled &+ attoseconds / 1_000_000_000
+        max(duration.saturatingNanoseconds, .min + 1)
     }
 
     /// Gives back a token taken for a context that another worker sent first.
@@ -244,7 +241,7 @@ final class ServiceStreaming: Sendable {
             let wait = bucket.withLock { b -> Duration in
                 let now = clock.monotonicNow
                 let elapsed = now - b.updatedAt
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                let seconds = elapsed.fractionalSeconds
                 b.tokens = min(Self.requestsPerSecond, b.tokens + seconds * Self.requestsPerSecond)
                 b.updatedAt = now
                 if b.tokens >= 1 {

@@ -61,7 +61,7 @@ package final class RedisClient: @unchecked Sendable {
         let deadline = ContinuousClock.now + (timeout ?? self.timeout)
         guard !commands.isEmpty else { return [] }
         let wait = ContinuousClock.now.duration(to: deadline)
-        guard wait > .zero, lock.lock(before: Date(timeIntervalSinceNow: Self.seconds(wait))) else {
+        guard wait > .zero, lock.lock(before: Date(timeIntervalSinceNow: wait.fractionalSeconds)) else {
             throw .timeout
         }
         defer { lock.unlock() }
@@ -133,10 +133,5 @@ package final class RedisClient: @unchecked Sendable {
     /// `PING`: throws unless the server answers `PONG`.
     package func ping(timeout: Duration? = nil) throws(RedisError) {
         guard case .simple("PONG") = try send(.ping, timeout: timeout) else { throw .unexpectedReply(command: "PING") }
-    }
-
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

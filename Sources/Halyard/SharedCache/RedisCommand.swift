@@ -59,14 +59,10 @@ package struct RedisCommand: Sendable, Hashable {
     /// `PING`.
     package static let ping = RedisCommand("PING")
 
-    /// A duration in whole milliseconds, rounded up, at least 1 (`PX 0` is refused by Redis).
+    /// A duration in whole milliseconds, rounded up, at least 1 (`PX 0` is refused by Redis) and
+    /// at most `Int64.max / 2` (Redis refuses an expiry that overflows its clock when added).
     package static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 1 }
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-        if overflow { return Int64.max / 2 }
-        let fraction = (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        return max(1, whole + fraction)
+        min(max(duration.saturatingMillisecondsRoundedUp, 1), Int64.max / 2)
     }
 
     /// Appends the RESP2 form: `*N`, then `$len` and the bytes of each argument.

@@ -26,7 +26,7 @@
             do throws(EventStreamError) {
                 let output = try parser.feed(bytes[start..<end])
                 transcript.events += output.events.map { [$0.type, $0.data, $0.lastEventID] }
-                if let retry = output.retry { transcript.retryMilliseconds = Self.milliseconds(retry) }
+                if let retry = output.retry { transcript.retryMilliseconds = retry.saturatingMilliseconds }
                 transcript.sawBytes = transcript.sawBytes || output.sawBytes
             } catch {
                 switch error {
@@ -41,9 +41,5 @@
             start = end
         }
         return transcript
-    }
-
-    private static func milliseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds &* 1000 &+ duration.components.attoseconds / 1_000_000_000_000_000
     }
 }

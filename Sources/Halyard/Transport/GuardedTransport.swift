@@ -99,11 +99,7 @@ package struct GuardedTransport: FlagTransport {
 
     /// `duration` for a Dispatch deadline (whole nanoseconds, saturating).
     static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return .nanoseconds(0) }
-        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        let (total, overflowAgain) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return .nanoseconds(overflow || overflowAgain ? Int.max : Int(clamping: total))
+        .nanoseconds(Int(clamping: max(duration.saturatingNanoseconds, 0)))
     }
 }
 

@@ -40,8 +40,7 @@ final class LoopbackTransport: FlagTransport, @unchecked Sendable {
         urlRequest.httpMethod = request.method
         urlRequest.httpBody = request.body
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
-        let (seconds, atto) = request.timeout.components
-        urlRequest.timeoutInterval = max(0.05, Double(seconds) + Double(atto) / 1e18)
+        urlRequest.timeoutInterval = max(0.05, request.timeout.fractionalSeconds)
         do {
             let (data, response) = try await Self.perform(session, urlRequest)
             var headers: [String: String] = [:]

@@ -87,7 +87,7 @@ extension SplitMix64 {
 
     /// A duration of whole milliseconds in `0...maximum`.
     mutating func duration(upTo maximum: Duration) -> Duration {
-        let milliseconds = maximum.components.seconds * 1_000 + maximum.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds = maximum.saturatingMilliseconds
         return .milliseconds(Int64.random(in: 0...max(milliseconds, 0), using: &self))
     }
 

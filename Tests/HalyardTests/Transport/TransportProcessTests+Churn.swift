@@ -242,7 +242,7 @@ import Testing
         }
 
         static func seconds(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            duration.fractionalSeconds
         }
 
         /// Writes every sample to `HALYARD_CHURN_CSV` when set.

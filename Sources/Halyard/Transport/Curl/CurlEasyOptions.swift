@@ -83,12 +83,7 @@
         /// `duration` in whole milliseconds for a `*_MS` option, at least 1 (0 would mean "no
         /// timeout" to libcurl).
         static func milliseconds(_ duration: Duration) -> Int {
-            let (seconds, attoseconds) = duration.components
-            let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-            if overflow { return seconds < 0 ? 1 : Int.max }
-            let (total, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
-            if overflowAgain { return Int.max }
-            return Int(clamping: max(total, 1))
+            Int(clamping: max(duration.saturatingMilliseconds, 1))
         }
     }
 #endif

@@ -217,21 +217,22 @@
         private func pollTimeout(idleSince: ContinuousClock.Instant?) -> Int32 {
             if let idleSince {
                 let left = Self.idleLinger - (ContinuousClock.now - idleSince)
-                return Int32(clamping: max(Self.milliseconds(left) + 1, 1))
+                return Int32(clamping: max(Self.millisecondsAndOne(left), 1))
             }
             var timeout = -1
             _ = hal_curl_multi_timeout(library.api, multi, &timeout)
             var wait = timeout < 0 ? 1000 : min(timeout, 1000)
             if let nearest = active.values.lazy.map(\.deadline).min() {
-                wait = min(wait, max(Self.milliseconds(nearest - ContinuousClock.now) + 1, 0))
+                wait = min(wait, max(Self.millisecondsAndOne(nearest - ContinuousClock.now), 0))
             }
             return Int32(clamping: wait)
         }
 
-        private static func milliseconds(_ duration: Duration) -> Int {
-            Int(
-                clamping: duration.components.seconds * 1000 + duration.components.attoseconds
-                    / 1_000_000_000_000_000)
+        /// `duration`'s whole milliseconds (truncated toward zero) and one more, so a poll wakes
+        /// after the time, not before it; saturating (a far deadline or a negative one is no trap).
+        static func millisecondsAndOne(_ duration: Duration) -> Int {
+            let (sum, overflow) = Int(clamping: duration.saturatingMilliseconds).addingReportingOverflow(1)
+            return overflow ? .max : sum
         }
     }
 #endif

@@ -39,7 +39,7 @@ final class URLSessionStream: Sendable {
     func start(_ task: URLSessionDataTask, headTimeout: Duration) {
         self.task.withLock { $0 = task }
         task.resume()
-        DispatchQueue.global().asyncAfter(deadline: .now() + Self.seconds(headTimeout)) { [weak self] in
+        DispatchQueue.global().asyncAfter(deadline: .now() + headTimeout.fractionalSeconds) { [weak self] in
             guard let self else { return }
             if !self.state.withLock({ $0.headDelivered }) { self.fail(.timedOut) }
         }
@@ -149,7 +149,7 @@ final class URLSessionStream: Sendable {
             return inactivity - (ContinuousClock.now - s.lastActivity)
         }
         guard let wait else { return }
-        DispatchQueue.global().asyncAfter(deadline: .now() + Self.seconds(max(wait, .milliseconds(1)))) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + max(wait, .milliseconds(1)).fractionalSeconds) {
             [weak self] in
             guard let self else { return }
             let expired = self.state.withLock { s -> Bool? in
@@ -162,9 +162,5 @@ final class URLSessionStream: Sendable {
             case nil: break
             }
         }
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

@@ -25,7 +25,7 @@ extension URLSessionTransport: StreamingTransport {
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
         // URLSession's own (idle) timeout is only a backstop behind the stream's timers.
         let backstop = max(request.timeout, inactivityTimeout) + .seconds(5)
-        urlRequest.timeoutInterval = Double(backstop.components.seconds) + 1
+        urlRequest.timeoutInterval = Double(backstop.saturatingSeconds) + 1
         let task = session.dataTask(with: urlRequest)
         let stream = URLSessionStream(inactivity: inactivityTimeout)
         delegate.streams.withLock { $0[task.taskIdentifier] = stream }

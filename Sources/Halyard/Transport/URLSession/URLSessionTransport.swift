@@ -56,7 +56,7 @@ public final class URLSessionTransport: FlagTransport, Sendable {
 
     private func transfer(_ request: TransportRequest, timeout: Duration) async throws -> TransportResponse {
         var urlRequest = Self.urlRequest(request)
-        let seconds = max(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18, 0.001)
+        let seconds = max(timeout.fractionalSeconds, 0.001)
         urlRequest.timeoutInterval = seconds.rounded(.up) + 1
         let limit = max(request.maxResponseBytes, 0)
 
@@ -104,8 +104,7 @@ public final class URLSessionTransport: FlagTransport, Sendable {
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         urlRequest.httpBody = request.body.isEmpty && request.method.uppercased() == "GET" ? nil : request.body
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
-        let seconds = max(
-            Double(request.timeout.components.seconds) + Double(request.timeout.components.attoseconds) / 1e18, 0.001)
+        let seconds = max(request.timeout.fractionalSeconds, 0.001)
         // Our own deadline in `send` enforces the total timeout precisely; URLSession's (idle)
         // timeout is a backstop only: on Linux it works in whole seconds and 0 fires at once.
         urlRequest.timeoutInterval = seconds.rounded(.up) + 1
