@@ -1423,7 +1423,8 @@ import Testing
     /// Whether `finding` is part of the known gap (``knownGapNames``, ``knownGapCeiling``).
     static func isKnownGap(_ finding: Finding) -> Bool {
         knownGapNames.contains(finding.name) && !finding.needs.isEmpty
-            && finding.needs.allSatisfy { platform, version in knownGapCeiling[platform].map { version <= $0 } ?? false }
+            && finding.needs.allSatisfy { platform, version in knownGapCeiling[platform].map { version <= $0 } ?? false
+            }
     }
 
     @Test func theKnownGapIsOnlyTheDurationFamilyOnIOSTvOSAndWatchOS() {
