@@ -5,9 +5,9 @@ import PackageDescription
 //
 // Layout:
 //   Sources/Halyard            the library, one folder per concern (docs/architecture.md has the map):
-//                              Values, Context, Snapshot, Transport, OFREP, Streaming, Refresh,
-//                              Exposure, Cache, Reads, Client, Service, Support
-//   Sources/CHalyardAtomics    C11 atomics and the hazard-pointer records used by the snapshot store
+//                              Values, Context, Layout, Snapshot, Transport, OFREP, Streaming, Refresh,
+//                              Exposure, Cache, Reads, Client, Service, SharedCache, Support
+//   Sources/CHalyardAtomics    C11 atomics, the hazard-pointer records of the snapshot store, image ranges
 //   Sources/CZlib              zlib through a system-library target (Debian: zlib1g-dev)
 //   Sources/CHalyardCurl       libcurl loaded at run time (dlopen), Linux only: no libcurl header or -dev package
 //   Sources/HalyardTesting     an in-memory control plane for application tests (SPEC §10)

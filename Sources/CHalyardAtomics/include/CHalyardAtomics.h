@@ -213,36 +213,53 @@ typedef struct {
     uintptr_t info;
 } hal_handle_answer;
 
-/// The seqlock read, the only one: a consistent (bits, info) pair cached for `generation`,
-/// returned by value (two registers, no address for the compiler to keep on the stack).
-/// Branch-free: one test of the returned `info` tells a consistent answer for `generation`
-/// from any other (a writer active or done meanwhile, or another generation cached).
+/// The seqlock's loads, the only ones: both readers below test what this returns, each in the
+/// shape its caller compiles best (a handle's early-exit branch, the keyed path's branch-free
+/// select), so the protocol is written once and neither pays for the other's test.
 ///
 /// Ordering, against ``hal_handle_cache_write``: the first `seq` load is an acquire (the data
 /// loads may not move above it; seeing a writer's closing release store of an even `seq`
 /// makes that writer's data visible); the acquire fence keeps the data loads above the second,
 /// relaxed `seq` load, so a writer whose data they saw any of has moved `seq` by then (its odd
-/// `seq` is ordered before its data by its release fence).
-static inline hal_handle_answer hal_handle_cache_answer(const hal_handle_cache *cache, uintptr_t generation) {
-    uintptr_t s1 = __atomic_load_n(&cache->seq, __ATOMIC_ACQUIRE);
-    uintptr_t g = __atomic_load_n(&cache->generation, __ATOMIC_RELAXED);
-    uint64_t b = __atomic_load_n(&cache->bits, __ATOMIC_RELAXED);
-    uintptr_t i = __atomic_load_n(&cache->info, __ATOMIC_RELAXED);
+/// `seq` is ordered before its data by its release fence). The read is consistent when both
+/// `seq` loads are equal and even.
+typedef struct {
+    uintptr_t s1;
+    uintptr_t generation;
+    uint64_t bits;
+    uintptr_t info;
+    uintptr_t s2;
+} hal_handle_cache_loads;
+
+static inline hal_handle_cache_loads hal_handle_cache_load(const hal_handle_cache *cache) {
+    hal_handle_cache_loads l;
+    l.s1 = __atomic_load_n(&cache->seq, __ATOMIC_ACQUIRE);
+    l.generation = __atomic_load_n(&cache->generation, __ATOMIC_RELAXED);
+    l.bits = __atomic_load_n(&cache->bits, __ATOMIC_RELAXED);
+    l.info = __atomic_load_n(&cache->info, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    uintptr_t s2 = __atomic_load_n(&cache->seq, __ATOMIC_RELAXED);
-    uintptr_t inconsistent = (s1 ^ s2) | (s1 & 1) | (g ^ generation);
-    hal_handle_answer answer = { b, inconsistent == 0 ? i : UINTPTR_MAX };
+    l.s2 = __atomic_load_n(&cache->seq, __ATOMIC_RELAXED);
+    return l;
+}
+
+/// A consistent (bits, info) pair cached for `generation`, returned by value (two registers,
+/// no address for the compiler to keep on the stack). Branch-free: one test of the returned
+/// `info` tells a consistent answer for `generation` from any other (a writer active or done
+/// meanwhile, or another generation cached).
+static inline hal_handle_answer hal_handle_cache_answer(const hal_handle_cache *cache, uintptr_t generation) {
+    hal_handle_cache_loads l = hal_handle_cache_load(cache);
+    uintptr_t inconsistent = (l.s1 ^ l.s2) | (l.s1 & 1) | (l.generation ^ generation);
+    hal_handle_answer answer = { l.bits, inconsistent == 0 ? l.info : UINTPTR_MAX };
     return answer;
 }
 
-/// ``hal_handle_cache_answer`` for callers that want a flag and out-parameters (handles):
-/// returns false, writing nothing, when there was no consistent answer for `generation`.
-/// Inlined, it adds one compare of `info` (never all ones when consistent) to the read's own test.
+/// Reads a consistent (bits, info) pair for `generation` into the out-parameters (handles):
+/// false, writing nothing, when a writer is active or the cached generation is not `generation`.
 static inline bool hal_handle_cache_read(const hal_handle_cache *cache, uintptr_t generation, uint64_t *bits, uintptr_t *info) {
-    hal_handle_answer answer = hal_handle_cache_answer(cache, generation);
-    if (__builtin_expect(answer.info == UINTPTR_MAX, 0)) return false;
-    *bits = answer.bits;
-    *info = answer.info;
+    hal_handle_cache_loads l = hal_handle_cache_load(cache);
+    if (__builtin_expect(l.s1 != l.s2 || (l.s1 & 1) != 0 || l.generation != generation, 0)) return false;
+    *bits = l.bits;
+    *info = l.info;
     return true;
 }
 
