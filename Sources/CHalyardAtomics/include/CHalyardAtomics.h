@@ -46,11 +46,20 @@ static inline bool hal_compare_exchange(hal_atomic_word *w, uintptr_t *expected,
 static inline uintptr_t hal_fetch_add(hal_atomic_word *w, uintptr_t delta) {
     return __atomic_fetch_add(&w->value, delta, __ATOMIC_RELAXED);
 }
+/// 8-byte alignment for a 64-bit field where the ABI gives less (i386 aligns a `uint64_t` member
+/// to 4, and its atomic accesses would then not be single instructions); nothing on 64-bit
+/// targets, whose ABI already aligns it so (the layout checks at the end assert both).
+#if UINTPTR_MAX != UINT64_MAX
+#define HAL_ALIGN8 _Alignas(8)
+#else
+#define HAL_ALIGN8
+#endif
+
 /// A 64-bit word accessed only atomically (fixed width on every platform, also where
 /// `uintptr_t` is 32 bits, e.g. watchOS arm64_32).
-/// Aligned to 8 bytes everywhere (i386's ABI aligns a `uint64_t` member to 4), so its atomic
-/// accesses are single instructions, never a lock.
-typedef struct { _Alignas(8) uint64_t value; } hal_atomic_u64;
+/// Aligned to 8 bytes everywhere (``HAL_ALIGN8``), so its atomic accesses are single
+/// instructions, never a lock.
+typedef struct { HAL_ALIGN8 uint64_t value; } hal_atomic_u64;
 
 static inline uint64_t hal_load_relaxed_u64(const hal_atomic_u64 *w) {
     return __atomic_load_n(&w->value, __ATOMIC_RELAXED);
@@ -197,7 +206,7 @@ intptr_t hal_hazard_record_count(void);
 typedef struct {
     uintptr_t seq;
     uintptr_t generation;
-    _Alignas(8) uint64_t bits;
+    HAL_ALIGN8 uint64_t bits;
     uintptr_t info;
     /// Exposure mark: (coarse second until which no record is needed) << 32 | (low 32 bits of
     /// the generation it was set for). Fixed 64 bits on every platform.
