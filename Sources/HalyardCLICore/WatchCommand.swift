@@ -46,11 +46,16 @@ enum WatchCommand {
         var printer = ChangePrinter(console: console, json: parsed.flags.contains("json"))
         let events = client.events()
         printer.show(flags: client.servedFlags, status: client.status)
-        for await event in events {
-            if case .error(_, let message) = event { printer.problem(message) }
-            printer.show(flags: client.servedFlags, status: client.status)
-            if console.outputClosed { stopper.outputClosed() }
-            if client.status == .fatal { break }
+        // A refusal answered before the subscription above sends no event: the status is
+        // already FATAL here, and waiting for an event would wait for ever. A refusal after it
+        // arrives as an event and ends the loop.
+        if client.status != .fatal {
+            for await event in events {
+                if case .error(_, let message) = event { printer.problem(message) }
+                printer.show(flags: client.servedFlags, status: client.status)
+                if console.outputClosed { stopper.outputClosed() }
+                if client.status == .fatal { break }
+            }
         }
         _ = await client.shutdown(timeout: .seconds(5))
         if let status = stopper.exitStatus { return status }
