@@ -23,6 +23,20 @@ import Testing
         #expect(ExposureMark.encode(deadline: 0, generation: 0xFFFF_FFFF) == 0xFFFF_FFFF)
     }
 
+    /// The handle path's own copy of the encoding (kept for speed, `HandleSlot.mark`) is the
+    /// same rule.
+    @Test func theHandlesCopyOfTheEncodingAgrees() {
+        var random = SplitMix64(seed: 48)
+        for _ in 0..<10_000 {
+            let deadline = UInt32(truncatingIfNeeded: random.next())
+            let generation = UInt(truncatingIfNeeded: random.next())
+            #expect(
+                HandleSlot.mark(UInt64(deadline), generation)
+                    == ExposureMark.encode(deadline: deadline, generation: generation))
+        }
+        #expect(HandleSlot.mark(UInt64(UInt32.max), .max) == ExposureMark.encode(deadline: .max, generation: .max))
+    }
+
     @Test func onlyTheGenerationsLow32BitsAreKept() {
         let generation = UInt(truncatingIfNeeded: UInt64(0x1_0000_0007))
         #expect(ExposureMark.encode(deadline: 9, generation: generation) & 0xFFFF_FFFF == 7)

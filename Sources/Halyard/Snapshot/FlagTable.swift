@@ -176,16 +176,24 @@ struct FlagTable: @unchecked Sendable {
     ) -> Int? {
         guard let index = keys.bytesIndexOutOfLine(of: key) else { return nil }
         guard length <= 0xFFFF_FFFF, index < 0xFFFF_FFFF else { return index }
-        let (w0, w1) = StringLayout.words(key)
-        guard StringLayout.isLiteralInImage(w0, w1) else { return index }
         let answer = length << 32 | UInt(index + 1)
+        // Where the bytes lie is checked (under a lock) once, and only when a free slot is
+        // found: a literal whose probes are all taken by others costs no check per read.
+        var located = false
         var position = Int(truncatingIfNeeded: FlagTable.mix(UInt64(address), 0x9E37_79B9_7F4A_7C15)) & literalMask
         for _ in 0..<FlagTable.literalProbes {
             let pair = literals + 2 &* position
-            var expected: UInt = 0
-            if hal_compare_exchange(pair, &expected, address) {
-                hal_store_release(pair + 1, answer)
-                return index
+            var expected = hal_load_relaxed(pair)
+            if expected == 0 {
+                if !located {
+                    let (w0, w1) = StringLayout.words(key)
+                    guard StringLayout.isLiteralInImage(w0, w1) else { return index }
+                    located = true
+                }
+                if hal_compare_exchange(pair, &expected, address) {
+                    hal_store_release(pair + 1, answer)
+                    return index
+                }
             }
             // Another reader claimed this slot: for the same literal (it writes the same
             // answer), or for another one (probe on).
