@@ -39,7 +39,7 @@ public final class FlagService: Sendable {
     let memo: FittingMemo
     /// The event stream (ServiceStreaming.swift, FlagService+Streaming.swift), nil without one.
     let streaming: ServiceStreaming?
-    /// The fleet's shared cache (SPEC §15, FlagService+SharedCache.swift), nil without one.
+    /// The fleet's shared cache (SPEC §15, SharedFetchPlan.swift, SharedTier+Service.swift), nil without one.
     let sharedTier: SharedTier?
     /// Whether this service still has to learn the event stream from a control-plane answer of
     /// its own before it may be served from the shared cache alone (nil without a stream).

@@ -6,17 +6,18 @@ import Foundation
 // unambiguous binary form (lengths before bytes, a tag before each value): a head (targeting
 // key, kind, counts) and one record per attribute (name and value). Each record gets a 64-bit
 // hash, mixed in while it is written (a folded multiply per word or small string, a value's
-// tag with its payload, keyed by per-memo random words; `ContextEncoder.hash`), so no byte is
-// read back; the record hashes are summed, so a dictionary's iteration order (which differs
-// between equal dictionaries) does not matter, and mixed with the head's. The memo's table is
-// keyed by the result itself; `EvaluationContext`'s own `Hashable` runs a seeded `Hasher` (a
-// full SipHash finalization) per attribute.
+// tag with its payload, keyed by per-memo random words, FittingMemo+HashKeys.swift;
+// `ContextEncoder.hash`, ContextEncoder.swift), so no byte is read back; the record hashes
+// are summed, so a dictionary's iteration order (which differs between equal dictionaries)
+// does not matter, and mixed with the head's. The memo's table is keyed by the result itself;
+// `EvaluationContext`'s own `Hashable` runs a seeded `Hasher` (a full SipHash finalization)
+// per attribute.
 //
 // **Equality: exact, byte for byte.** An entry keeps its records' bytes in one buffer, after
 // an open-addressing table of the records by hash; a probe finds each of its records there
 // (one or two steps, whatever order its dictionary iterates in) and compares the bytes
-// inline, a word at a time (`FittingMemo.Entry.same`: no `memcmp` call per record).
-// No `String` or `JSONValue` is copied, retained or hashed again
+// inline, a word at a time (`FittingMemo.Entry.same`, FittingMemo+Matching.swift: no
+// `memcmp` call per record). No `String` or `JSONValue` is copied, retained or hashed again
 // (`Dictionary.==` looks up every key in the other dictionary, hashing each name anew).
 // Strings are their UTF-8 bytes (a string of up to 15 bytes in Swift's small form: the two
 // words that hold those bytes, `StringLayout`) and doubles their bit patterns: stricter
