@@ -6,7 +6,9 @@ import PackageDescription
 // Layout:
 //   Sources/Halyard            the library, one folder per concern (docs/architecture.md has the map):
 //                              Values, Context, Layout, Snapshot, Transport, OFREP, Streaming, Refresh,
-//                              Exposure, Cache, Reads, Client, Service, SharedCache, Support
+//                              Exposure, Cache, Reads, Client, Service, SharedCache, Support; a subfolder
+//                              belongs to its folder (Service/Cache, Service/Memo, Service/Fetching, ...,
+//                              SharedCache/Redis, Exposure/OTLP, Transport/Curl, Transport/URLSession)
 //   Sources/CHalyardAtomics    C11 atomics, the hazard-pointer records of the snapshot store, image ranges
 //   Sources/CZlib              zlib through a system-library target (Debian: zlib1g-dev)
 //   Sources/CHalyardCurl       libcurl loaded at run time (dlopen), Linux only: no libcurl header or -dev package

@@ -42,7 +42,7 @@ public final class FlagClient: Sendable {
     /// The store's generation word, which those answers are checked against (the store lives
     /// as long as the client).
     nonisolated(unsafe) let generationWord: UnsafePointer<hal_atomic_word>
-    /// The handles' shared state, created with the first handle (FlagHandle.swift).
+    /// The handles' shared state, created with the first handle (HandleDomain.swift).
     let handleDomainBox = Locked<HandleDomain?>(nil)
 
     /// Creates a client in offline mode: it serves `offlineValues` (reason `STATIC`), does no

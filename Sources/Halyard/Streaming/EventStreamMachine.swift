@@ -349,56 +349,6 @@ struct EventStreamMachine: Sendable {
         return finish(actions)
     }
 
-    // MARK: - Routing
-
-    /// The fetch a `data` payload asks for: a JSON object whose `type` is `refetchEvaluation`
-    /// (nothing else is looked at to route), nil for anything else.
-    static func route(_ data: String) -> Fetch? {
-        guard let value = try? JSONValue(parsing: data, limits: .ofrepResponse), case .object(let object) = value,
-            case .string(let type)? = object["type"], type == "refetchEvaluation"
-        else { return nil }
-        return Fetch(
-            reason: .event,
-            flagConfig: FlagConfigVersion(
-                etag: parameter(object["etag"]), lastModified: parameter(object["lastModified"])))
-    }
-
-    /// A string verbatim, a number as its digits; anything else is not forwarded.
-    /// An integral, finite `value` written out in decimal digits (`1e20` → `100000000000000000000`).
-    static func integralDigits(_ value: Double) -> String {
-        if let exact = Int64(exactly: value) { return String(exact) }
-        // |value| >= 2^63: significand × 2^exponent, doubled digit by digit (little-endian).
-        var digits = Array(String(value.significandBitPattern | (1 << 52)).utf8.reversed().map { Int($0 - 48) })
-        for _ in 0..<(Int(value.exponent) - 52) {
-            var carry = 0
-            for i in digits.indices {
-                let doubled = digits[i] * 2 + carry
-                digits[i] = doubled % 10
-                carry = doubled / 10
-            }
-            if carry > 0 { digits.append(carry) }
-        }
-        let text = String(decoding: digits.reversed().map { UInt8($0 + 48) }, as: UTF8.self)
-        return value < 0 ? "-" + text : text
-    }
-
-    /// Longer than this (UTF-8 bytes), a value is dropped: the fetch goes without it rather
-    /// than with a URL a server refuses (SPEC §14: *default* 1 KiB).
-    static let maxParameterBytes = 1_024
-
-    private static func parameter(_ value: JSONValue?) -> String? {
-        let text: String
-        switch value {
-        case .string(let s): text = s
-        case .int(let i): text = String(i)
-        case .double(let d) where d.isFinite:
-            // An integral number as its digits, however large (never `1e+20`).
-            text = d.rounded() == d ? integralDigits(d) : String(d)
-        default: return nil
-        }
-        return text.utf8.count <= maxParameterBytes ? text : nil
-    }
-
     // MARK: - Internals
 
     private mutating func finish(_ actions: [Action]) -> [Action] {

@@ -1,20 +1,5 @@
 import Foundation
 
-/// Whether a service still has to learn its event stream from a control-plane answer of its
-/// own (SPEC §15, "Streams"): a pod served only from the shared cache would never see the
-/// advertisement, so its first fetch goes to the control plane whatever the shared cache holds.
-final class StreamLearning: Sendable {
-    private let pending = AtomicU64(1)
-
-    /// Takes the one unconditional fetch: true for one caller until ``giveBack()``.
-    func take() -> Bool {
-        pending.compareExchange(expected: 1, desired: 0)
-    }
-
-    /// That fetch did not get an answer with values: the next fetch tries again.
-    func giveBack() { pending.store(1) }
-}
-
 /// One flight's fetch through the fleet's shared cache (SPEC §15, docs/fleet.md, "A fetch,
 /// step by step"), run in the flight's task, never on a read:
 ///
@@ -158,31 +143,5 @@ struct SharedFetchPlan: Sendable {
             }
         }
         return nil
-    }
-}
-
-extension SharedTier {
-    /// The tier for a service's options, or nil when it has none or cannot use the one it has
-    /// (then it logs one warning and the service runs on its own cache).
-    static func make(options: FlagServiceOptions) -> SharedTier? {
-        guard let shared = options.sharedCache, let endpoint = try? shared.redisEndpoint() else { return nil }
-        if endpoint.tls {
-            options.logHandler?(
-                .warning,
-                "sharedCache \(shared): rediss:// (TLS) is not supported by Halyard's Redis client yet; the service runs on its own cache only"
-            )
-            return nil
-        }
-        if !endpoint.isLoopback {
-            options.logHandler?(
-                .warning,
-                "sharedCache \(shared) is plain redis:// to a host that is not loopback: entries are authenticated, not encrypted"
-            )
-        }
-        return SharedTier(
-            client: RedisClient(endpoint: endpoint),
-            keys: Keys(baseURL: options.baseURL, key: options.key, appID: options.appID),
-            leaseDuration: options.requestTimeout + .seconds(1), entryLifetime: options.maxStaleness,
-            clock: options.clock, logHandler: options.logHandler)
     }
 }

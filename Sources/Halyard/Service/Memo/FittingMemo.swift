@@ -5,13 +5,13 @@ import CHalyardAtomics
 /// (SPEC §12, docs/service.md, "The warm path").
 ///
 /// Keyed by a hash of the context computed in one pass, and checked with an exact comparison
-/// (FittingMemo+Key.swift): two different contexts never share an entry, even when their
+/// (FittingMemo+Key.swift, FittingMemo+Matching.swift): two different contexts never share an entry, even when their
 /// hashes collide (they share a table slot and are told apart byte for byte). Bounded by count
 /// and by estimated bytes, split over shards (each with its own lock and its share of both
 /// bounds): a million distinct users cannot grow it. A full shard evicts an arbitrary entry
 /// (``Table/removeAny()``): a memo miss costs one fitting, nothing is fetched for it.
 final class FittingMemo: Sendable {
-    /// One memoized context: its binary form (FittingMemo+Key.swift) and its fitted form.
+    /// One memoized context: its binary form (FittingMemo+Key.swift, ContextEncoder.swift) and its fitted form.
     /// The binary form is one buffer the entry owns: first a table of the attribute records
     /// by hash (open addressing over ``slotMask`` + 1 slots, at most three quarters full; a
     /// slot is one word, ``slot(hash:start:count:)``, and an empty slot is 0, which no record

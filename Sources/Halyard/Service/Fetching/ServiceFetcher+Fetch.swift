@@ -1,0 +1,238 @@
+import Foundation
+
+extension ServiceFetcher {
+    /// Fetches the values of `context`, with `If-None-Match: etag` when given. A cold fetch
+    /// that waits for a slot is dropped (counted, not sent) when every request waiting on
+    /// `flight` leaves first. A `probe` (a held entry about to expire) passes the service-wide
+    /// pause, never a 429's `Retry-After`.
+    func fetch(
+        _ context: FittedContext, etag: String?, priority: FetchPriority = .cold, flight: ContextFlight? = nil,
+        flagConfig: FlagConfigVersion? = nil, probe: Bool = false
+    ) async -> Result {
+        switch await acquire(priority, flight: flight, probe: probe) {
+        case .granted: break
+        case .refused(let until): return .skipped(until: until)
+        case .shed: return .shed
+        }
+        defer { release() }
+        let now = clock.monotonicNow
+        let gate = gate(now: now)
+        let paused = probe ? gate.retryAfterInForce : gate.pausedUntil != nil
+        if gate.closed || gate.fatal || paused {
+            // Paused, fatal or closed while it waited for its slot.
+            if paused { state.withLock { $0.stats.paused += 1 } }
+            return .skipped(until: gate.pausedUntil)
+        }
+        // The generation before the request reads the key: a `setKey` in between makes this
+        // request's refusal count as an old key's at worst (ignored once; the next one counts).
+        let generation = state.withLock { $0.keyGeneration }
+        let request = builder.request(
+            contextJSON: context.canonicalJSON, ifNoneMatch: etag, flagConfig: flagConfig)
+        state.withLock { $0.stats.requestsSent += 1 }
+        let outcome: RefreshMachine.Outcome
+        var decoded: OFREPResponse?
+        var status: Int?
+        do {
+            let response = try await transport.send(request)
+            status = response.status
+            (outcome, decoded) = RefreshMachine.Outcome.classify(
+                response, maxResponseBytes: builder.maxResponseBytes, wallNow: clock.wallNow,
+                controlPlane: builder.identity.baseURL)
+        } catch let error as TransportError where error != .cancelled && !Task.isCancelled {
+            switch error {
+            case .timedOut: outcome = .transient(.timedOut, retryAfter: nil)
+            case .responseTooLarge: outcome = .transient(.tooLarge, retryAfter: nil)
+            case .network, .cancelled, .redirectRefused: outcome = .transient(.network, retryAfter: nil)
+            }
+        } catch {
+            // Cancelled (close(), a service dropped): not a network error, nothing to record.
+            if Task.isCancelled || error is CancellationError || (error as? TransportError) == .cancelled {
+                return .skipped(until: nil)
+            }
+            outcome = .transient(.network, retryAfter: nil)
+        }
+        return record(outcome, status: status, decoded: decoded, generation: generation)
+    }
+
+    private func record(
+        _ outcome: RefreshMachine.Outcome, status: Int?, decoded: OFREPResponse?, generation: UInt64
+    ) -> Result {
+        let now = clock.monotonicNow
+        let unit = Double.random(in: 0..<1)
+        var log: (HalyardLogLevel, String)?
+        let result = state.withLock { s -> Result in
+            defer { publish(s) }
+            if let status { s.stats.responsesByStatus[status, default: 0] += 1 }
+            if case .unauthorized = outcome, generation != s.keyGeneration {
+                // Sent with a key `setKey` has replaced: says nothing about the new key (with 32
+                // fetches in flight, a late 401 made the service fatal again after the rotation).
+                s.stats.staleKeyRefusals += 1
+                return .skipped(until: nil)
+            }
+            switch outcome {
+            case .updated(let etag):
+                succeeded(&s, now: now)
+                guard let decoded else { return .failed(retryAfter: nil) }
+                return .updated(decoded, etag: etag)
+            case .notModified:
+                succeeded(&s, now: now)
+                s.stats.notModified += 1
+                return .notModified
+            case .badRequest:
+                return .badRequest
+            case .unauthorized(let code) where code == 403:
+                // About this context (a WAF rule, a per-tenant refusal): the others go on.
+                s.stats.forbidden += 1
+                return .forbidden
+            case .unauthorized(let code):
+                if s.status != .fatal {
+                    log = (
+                        .error,
+                        "the control plane refused the key (HTTP \(code)); the service sends no more fetches until setKey(_:)"
+                    )
+                }
+                s.status = .fatal
+                return .unauthorized
+            case .rateLimited(let retryAfter):
+                s.stats.rateLimited += 1
+                s.consecutiveFailures += 1
+                if let retryAfter, retryAfter > .zero {
+                    // The server's own word: not even a probe goes before it.
+                    s.retryAfterUntil = max(s.retryAfterUntil, now + min(retryAfter, .seconds(3_600)))
+                }
+                let delay = pauseService(&s, now: now, retryAfter: retryAfter, unit: unit)
+                if s.status != .fatal { s.status = .error }
+                log = (.warning, "429 from the control plane: every context's fetches pause for \(delay)")
+                return .failed(retryAfter: delay)
+            case .transient(let cause, let retryAfter):
+                switch cause {
+                case .timedOut: s.stats.timeouts += 1
+                case .network: s.stats.networkErrors += 1
+                case .invalidBody: s.stats.invalidBodies += 1
+                case .tooLarge: s.stats.oversizedResponses += 1
+                case .status: break
+                }
+                s.consecutiveFailures += 1
+                if s.consecutiveFailures >= backoffAfterFailures {
+                    _ = pauseService(&s, now: now, retryAfter: retryAfter, unit: unit)
+                    if s.status != .fatal { s.status = .error }
+                }
+                return .failed(retryAfter: retryAfter)
+            }
+        }
+        if let log { logHandler?(log.0, log.1) }
+        return result
+    }
+
+    /// A fetch succeeded: the failure run ends; the status is `ready` unless a pause is in
+    /// force; the pause step goes back to zero only after a quiet time (``PauseState``).
+    private func succeeded(_ s: inout State, now: Duration) {
+        s.consecutiveFailures = 0
+        s.pause.succeeded(now: now)
+        if s.status != .fatal && now >= s.pausedUntil { s.status = .ready }
+    }
+
+    /// Pauses every context's fetches (or extends the pause in force); returns the delay.
+    private func pauseService(_ s: inout State, now: Duration, retryAfter: Duration?, unit: Double) -> Duration {
+        let delay = s.pause.pause(
+            now: now, pausedUntil: s.pausedUntil, floor: initialBackoff, cap: recoveryInterval, retryAfter: retryAfter,
+            unit: unit)
+        s.pausedUntil = max(s.pausedUntil, now + delay)
+        return delay
+    }
+
+    private enum Admission {
+        case granted
+        case refused(until: Duration?)
+        case shed
+    }
+
+    /// Takes a slot, waiting when all are taken (refreshes before cold fetches, FIFO within
+    /// each); refused when closed, fatal, paused (a probe: by a 429's `Retry-After` only) or
+    /// the queue is full (shed).
+    private func acquire(_ priority: FetchPriority, flight: ContextFlight?, probe: Bool) async -> Admission {
+        let now = clock.monotonicNow
+        enum Step {
+            case granted, refused(Duration?), wait
+        }
+        let step = state.withLock { s -> Step in
+            defer { publish(s) }
+            if s.closed || s.status == .fatal { return .refused(nil) }
+            if now < s.retryAfterUntil || (!probe && now < s.pausedUntil) {
+                s.stats.paused += 1
+                return .refused(s.pausedUntil)
+            }
+            if s.inFlight < maxConcurrent {
+                s.inFlight += 1
+                return .granted
+            }
+            return .wait
+        }
+        switch step {
+        case .granted: return .granted
+        case .refused(let until): return .refused(until: until)
+        case .wait: break
+        }
+        let grant = await withCheckedContinuation { (c: CheckedContinuation<Grant, Never>) in
+            var displaced: CheckedContinuation<Grant, Never>?
+            let outcome = state.withLock { s -> (Grant?, UInt64) in
+                defer { publish(s) }
+                if s.closed { return (.refused, 0) }
+                if s.inFlight < maxConcurrent {
+                    s.inFlight += 1
+                    return (.granted, 0)
+                }
+                s.nextTicket += 1
+                let ticket = s.nextTicket
+                switch s.queue.enqueue(ticket, priority) {
+                case .full:
+                    s.stats.shed += 1
+                    return (.shed, 0)
+                case .queuedDisplacing(let other):
+                    s.stats.shed += 1
+                    displaced = s.waiting.removeValue(forKey: other)
+                    fallthrough
+                case .queued:
+                    s.waiting[ticket] = c
+                    return (nil, ticket)
+                }
+            }
+            displaced?.resume(returning: .shed)
+            if let grant = outcome.0 {
+                c.resume(returning: grant)
+            } else if priority == .cold, let flight {
+                let ticket = outcome.1
+                flight.whenAbandoned { [weak self] in self?.drop(ticket) }
+            }
+        }
+        switch grant {
+        case .granted: return .granted
+        case .shed: return .shed
+        case .refused, .dropped: return .refused(until: nil)
+        }
+    }
+
+    /// Drops a queued fetch whose waiters all left (counted in `droppedFetches`).
+    private func drop(_ ticket: UInt64) {
+        let waiter = state.withLock { s -> CheckedContinuation<Grant, Never>? in
+            defer { publish(s) }
+            guard s.queue.remove(ticket), let waiter = s.waiting.removeValue(forKey: ticket) else { return nil }
+            s.stats.dropped += 1
+            return waiter
+        }
+        waiter?.resume(returning: .dropped)
+    }
+
+    /// Frees a slot, handing it to the next waiter (refreshes first).
+    private func release() {
+        let next = state.withLock { s -> CheckedContinuation<Grant, Never>? in
+            defer { publish(s) }
+            while let ticket = s.queue.popNext() {
+                if let c = s.waiting.removeValue(forKey: ticket) { return c }  // the slot passes to it
+            }
+            s.inFlight -= 1
+            return nil
+        }
+        next?.resume(returning: .granted)
+    }
+}
