@@ -1,4 +1,5 @@
-// Hazard records for the snapshot store. See docs/architecture.md, "Memory reclamation".
+// Hazard records for the snapshot store. See docs/architecture.md, "Snapshot store and memory
+// reclamation".
 #include "CHalyardAtomics.h"
 
 #include <pthread.h>

@@ -14,7 +14,7 @@ struct HelperMissing: Error, CustomStringConvertible {
     var description: String { "CacheWriterProcess is not built next to the tests (swift build --build-tests)" }
 }
 
-/// Other processes on the same cache folder (docs/cache.md, "Crashes and sharing"), with the
+/// Other processes on the same cache folder (docs/cache.md, "Faults"), with the
 /// `CacheWriterProcess` helper, which writes through the real `FileCacheStore` until killed.
 @Suite(.serialized) struct CacheProcessTests {
     /// The helper next to the test bundle (`swift build --build-tests` builds it).

@@ -4,7 +4,7 @@ import Testing
 /// Keeps Package.swift's `platforms` true on the machines that cannot build for them: nothing
 /// under `Sources/` uses an API newer than the deployment targets outside a scope that allows it,
 /// and nothing Linux-only is compiled for Apple platforms (docs/architecture.md, "Platforms: what
-/// is checked how").
+/// runs where, what is checked how").
 ///
 /// The availability of every API comes from the toolchain's own `.swiftinterface` files (the
 /// `@available` attributes the compiler checks on Apple platforms), not from a hand-kept list. The

@@ -8,7 +8,7 @@
 // accessed only through __atomic builtins are race-free for ThreadSanitizer.
 //
 // Also here: the per-thread hazard records of the snapshot store's reclamation scheme
-// (docs/architecture.md, "Memory reclamation").
+// (docs/architecture.md, "Snapshot store and memory reclamation").
 #ifndef CHALYARD_ATOMICS_H
 #define CHALYARD_ATOMICS_H
 

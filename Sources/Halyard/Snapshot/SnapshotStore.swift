@@ -18,7 +18,7 @@ import Dispatch
 ///   Retired snapshots that are still protected are retried on the next publish and by a
 ///   deferred pass (20 ms, doubling to 1 s while a slot keeps pinning one), so they are freed
 ///   once readers move on, and at most one snapshot per reading thread can be waiting.
-///   See docs/architecture.md, "Memory reclamation".
+///   See docs/architecture.md, "Snapshot store and memory reclamation".
 package final class SnapshotStore: @unchecked Sendable {
     /// The current-pointer and generation words, each on its own 128-byte block.
     private let words: UnsafeMutablePointer<hal_store_words>

@@ -11,7 +11,7 @@ struct WaitTimedOut: Error, CustomStringConvertible {
     var description: String { "gave up after \(seconds) s of real time waiting for \(what)" }
 }
 
-/// Bounded waits for tests (docs/testing.md, "Waiting"). Every wait in a test ends on its own:
+/// Bounded waits for tests (docs/testing.md, "Rules for tests"). Every wait in a test ends on its own:
 /// either on a clock the test advances, or on one of these real-time bounds, and a wait that
 /// runs out fails the test with a message saying what it was waiting for.
 ///
