@@ -244,7 +244,7 @@ import Testing
                 "the stream's head is the server's, not the proxy's: \(stream.headers)")
             #expect(stream.header("Proxy-Agent") == nil, "the proxy's CONNECT answer was taken for the head")
             let response = try await Wait.result("a request through the proxy") {
-                try await transport.send(SyncTransportTests.request(server, timeout: .seconds(10)))
+                try await transport.send(RefreshTransportTests.request(server, timeout: .seconds(10)))
             }
             #expect(response.status == 200)
             try await Wait.until("two tunnels seen by the proxy") { proxy.tunnels.count >= 2 }
