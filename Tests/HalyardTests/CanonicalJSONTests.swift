@@ -222,12 +222,13 @@ enum RandomJSON {
 
     /// Differential against an ECMAScript engine (Node's `JSON.stringify`, which is what RFC 8785
     /// specifies for numbers and strings): random doubles (raw bit patterns) and random strings.
-    /// Skipped, with the reason printed, when `node` is not installed.
-    @Test func differentialAgainstNodeJSONStringify() throws {
-        guard let node = ExternalTool.find("node") ?? ExternalTool.find("nodejs") else {
-            print("ECMAScript differential test skipped: node not found")
-            return
-        }
+    /// Reported as skipped, with the reason, when `node` is not installed.
+    @Test(
+        .enabled(
+            if: (ExternalTool.find("node") ?? ExternalTool.find("nodejs")) != nil,
+            "node not found: the ECMAScript differential needs it"))
+    func differentialAgainstNodeJSONStringify() throws {
+        let node = try #require(ExternalTool.find("node") ?? ExternalTool.find("nodejs"), "node not found")
         var g = SeededGenerator(seed: 0xEC3A)
         var values: [JSONValue] = []
         var lines: [String] = []

@@ -33,7 +33,8 @@
 
             let server = try await ControlPlaneServer.launched(flags: ["default": [["key": "a", "value": 1]]])
             defer { server.stop() }
-            #expect(try await transport.send(SyncTransportTests.request(server, timeout: .seconds(10))).status == 200)
+            #expect(
+                try await transport.send(RefreshTransportTests.request(server, timeout: .seconds(10))).status == 200)
         }
 
         @Test func aLibraryThatIsNotLibcurlIsRefusedByTheFunctionItLacks() {
@@ -63,7 +64,7 @@
             let transport = CurlTransport(multi: multi)
             let server = try await ControlPlaneServer.launched(flags: ["default": [["key": "a", "value": 1]]])
             defer { server.stop() }
-            let request = SyncTransportTests.request(server, timeout: .seconds(10))
+            let request = RefreshTransportTests.request(server, timeout: .seconds(10))
             for _ in 0..<20 {
                 let task = Task {
                     withUnsafeCurrentTask { $0?.cancel() }

@@ -11,7 +11,7 @@
         @Test func concurrentRequestsCancellationsAndDeadlines() async throws {
             let server = try await ControlPlaneServer.launched(flags: ["default": [["key": "a", "value": 1]]])
             defer { server.stop() }
-            let ok = SyncTransportTests.request(server, timeout: .seconds(10))
+            let ok = RefreshTransportTests.request(server, timeout: .seconds(10))
             let outcomes = Locked<[String: Int]>([:])
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for worker in 0..<32 {

@@ -197,8 +197,8 @@ import Testing
         /// was then stored on a finished continuation, never ran, and held the transfer (and its
         /// easy handle) in a cycle: one leak per open of a failing stream URL. Shown failing with
         /// the fix reverted: 28 of the 40 transfers still alive after 30 s.
-        @Test func streamTransfersAreFreedWhateverTheirStatus() async throws {
-            guard CurlTransport.isAvailable else { return }
+        @Test(.enabled(if: CurlTransport.isAvailable, "libcurl did not load: no curl stream transfers to free"))
+        func streamTransfersAreFreedWhateverTheirStatus() async throws {
             let server = try await ControlPlaneServer.launched()
             defer { server.stop() }
             let transport = CurlTransport()
@@ -224,8 +224,8 @@ import Testing
         /// is the server's; requests go through the tunnel too. (URLSession on Linux reads
         /// `https_proxy` from the process environment only, which a parallel test run cannot set
         /// for one test.)
-        @Test func streamsAndRequestsGoThroughAnHTTPSProxy() async throws {
-            guard CurlTransport.isAvailable else { return }
+        @Test(.enabled(if: CurlTransport.isAvailable, "libcurl did not load: the proxy test drives CurlTransport"))
+        func streamsAndRequestsGoThroughAnHTTPSProxy() async throws {
             let certificate = try TransportTLSTests.makeCertificate()
             defer { try? FileManager.default.removeItem(at: certificate.folder) }
             let server = try await ControlPlaneServer.launched(
@@ -244,7 +244,7 @@ import Testing
                 "the stream's head is the server's, not the proxy's: \(stream.headers)")
             #expect(stream.header("Proxy-Agent") == nil, "the proxy's CONNECT answer was taken for the head")
             let response = try await Wait.result("a request through the proxy") {
-                try await transport.send(SyncTransportTests.request(server, timeout: .seconds(10)))
+                try await transport.send(RefreshTransportTests.request(server, timeout: .seconds(10)))
             }
             #expect(response.status == 200)
             try await Wait.until("two tunnels seen by the proxy") { proxy.tunnels.count >= 2 }

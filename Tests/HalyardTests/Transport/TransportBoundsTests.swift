@@ -19,7 +19,7 @@ import Testing
             // No libcurl timeout at all: only the driver's deadline can end these requests.
             let multi = try CurlMulti(library: library, libcurlBackstop: nil)
             let transport = CurlTransport(multi: multi)
-            let request = SyncTransportTests.request(server, timeout: .seconds(1))
+            let request = RefreshTransportTests.request(server, timeout: .seconds(1))
             let outcomes = try await Wait.result("\(count) requests to a server that never answers", seconds: 30) {
                 await withTaskGroup(of: String.self) { group in
                     for _ in 0..<count {
@@ -57,16 +57,16 @@ import Testing
         // ~80 KiB of header fields: over the 64 KiB default.
         try await server.script([["action": "status", "status": 200, "headers": Self.headers(2_000), "body": "{}"]])
         await #expect(throws: TransportError.responseTooLarge(limit: 64 << 10)) {
-            try await transport.send(SyncTransportTests.request(server, timeout: .seconds(10)))
+            try await transport.send(RefreshTransportTests.request(server, timeout: .seconds(10)))
         }
         // A limit of the request's own.
-        var small = SyncTransportTests.request(server, timeout: .seconds(10))
+        var small = RefreshTransportTests.request(server, timeout: .seconds(10))
         small.maxResponseHeaderBytes = 4 << 10
         try await server.script([["action": "status", "status": 200, "headers": Self.headers(200), "body": "{}"]])
         await #expect(throws: TransportError.responseTooLarge(limit: 4 << 10)) { try await transport.send(small) }
         // Within the limit: answered.
         try await server.script([["action": "status", "status": 200, "headers": Self.headers(200), "body": "{}"]])
-        let fine = try await transport.send(SyncTransportTests.request(server, timeout: .seconds(10)))
+        let fine = try await transport.send(RefreshTransportTests.request(server, timeout: .seconds(10)))
         #expect(fine.status == 200)
         #expect(fine.header("X-Filler-7") != nil)
     }

@@ -273,7 +273,7 @@ import Testing
             let server = try await ControlPlaneServer.launched(flags: Self.flags)
             defer { server.stop() }
             let transport = guarded ? GuardedTransport.wrapping(CurlTransport(), logHandler: nil) : CurlTransport()
-            let request = SyncTransportTests.request(server, timeout: .seconds(2))
+            let request = RefreshTransportTests.request(server, timeout: .seconds(2))
             try await Self.send(2_000, concurrency: 1, transport, request)
             try await Task.sleep(for: .seconds(3))  // the warm-up's deadlines pass
             let before = Self.mallocInUse

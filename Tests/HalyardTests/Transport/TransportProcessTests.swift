@@ -43,7 +43,7 @@ struct TransportProcessTests {
         let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let transport = kind.make()
-        let request = SyncTransportTests.request(server, timeout: .seconds(10))
+        let request = RefreshTransportTests.request(server, timeout: .seconds(10))
         try await Self.send(2_000, concurrency: 4, transport, request)
         let early = try #require(ProcessProbe.residentBytes)
         try await Self.send(18_000, concurrency: 4, transport, request)

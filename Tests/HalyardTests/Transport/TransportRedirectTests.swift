@@ -16,7 +16,7 @@ import Testing
         let other = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { other.stop() }
         let transport = kind.make()
-        var request = SyncTransportTests.request(server, timeout: .seconds(10))
+        var request = RefreshTransportTests.request(server, timeout: .seconds(10))
         request.headers["Authorization"] = "Bearer secret"
         for status in [301, 302, 307, 308] {
             try await server.script([
@@ -40,7 +40,7 @@ import Testing
         let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let transport = kind.make()
-        let request = SyncTransportTests.request(server, timeout: .seconds(10))
+        let request = RefreshTransportTests.request(server, timeout: .seconds(10))
         try await server.script([
             ["action": "status", "status": 307, "headers": ["Location": "/ofrep/v1/evaluate/flags"]]
         ])
@@ -57,7 +57,7 @@ import Testing
         let server = try await ControlPlaneServer.launched(flags: Self.flags)
         defer { server.stop() }
         let transport = kind.make()
-        let request = SyncTransportTests.request(server, timeout: .seconds(10))
+        let request = RefreshTransportTests.request(server, timeout: .seconds(10))
         try await server.script([
             ["action": "status", "status": 308, "headers": ["Location": "/ofrep/v1/evaluate/flags"], "count": 4]
         ])

@@ -53,7 +53,7 @@ import Testing
         let server = try await ControlPlaneServer.launched(
             flags: ["default": [["key": "a", "value": 1]]], tls: (certificate.certificate, certificate.key))
         defer { server.stop() }
-        let request = SyncTransportTests.request(server, timeout: .seconds(5))
+        let request = RefreshTransportTests.request(server, timeout: .seconds(5))
         #expect(request.url.scheme == "https")
 
         await Self.expectRefused(kind.make(), request)

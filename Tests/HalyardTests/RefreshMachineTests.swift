@@ -52,7 +52,7 @@ struct MachineDriver {
     }
 }
 
-@Suite struct SyncRefreshMachineTests {
+@Suite struct RefreshMachineTests {
     @Test func startFetchesThenReadyAndPollsWithJitter() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp1"))

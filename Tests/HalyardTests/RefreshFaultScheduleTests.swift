@@ -8,7 +8,7 @@ import Testing
 /// resets, truncated/garbage/oversized bodies and normal answers (200 or 304), against the
 /// loopback control plane. Asserts on order and counts: never a partial or empty snapshot, never
 /// a request before a Retry-After instant, backoff within bounds, correct values on recovery.
-@Suite(.serialized) struct SyncFaultScheduleTests {
+@Suite(.serialized) struct RefreshFaultScheduleTests {
     static let keys = (0..<20).map { "flag-\($0)" }
 
     static func flagSet(version: Int) -> [String: Any] {

@@ -8,7 +8,7 @@ import Testing
 /// the real transports (the wire and fault tests run against each). Time-based behaviour runs on a ManualClock: the tests move time
 /// and assert on order and counts, never on wall-clock durations. Every wait is bounded (``Wait``):
 /// a broken status policy fails here with a message instead of hanging the run.
-@Suite(.serialized) struct SyncIntegrationTests {
+@Suite(.serialized) struct RefreshIntegrationTests {
     // MARK: - Wire
 
     @Test(arguments: TransportKind.available)

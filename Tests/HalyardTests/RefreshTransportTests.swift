@@ -6,7 +6,7 @@ import Testing
 
 /// The transports' error mapping against the loopback server (each transport), install ids, and
 /// fitting.
-@Suite(.serialized) struct SyncTransportTests {
+@Suite(.serialized) struct RefreshTransportTests {
     static func request(_ server: ControlPlaneServer, timeout: Duration = .seconds(2), limit: Int = 1 << 20)
         -> TransportRequest
     {
