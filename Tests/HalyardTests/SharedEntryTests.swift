@@ -1,4 +1,5 @@
 import Foundation
+import HalyardTesting
 import Testing
 
 @_spi(Fuzzing) @testable import Halyard
@@ -132,5 +133,59 @@ import Testing
         }
         guard case .open(let last) = capped.phase else { Issue.record("not open"); return }
         #expect(last - t == SharedCacheBreaker.maxOpenTime)
+    }
+
+    /// A trial that never reports (its caller gone, its result lost) does not hold the breaker
+    /// half-open for good: after ``SharedCacheBreaker/trialTime`` another trial goes.
+    @Test func aTrialThatNeverReportsIsSupersededAfterItsDeadline() {
+        var breaker = SharedCacheBreaker()
+        let t = Duration.seconds(50)
+        func admits(_ at: Duration) -> Bool { breaker.admit(now: at) }
+        for _ in 0..<SharedCacheBreaker.failuresToOpen {
+            _ = breaker.admit(now: t)
+            breaker.failed(now: t)
+        }
+        let trialAt = t + SharedCacheBreaker.baseOpenTime
+        #expect(admits(trialAt), "the first trial")
+        // It never reports.
+        let deadline = trialAt + SharedCacheBreaker.trialTime
+        #expect(!admits(deadline - .milliseconds(1)), "one trial at a time until its deadline")
+        #expect(breaker.isOpen)
+        #expect(admits(deadline), "then another trial")
+        #expect(!admits(deadline), "and only one")
+        #expect(breaker.openings == 1, "a superseded trial is no new opening")
+        #expect(admits(deadline + SharedCacheBreaker.trialTime), "nor does the second hold it for good")
+        breaker.succeeded()
+        #expect(!breaker.isOpen)
+    }
+
+    /// A call ended by the closed client (`RedisError.closed`, the service shutting down) is
+    /// reported to the breaker as a failure: a trial so ended reopens it (for twice as long)
+    /// instead of leaving it half-open for good; it is not an error of Redis's (neither counted
+    /// nor logged).
+    @Test func aTrialEndingInClosedIsReportedAsAFailure() async {
+        let clock = ManualClock()
+        let logged = Locked<[String]>([])
+        let tier = SharedTier(
+            client: RedisClient(endpoint: RedisEndpoint(address: .unix(path: "/nonexistent/halyard-test.sock"))),
+            keys: Self.keys, leaseDuration: .seconds(2), entryLifetime: .seconds(60), clock: clock,
+            logHandler: { _, message in logged.withLock { $0.append(message) } })
+        // Nothing listens there: every call fails at once.
+        for _ in 0..<SharedCacheBreaker.failuresToOpen { _ = await tier.lookup("fp") }
+        #expect(tier.stats.breakerOpen && tier.stats.breakerOpenings == 1)
+        let errors = tier.stats.errors
+        #expect(errors == SharedCacheBreaker.failuresToOpen && logged.withLock { $0.count } == 1)
+        tier.close()
+        clock.advance(by: SharedCacheBreaker.baseOpenTime)
+        _ = await tier.lookup("fp")  // the trial, ended by `.closed`
+        #expect(tier.stats.breakerOpenings == 2, "the trial's `.closed` reached the breaker: it reopened")
+        #expect(tier.stats.errors == errors && logged.withLock { $0.count } == 1, "not an error of Redis's")
+        #expect(tier.stats.skippedCalls == 0)
+        clock.advance(by: SharedCacheBreaker.baseOpenTime * 2 - .milliseconds(1))
+        _ = await tier.lookup("fp")
+        #expect(tier.stats.skippedCalls == 1, "open for twice as long")
+        clock.advance(by: .milliseconds(1))
+        _ = await tier.lookup("fp")
+        #expect(tier.stats.breakerOpenings == 3 && tier.stats.skippedCalls == 1, "then the next trial")
     }
 }

@@ -3,8 +3,14 @@
 ///
 /// - **closed**: every call goes; ``failuresToOpen`` failures in a row open it;
 /// - **open** until `retryAt`: no call goes (the service runs on its own cache);
-/// - then **half-open**: one trial call goes; its success closes the breaker, its failure
-///   opens it again for twice as long (``baseOpenTime`` doubling up to ``maxOpenTime``).
+/// - then **half-open** until `trialDeadline`: one trial call goes; its success closes the
+///   breaker, its failure opens it again for twice as long (``baseOpenTime`` doubling up to
+///   ``maxOpenTime``). A trial that has not reported by ``trialTime`` is given up: the next call
+///   is admitted as a new trial (a late report from the old one still counts, as any report does).
+///
+/// Every admitted call must report: ``succeeded()`` or ``failed(now:)``. A call that ends because
+/// the client was closed (`RedisError.closed`) reports a failure: it learned nothing good of
+/// Redis, and a closed client fails every later call the same way.
 struct SharedCacheBreaker: Sendable, Hashable {
     /// Failures in a row that open a closed breaker.
     static let failuresToOpen = 5
@@ -12,12 +18,15 @@ struct SharedCacheBreaker: Sendable, Hashable {
     static let baseOpenTime: Duration = .seconds(1)
     /// The longest opening.
     static let maxOpenTime: Duration = .seconds(30)
+    /// How long a trial call may go unreported before another is admitted: far longer than a
+    /// call's deadline (*default* 25 ms), so only a call that never reports is superseded.
+    static let trialTime: Duration = .seconds(1)
 
     enum Phase: Sendable, Hashable {
         case closed
         case open(retryAt: Duration)
-        /// The trial call is out.
-        case halfOpen
+        /// The trial call is out; another goes at `trialDeadline` if it has not reported.
+        case halfOpen(trialDeadline: Duration)
     }
 
     private(set) var phase: Phase = .closed
@@ -27,14 +36,14 @@ struct SharedCacheBreaker: Sendable, Hashable {
     /// Openings in all.
     private(set) var openings = 0
 
-    /// Whether a call may go now (taking the trial when the open time is over).
+    /// Whether a call may go now (taking the trial when the open time is over, or when the
+    /// trial out has not reported by its deadline).
     mutating func admit(now: Duration) -> Bool {
         switch phase {
         case .closed: return true
-        case .halfOpen: return false
-        case .open(let retryAt):
-            guard now >= retryAt else { return false }
-            phase = .halfOpen
+        case .open(let until), .halfOpen(let until):
+            guard now >= until else { return false }
+            phase = .halfOpen(trialDeadline: now + Self.trialTime)
             return true
         }
     }
@@ -46,7 +55,8 @@ struct SharedCacheBreaker: Sendable, Hashable {
         openingsInARow = 0
     }
 
-    /// A call admitted by ``admit(now:)`` failed (deadline, connection, error reply).
+    /// A call admitted by ``admit(now:)`` failed (deadline, connection, error reply, the client
+    /// closed).
     mutating func failed(now: Duration) {
         failuresInARow += 1
         switch phase {

@@ -233,7 +233,8 @@ final class SharedTier: Sendable {
     }
 
     /// Runs `body` on the tier's queue unless the breaker is open; nil when it was skipped or
-    /// failed (an error reply included: counted, and a failure for the breaker).
+    /// failed (an error reply included: counted, and a failure for the breaker). Every call
+    /// admitted reports its outcome to the breaker, the closed client's included.
     private func perform<T: Sendable>(
         _ body: @escaping @Sendable (RedisClient) throws(RedisError) -> T
     ) async -> T? {
@@ -265,8 +266,13 @@ final class SharedTier: Sendable {
             }
             if let log { logHandler?(.info, log) }
             return value
+        case .failure(.closed):
+            // The tier was closed (the service is shutting down): a failure for the breaker, so
+            // that a trial ends and no phase outlives its call; not an error of Redis's, so
+            // neither counted nor logged.
+            state.withLock { $0.breaker.failed(now: end) }
+            return nil
         case .failure(let error):
-            if error == .closed { return nil }
             state.withLock { s in
                 s.stats.errors += 1
                 s.breaker.failed(now: end)
