@@ -185,7 +185,7 @@ struct StreamInvariants {
         // A 429 or 503 with Retry-After on the connection being opened: no reconnect before it
         // (capped at 1 h).
         if case .opened(let id, let status, _, let retryAfter?) = input, EventStreamMachine.honoursRetryAfter(status),
-            id == before.connection, case .connecting = before.phase, case .waiting(let until) = after.phase,
+            id == before.connection, case .connecting = before.phase, case .waiting(let until, _) = after.phase,
             until < now + min(retryAfter, EventStreamMachine.maxRetryAfter)
         {
             broken.append("reconnects at \(until) before the Retry-After of \(retryAfter) from \(now)")
@@ -226,7 +226,9 @@ struct StreamInvariants {
                 }
                 lastConnection = connection
                 open.insert(connection)
-                if after.phase != .connecting(since: now) || after.connection != connection {
+                var connectingNow = false
+                if case .connecting(now, _) = after.phase { connectingNow = true }
+                if !connectingNow || after.connection != connection {
                     broken.append("connect \(connection) but the machine is \(after.phase) on \(after.connection)")
                 }
             case .disconnect(let connection):
@@ -286,8 +288,11 @@ struct StreamInvariants {
         ]
         if counters.contains(where: { $0.1 < $0.0 }) { broken.append("a counter went down") }
         if stats.connections > stats.connects { broken.append("more connections than connects") }
-        if after.phase == .suspended, after.inactiveSince == nil { broken.append("suspended while active") }
-        if case .waiting(let until) = after.phase, before.phase != after.phase, until <= now {
+        if case .suspended = after.phase, after.inactiveSince == nil { broken.append("suspended while active") }
+        // A reconnect newly scheduled (the `Following` a waiting phase carries may change alone).
+        var waitedUntil: Duration?
+        if case .waiting(let until, _) = before.phase { waitedUntil = until }
+        if case .waiting(let until, _) = after.phase, waitedUntil != until, until <= now {
             broken.append("a reconnect scheduled at \(until), not after now")
         }
         if case .timer = input, let wake = after.nextWake, wake <= now {

@@ -358,6 +358,7 @@ struct EventStreamMachineTests {
         var d = StreamDriver()
         d.connected()
         d.feed(.fetchFinished)
+        let inactiveAt = d.now
         d.feed(.setActive(false))
         d.now += .seconds(119)
         d.feed(.timer)
@@ -365,7 +366,7 @@ struct EventStreamMachineTests {
         d.now += .seconds(1)
         d.feed(.timer)
         #expect(d.disconnects == [1])
-        #expect(d.machine.phase == .suspended)
+        #expect(d.machine.phase == .suspended(inactiveSince: inactiveAt, degraded: false))
         #expect(d.machine.nextWake == nil)
         // Inactive, stream closed: polling no faster than while streaming (before: back to 30 s).
         #expect(d.polls.last == .seconds(300), "polls while suspended: \(d.polls)")

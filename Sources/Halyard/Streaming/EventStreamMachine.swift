@@ -100,17 +100,35 @@ struct EventStreamMachine: Sendable {
         case log(HalyardLogLevel, String)
     }
 
+    /// What following an advertised stream carries from one connection to the next (the
+    /// phases that follow one: waiting, connecting, connected).
+    struct Following: Sendable, Hashable {
+        /// Consecutive failures since the stream last stayed connected for `resetAfter`.
+        var failures = 0
+        /// The stream failed (refused, non-2xx, garbage, closed repeatedly) and has not stayed
+        /// connected for `resetAfter` since: polling runs at `pollInterval`.
+        var degraded = false
+        /// When `setActive(false)` made the client inactive; nil while it is active. The stream
+        /// closes (``Phase/suspended(inactiveSince:degraded:)``) at this + the inactivity delay.
+        var inactiveSince: Duration? = nil
+    }
+
+    /// Where the machine is, with the state that exists only there: a suspended machine is
+    /// inactive, only a connected one has a last byte, an idle one has no failures.
     enum Phase: Sendable, Hashable {
-        /// No stream advertised (or withdrawn).
-        case idle
-        /// Waiting to reconnect at this time.
-        case waiting(until: Duration)
-        /// Connect sent, no head yet.
-        case connecting(since: Duration)
-        /// 2xx head arrived.
-        case connected(since: Duration)
-        /// Closed by `setActive(false)` after the inactivity delay.
-        case suspended
+        /// No stream advertised (or withdrawn); `inactiveSince` as in ``Following``.
+        case idle(inactiveSince: Duration?)
+        /// Waiting to reconnect at `until`.
+        case waiting(until: Duration, Following)
+        /// Connect sent at `since`, no head yet.
+        case connecting(since: Duration, Following)
+        /// 2xx head arrived at `since`; `lastByteAt`: the last byte (data or comment) on the
+        /// stream, from which the read-inactivity timeout runs.
+        case connected(since: Duration, lastByteAt: Duration, Following)
+        /// Closed by `setActive(false)` (at `inactiveSince`) after the inactivity delay;
+        /// `degraded` as in ``Following``, kept for the reconnect that activation makes (its
+        /// failures start again from 0).
+        case suspended(inactiveSince: Duration, degraded: Bool)
         /// Stopped for good.
         case stopped
     }
@@ -127,19 +145,20 @@ struct EventStreamMachine: Sendable {
         case inFlight(pending: Fetch?)
     }
 
+    // What belongs to one phase lives in ``Phase``. The rest holds in every phase: the
+    // configuration; the connection ids (they only grow, across phases); what the server said
+    // (`retry:`, the inactivity delay: learned settings, kept across withdrawal and suspension);
+    // the fetch slot and its rate limit (a fetch outlives reconnects and withdrawal); the
+    // polling last asked for (what the driver was told); the counters.
+
     let configuration: Configuration
-    private(set) var phase: Phase = .idle
+    private(set) var phase: Phase = .idle(inactiveSince: nil)
+    /// The last connection id asked for (ids only grow: a late event of an earlier one is told apart).
     private(set) var connection: UInt64 = 0
-    /// Consecutive failures since the stream last stayed connected for `resetAfter`.
-    private(set) var failures = 0
-    /// The stream failed (refused, non-2xx, garbage, closed repeatedly) and has not stayed
-    /// connected for `resetAfter` since: polling runs at `pollInterval`.
-    private(set) var degraded = false
+    /// The last valid `retry:` the server sent (the reconnect backoff's base).
     private(set) var serverRetry: Duration?
+    /// The advertisement's `inactivityDelaySec`.
     private(set) var serverInactivityDelay: Duration?
-    /// When `setActive(false)` made the client inactive; nil while it is active.
-    private(set) var inactiveSince: Duration?
-    private(set) var lastByteAt: Duration = .zero
     /// The bulk re-fetch in flight and the one pending after it.
     private(set) var fetch: FetchSlot = .idle
     /// When the last event-triggered fetch was sent (the rate limit's origin).
@@ -159,12 +178,40 @@ struct EventStreamMachine: Sendable {
         max(configuration.inactivityDelayOverride ?? serverInactivityDelay ?? .seconds(120), .zero)
     }
 
+    /// The followed stream's state across reconnects, in the phases that follow one.
+    var following: Following? {
+        switch phase {
+        case .waiting(_, let following), .connecting(_, let following), .connected(_, _, let following): following
+        case .idle, .suspended, .stopped: nil
+        }
+    }
+
+    /// Consecutive failures (0 where no stream is followed).
+    var failures: Int { following?.failures ?? 0 }
+
+    /// Whether the stream failed and has not recovered (see ``Following/degraded``).
+    var degraded: Bool {
+        if case .suspended(_, let degraded) = phase { return degraded }
+        return following?.degraded ?? false
+    }
+
+    /// When `setActive(false)` made the client inactive; nil while it is active (and stopped).
+    var inactiveSince: Duration? {
+        switch phase {
+        case .idle(let since): since
+        case .suspended(let since, _): since
+        case .waiting, .connecting, .connected: following?.inactiveSince
+        case .stopped: nil
+        }
+    }
+
     /// Whether the stream is healthy (connected, or reconnecting after one drop, and not failed).
     var isHealthy: Bool {
-        guard !degraded else { return false }
         switch phase {
-        case .connected: return true
-        case .waiting, .connecting: return failures > 0 && failures < max(configuration.closesBeforeFailed, 1)
+        case .connected(_, _, let following): return !following.degraded
+        case .waiting(_, let following), .connecting(_, let following):
+            return !following.degraded && following.failures > 0
+                && following.failures < max(configuration.closesBeforeFailed, 1)
         case .idle, .suspended, .stopped: return false
         }
     }
@@ -183,19 +230,14 @@ struct EventStreamMachine: Sendable {
         var wake: Duration?
         func consider(_ t: Duration) { wake = wake.map { min($0, t) } ?? t }
         switch phase {
-        case .waiting(let until): consider(until)
-        case .connecting(let since): consider(since + configuration.connectTimeout)
-        case .connected(let since):
+        case .waiting(let until, _): consider(until)
+        case .connecting(let since, _): consider(since + configuration.connectTimeout)
+        case .connected(let since, let lastByteAt, let following):
             consider(lastByteAt + configuration.readInactivityTimeout)
-            if failures > 0 || degraded { consider(since + configuration.resetAfter) }
+            if following.failures > 0 || following.degraded { consider(since + configuration.resetAfter) }
         case .idle, .suspended, .stopped: break
         }
-        if let inactiveSince {
-            switch phase {
-            case .waiting, .connecting, .connected: consider(inactiveSince + inactivityDelay)
-            default: break
-            }
-        }
+        if let inactiveSince = following?.inactiveSince { consider(inactiveSince + inactivityDelay) }
         if case .held(_, let until) = fetch { consider(until) }
         return wake
     }
@@ -220,8 +262,12 @@ struct EventStreamMachine: Sendable {
         case .advertised(let delay):
             serverInactivityDelay = delay
             switch phase {
-            case .idle:
-                if inactiveSince == nil { connect(now: now, into: &actions) } else { phase = .suspended }
+            case .idle(let inactiveSince):
+                if let inactiveSince {
+                    phase = .suspended(inactiveSince: inactiveSince, degraded: false)
+                } else {
+                    connect(now: now, following: Following(), into: &actions)
+                }
             case .waiting, .connecting, .connected:
                 // Another stream (or the same, re-advertised): reconnect only when the driver
                 // says it changed; it sends `.withdrawn` first in that case.
@@ -231,14 +277,11 @@ struct EventStreamMachine: Sendable {
             }
         case .withdrawn:
             disconnect(into: &actions)
-            phase = .idle
-            failures = 0
-            degraded = false
+            phase = .idle(inactiveSince: inactiveSince)
         case .opened(let id, let status, let isEventStream, let retryAfter):
-            guard id == connection, case .connecting = phase else { break }
+            guard id == connection, case .connecting(_, let following) = phase else { break }
             if (200..<300).contains(status) && isEventStream {
-                phase = .connected(since: now)
-                lastByteAt = now
+                phase = .connected(since: now, lastByteAt: now, following)
                 stats.connections += 1
                 actions.append(.log(.debug, "event stream connected"))
                 requestFetch(Fetch(reason: .connected), now: now, into: &actions)
@@ -246,7 +289,7 @@ struct EventStreamMachine: Sendable {
                 let why = (200..<300).contains(status) ? "a \(status) that is not text/event-stream" : "\(status)"
                 actions.append(.disconnect(connection: id))
                 fail(
-                    hard: true, message: "the event stream answered \(why)", now: now, random: &random,
+                    following, hard: true, message: "the event stream answered \(why)", now: now, random: &random,
                     notBefore: Self.honoursRetryAfter(status) ? retryAfter.map { min($0, Self.maxRetryAfter) } : nil,
                     into: &actions)
                 // The URL may have been rotated or its credential refused: one unconditional
@@ -258,11 +301,13 @@ struct EventStreamMachine: Sendable {
             }
         case .bytes(let id, let retry):
             guard id == connection else { break }
-            lastByteAt = now
+            if case .connected(let since, _, let following) = phase {
+                phase = .connected(since: since, lastByteAt: now, following)
+            }
             if let retry { serverRetry = retry }
         case .message(let id, let data):
-            guard id == connection, case .connected = phase else { break }
-            lastByteAt = now
+            guard id == connection, case .connected(let since, _, let following) = phase else { break }
+            phase = .connected(since: since, lastByteAt: now, following)
             guard let event = Self.route(data) else {
                 stats.ignoredEvents += 1
                 break
@@ -271,24 +316,27 @@ struct EventStreamMachine: Sendable {
             requestFetch(event, now: now, into: &actions)
         case .closed(let id, let reason):
             guard id == connection else { break }
+            let following: Following
+            let wasConnected: Bool
             switch phase {
-            case .connecting, .connected: break
+            case .connecting(_, let current): (following, wasConnected) = (current, false)
+            case .connected(_, _, let current): (following, wasConnected) = (current, true)
             default: return finish(actions)
             }
-            let wasConnected: Bool
-            if case .connected = phase { wasConnected = true } else { wasConnected = false }
             switch reason {
             case .ended:
-                fail(hard: !wasConnected, message: "the event stream closed", now: now, random: &random, into: &actions)
+                fail(
+                    following, hard: !wasConnected, message: "the event stream closed", now: now, random: &random,
+                    into: &actions)
             case .transportError:
                 fail(
-                    hard: !wasConnected, message: "the event stream failed (network error or timeout)", now: now,
-                    random: &random, into: &actions)
+                    following, hard: !wasConnected, message: "the event stream failed (network error or timeout)",
+                    now: now, random: &random, into: &actions)
             case .garbage:
                 actions.append(.disconnect(connection: id))
                 fail(
-                    hard: true, message: "the event stream sent an unparseable body", now: now, random: &random,
-                    into: &actions)
+                    following, hard: true, message: "the event stream sent an unparseable body", now: now,
+                    random: &random, into: &actions)
             }
         case .fetchFinished:
             guard case .inFlight(let pending) = fetch else {
@@ -298,44 +346,42 @@ struct EventStreamMachine: Sendable {
             if let pending { requestFetch(pending, now: now, into: &actions) }
         case .setActive(let isActive):
             guard isActive != (inactiveSince == nil) else { break }
-            if isActive {
-                inactiveSince = nil
+            let since = isActive ? nil : now
+            switch phase {
+            case .idle: phase = .idle(inactiveSince: since)
+            case .suspended(_, let degraded):
                 // Only a client that follows a stream re-fetches on activation (polling-only
                 // and `.none` clients keep their own triggers).
-                if phase != .idle { requestFetch(Fetch(reason: .activated), now: now, into: &actions) }
-                if case .suspended = phase {
-                    failures = 0
-                    connect(now: now, into: &actions)
-                }
-            } else {
-                inactiveSince = now
+                requestFetch(Fetch(reason: .activated), now: now, into: &actions)
+                connect(now: now, following: Following(degraded: degraded), into: &actions)
+            case .waiting, .connecting, .connected:
+                updateFollowing { $0.inactiveSince = since }
+                if isActive { requestFetch(Fetch(reason: .activated), now: now, into: &actions) }
+            case .stopped: break
             }
         case .timer:
             if case .held(let held, let until) = fetch, now >= until { send(held, now: now, into: &actions) }
-            if let since = inactiveSince, now >= since + inactivityDelay {
-                switch phase {
-                case .waiting, .connecting, .connected:
-                    disconnect(into: &actions)
-                    phase = .suspended
-                    actions.append(.log(.debug, "event stream closed while inactive"))
-                    return finish(actions)
-                default: break
-                }
+            if let following, let since = following.inactiveSince, now >= since + inactivityDelay {
+                disconnect(into: &actions)
+                phase = .suspended(inactiveSince: since, degraded: following.degraded)
+                actions.append(.log(.debug, "event stream closed while inactive"))
+                return finish(actions)
             }
             switch phase {
-            case .waiting(let until) where now >= until:
-                connect(now: now, into: &actions)
-            case .connecting(let since) where now >= since + configuration.connectTimeout:
+            case .waiting(let until, let following) where now >= until:
+                connect(now: now, following: following, into: &actions)
+            case .connecting(let since, let following) where now >= since + configuration.connectTimeout:
                 stats.inactivityCloses += 1
                 actions.append(.disconnect(connection: connection))
                 fail(
-                    hard: true, message: "the event stream sent no response head in time", now: now, random: &random,
-                    into: &actions)
-            case .connected where now >= lastByteAt + configuration.readInactivityTimeout:
+                    following, hard: true, message: "the event stream sent no response head in time", now: now,
+                    random: &random, into: &actions)
+            case .connected(_, let lastByteAt, let following)
+            where now >= lastByteAt + configuration.readInactivityTimeout:
                 stats.inactivityCloses += 1
                 actions.append(.disconnect(connection: connection))
                 fail(
-                    hard: false, message: "the event stream was silent too long; reconnecting", now: now,
+                    following, hard: false, message: "the event stream was silent too long; reconnecting", now: now,
                     random: &random, into: &actions)
             default: break
             }
@@ -363,17 +409,34 @@ struct EventStreamMachine: Sendable {
     }
 
     private mutating func noteResetIfDue(now: Duration) {
-        if case .connected(let since) = phase, now >= since + configuration.resetAfter {
-            failures = 0
-            degraded = false
+        if case .connected(let since, _, _) = phase, now >= since + configuration.resetAfter {
+            updateFollowing {
+                $0.failures = 0
+                $0.degraded = false
+            }
         }
     }
 
-    private mutating func connect(now: Duration, into actions: inout [Action]) {
+    /// Changes the followed stream's state in place (nothing in the phases that follow none).
+    private mutating func updateFollowing(_ change: (inout Following) -> Void) {
+        switch phase {
+        case .waiting(let until, var following):
+            change(&following)
+            phase = .waiting(until: until, following)
+        case .connecting(let since, var following):
+            change(&following)
+            phase = .connecting(since: since, following)
+        case .connected(let since, let lastByteAt, var following):
+            change(&following)
+            phase = .connected(since: since, lastByteAt: lastByteAt, following)
+        case .idle, .suspended, .stopped: break
+        }
+    }
+
+    private mutating func connect(now: Duration, following: Following, into actions: inout [Action]) {
         connection &+= 1
         stats.connects += 1
-        phase = .connecting(since: now)
-        lastByteAt = now
+        phase = .connecting(since: now, following)
         actions.append(.connect(connection: connection))
     }
 
@@ -415,15 +478,16 @@ struct EventStreamMachine: Sendable {
     /// Counts a failure and waits the jittered backoff before reconnecting, or until
     /// `notBefore` from now when that is later (a `Retry-After`).
     private mutating func fail(
-        hard: Bool, message: String, now: Duration, random: inout SplitMix64, notBefore: Duration? = nil,
-        into actions: inout [Action]
+        _ following: Following, hard: Bool, message: String, now: Duration, random: inout SplitMix64,
+        notBefore: Duration? = nil, into actions: inout [Action]
     ) {
+        var following = following
         stats.failures += 1
-        failures += 1
-        if hard || failures >= max(configuration.closesBeforeFailed, 1) { degraded = true }
-        let delay = max(reconnectDelay(failures: failures, unit: random.unit()), notBefore ?? .zero)
-        phase = .waiting(until: now + delay)
-        actions.append(.log(degraded ? .warning : .info, message + "; reconnecting in \(delay)"))
+        following.failures += 1
+        if hard || following.failures >= max(configuration.closesBeforeFailed, 1) { following.degraded = true }
+        let delay = max(reconnectDelay(failures: following.failures, unit: random.unit()), notBefore ?? .zero)
+        phase = .waiting(until: now + delay, following)
+        actions.append(.log(following.degraded ? .warning : .info, message + "; reconnecting in \(delay)"))
     }
 
     private mutating func requestFetch(_ next: Fetch, now: Duration, into actions: inout [Action]) {
