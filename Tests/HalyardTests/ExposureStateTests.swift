@@ -9,8 +9,8 @@ import Testing
 
     static func options(_ edit: (inout ExposureOptions) -> Void = { _ in }) -> ExposureOptions {
         var o = ExposureOptions()
-        o.retryBaseDelay = .seconds(1)
-        o.retryMaxDelay = .seconds(60)
+        o.initialBackoff = .seconds(1)
+        o.maxBackoff = .seconds(60)
         edit(&o)
         return o
     }

@@ -48,8 +48,8 @@ import Testing
     ) -> ExposureRecorder {
         var o = ExposureOptions()
         o.flushInterval = .zero
-        o.retryBaseDelay = .milliseconds(10)
-        o.retryMaxDelay = .milliseconds(100)
+        o.initialBackoff = .milliseconds(10)
+        o.maxBackoff = .milliseconds(100)
         o.exporter = .otlp(endpoint: endpoint, headers: ["Authorization": "Basic c2VjcmV0", "X-Tenant": "t1"])
         edit(&o)
         return ExposureRecorder(

@@ -116,7 +116,7 @@ extension FlagClient {
     ) async -> InstallCheck? {
         let context: FittedContext
         do {
-            context = try current.fitted(limit: options.contextSizeLimit)
+            context = try current.fitted(limit: options.maxContextCodeUnits)
         } catch {
             options.logHandler?(.warning, "install check not sent: the context is invalid: \(error)")
             return nil

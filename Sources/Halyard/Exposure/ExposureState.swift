@@ -99,7 +99,7 @@ package struct ExposureState: Sendable {
         let o = options.normalized
         self.options = o
         windowSeconds = o.dedupWindowSeconds
-        backoff = Backoff(base: o.retryBaseDelay, maximum: o.retryMaxDelay)
+        backoff = Backoff(base: o.initialBackoff, maximum: o.maxBackoff)
         keyPrefix = idempotencyKeyPrefix
         dedup = ExposureDedupTable(capacity: o.dedupCapacity)
         nextPeriodicFlush = o.flushInterval > .zero ? now + o.flushInterval : .seconds(Int64.max / 2)

@@ -239,7 +239,7 @@ public final class FlagService: Sendable {
     /// is invalid.
     private func fit(_ context: EvaluationContext) -> FittingMemo.Entry? {
         do {
-            let limit = options.contextSizeLimit
+            let limit = options.maxContextCodeUnits
             return try memo.entry(context) { (c) throws(ContextError) in try c.fitted(limit: limit) }
         } catch {
             _ = hal_fetch_add(words + 3, 1)
