@@ -59,7 +59,7 @@ final class ScriptedExposureTransport: FlagTransport, Sendable {
             headers: ["Authorization": "Bearer secret"], log: log, startsTicker: ticker)
     }
 
-    static func identityHolds(_ c: ExposureCounters) -> Bool {
+    static func identityHolds(_ c: ExposureStats) -> Bool {
         c.recorded == c.deduplicated + c.sampledOut + c.sent + c.dropped + c.pending
     }
 

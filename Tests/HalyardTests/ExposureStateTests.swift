@@ -26,7 +26,7 @@ import Testing
             now: .seconds(seconds), nowSeconds: UInt32(seconds), creationDate: 1_800_000_000 + Int64(seconds))
     }
 
-    static func identityHolds(_ c: ExposureCounters) -> Bool {
+    static func identityHolds(_ c: ExposureStats) -> Bool {
         c.recorded == c.deduplicated + c.sampledOut + c.sent + c.dropped + c.pending
     }
 

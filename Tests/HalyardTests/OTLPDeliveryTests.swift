@@ -58,7 +58,7 @@ import Testing
             startsTicker: false)
     }
 
-    static func identityHolds(_ c: ExposureCounters) -> Bool {
+    static func identityHolds(_ c: ExposureStats) -> Bool {
         c.recorded == c.deduplicated + c.sampledOut + c.sent + c.dropped + c.pending
     }
 

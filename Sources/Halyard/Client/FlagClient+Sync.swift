@@ -148,7 +148,7 @@ extension FlagClient {
     public var stats: FlagClientStats {
         var stats = FlagClientStats(sync: sync?.engine.stats ?? SyncStats())
         stats.reads = readCounters.stats
-        stats.exposures = exposureRecorder?.counters ?? ExposureCounters()
+        stats.exposures = exposureRecorder?.counters ?? ExposureStats()
         stats.stream = sync?.streams?.stats ?? EventStreamStats()
         return stats
     }

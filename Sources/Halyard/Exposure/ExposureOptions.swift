@@ -30,7 +30,7 @@ public struct ExposureOptions: Sendable, Hashable {
     public var dedupWindow: Duration = .seconds(300)
 
     /// The most events held waiting for upload; when full, the oldest are dropped (counted in
-    /// ``ExposureCounters/dropped``). *Default* 10,000; at least 1.
+    /// ``ExposureStats/dropped``). *Default* 10,000; at least 1.
     public var capacity: Int = 10_000
 
     /// Events per upload request, and the pending count that triggers an early flush.

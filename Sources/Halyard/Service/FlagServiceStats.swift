@@ -89,7 +89,7 @@ public struct FlagServiceStats: Sendable, Hashable {
     /// Reads that did not succeed, by outcome, over all views.
     public var reads = ReadStats()
     /// Exposure counters.
-    public var exposures = ExposureCounters()
+    public var exposures = ExposureStats()
 
     /// Creates empty stats.
     public init() {}
