@@ -44,7 +44,7 @@ public struct FlagServiceOptions: Sendable {
     public var maxConcurrentFetches: Int = 32
     /// The most fetches waiting for a slot; *default* 4 x ``maxConcurrentFetches`` (128),
     /// following it until set. Refreshes of held contexts wait before cold fetches; a miss
-    /// beyond the bound starts no fetch (counted in ``FlagServiceStats/shedFetches``) and serves
+    /// beyond the bound starts no fetch (counted in ``FlagServiceStats/FetchingStats/shed``) and serves
     /// defaults at once. A small queue keeps a cold wait meaningful: a long one only holds
     /// fetches whose requesters have given up (docs/service.md, "Brownout").
     public var maxQueuedFetches: Int {
