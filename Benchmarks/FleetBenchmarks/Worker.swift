@@ -174,11 +174,13 @@ enum FleetWorker {
     static func stats(_ service: FlagService) -> WorkerStats {
         let s = service.stats
         return WorkerStats(
-            requestsSent: s.requestsSent, hits: s.hits, misses: s.misses, coldWaits: s.coldWaits, timeouts: s.timeouts,
-            contextsHeld: s.contextsHeld, notModified: s.notModified, fetchesInFlight: s.fetchesInFlight,
-            backgroundRefreshes: s.backgroundRefreshes, streamConnected: s.stream.connected,
-            streamWaves: s.streamWaves, streamRefreshes: s.streamRefreshes, fetchTimeouts: s.fetchTimeouts,
-            networkErrors: s.networkErrors, droppedFetches: s.droppedFetches, shedFetches: s.shedFetches,
+            requestsSent: s.fetching.requests, hits: s.cache.hits, misses: s.cache.misses, coldWaits: s.cache.coldWaits,
+            timeouts: s.cache.coldWaitTimeouts,
+            contextsHeld: s.cache.contextsHeld, notModified: s.fetching.notModified,
+            fetchesInFlight: s.fetching.inFlight,
+            backgroundRefreshes: s.fetching.backgroundRefreshes, streamConnected: s.stream.connected,
+            streamWaves: s.streaming.waves, streamRefreshes: s.streaming.refreshes, fetchTimeouts: s.fetching.timeouts,
+            networkErrors: s.fetching.networkErrors, droppedFetches: s.fetching.dropped, shedFetches: s.fetching.shed,
             sharedCache: s.sharedCache.map {
                 SharedCacheFigures(
                     hits: $0.hits, misses: $0.misses, writes: $0.writes, leaseWaits: $0.leaseWaits,

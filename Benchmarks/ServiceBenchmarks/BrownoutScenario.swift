@@ -68,14 +68,14 @@ extension ServiceBench {
             "  halyard: hot requests served values \(fmt(hotShare * 100, 2)) % (\(hotServed) of \(hotAsked)); cold requests served within coldFetchTimeout \(coldServed.withLock { $0 }) of \(coldAsked) (a 2 s plane cannot answer in 250 ms)"
         )
         print(
-            "  requests sent \(transport.requests) (\(fmt(Double(transport.requests) / Double(minutes * 60), 1))/s; 32 slots x 0.5/s = 16/s), background refreshes \(stats.backgroundRefreshes), dropped (waiters gone) \(stats.droppedFetches), shed \(stats.shedFetches), contexts held \(stats.contextsHeld)"
+            "  requests sent \(transport.requests) (\(fmt(Double(transport.requests) / Double(minutes * 60), 1))/s; 32 slots x 0.5/s = 16/s), background refreshes \(stats.fetching.backgroundRefreshes), dropped (waiters gone) \(stats.fetching.dropped), shed \(stats.fetching.shed), contexts held \(stats.cache.contextsHeld)"
         )
         verdict("brownout: hot requests served values = 100 %", hotServed == hotAsked, "\(fmt(hotShare * 100, 3)) %")
         service.close()
         return Brownout(
             hotServedShare: hotShare, hotAsked: hotAsked, coldServedInTime: coldServed.withLock { $0 },
-            coldAsked: coldAsked, requestsSent: transport.requests, dropped: stats.droppedFetches,
-            shed: stats.shedFetches, minutes: minutes)
+            coldAsked: coldAsked, requestsSent: transport.requests, dropped: stats.fetching.dropped,
+            shed: stats.fetching.shed, minutes: minutes)
     }
 
     /// The same brownout for the per-(flag, context) cache design (the OFREP providers that

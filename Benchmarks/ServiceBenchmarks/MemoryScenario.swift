@@ -40,15 +40,15 @@ extension ServiceBench {
             let after = heapBytes()
             let stats = service.stats
             let measuredPer = Double(after - before) / Double(contexts)
-            let estimatedPer = Double(stats.bytesHeld) / Double(stats.contextsHeld)
+            let estimatedPer = Double(stats.cache.bytesHeld) / Double(stats.cache.contextsHeld)
             // What the service estimates it holds beside the cache: the fitting memo's entries, and
             // the keys, key tables and details its snapshots share (each bounded on its own).
-            let beside = stats.memoBytes + stats.internedKeyBytes + stats.sharedDetailBytes
-            let totalPer = Double(stats.bytesHeld + beside) / Double(stats.contextsHeld)
+            let beside = stats.cache.memoBytes + stats.cache.internedKeyBytes + stats.cache.sharedDetailBytes
+            let totalPer = Double(stats.cache.bytesHeld + beside) / Double(stats.cache.contextsHeld)
             perContext[sharing] = measuredPer
             cpuPerFetch[sharing] = cpu / Double(contexts) * 1e6
             print(
-                "  \(sharing ? "shared details (default)" : "own details"): measured (malloc, mallinfo2) \(fmt(measuredPer / 1024)) KiB per context; estimated \(fmt(estimatedPer / 1024)) KiB in the cache (what its bound counts) + \(fmt(Double(beside) / Double(stats.contextsHeld) / 1024)) KiB beside it (memo \(stats.memoBytes / 1024) KiB, shared keys and tables \(stats.internedKeyBytes / 1024) KiB, \(stats.sharedDetails) shared details \(stats.sharedDetailBytes / 1024) KiB, in all); total estimate / measured \(fmt(totalPer / measuredPer)); CPU \(fmt(cpu / Double(contexts) * 1e6, 1)) µs per cold fetch (plane included)"
+                "  \(sharing ? "shared details (default)" : "own details"): measured (malloc, mallinfo2) \(fmt(measuredPer / 1024)) KiB per context; estimated \(fmt(estimatedPer / 1024)) KiB in the cache (what its bound counts) + \(fmt(Double(beside) / Double(stats.cache.contextsHeld) / 1024)) KiB beside it (memo \(stats.cache.memoBytes / 1024) KiB, shared keys and tables \(stats.cache.internedKeyBytes / 1024) KiB, \(stats.cache.sharedDetails) shared details \(stats.cache.sharedDetailBytes / 1024) KiB, in all); total estimate / measured \(fmt(totalPer / measuredPer)); CPU \(fmt(cpu / Double(contexts) * 1e6, 1)) µs per cold fetch (plane included)"
             )
             verdict(
                 "byte estimate (cache and beside it) within 0.8x-1.5x of malloc's figure, \(sharing ? "shared" : "own") details",

@@ -54,7 +54,8 @@ extension ServiceBench {
         let (single, singleViews) = try await views(sharing: true, stripes: 1)
         let (own, ownViews) = try await views(sharing: false)
         precondition(
-            striped.stats.sharedDetails > 0 && single.stats.sharedDetails <= 128 && own.stats.sharedDetails == 0,
+            striped.stats.cache.sharedDetails > 0 && single.stats.cache.sharedDetails <= 128
+                && own.stats.cache.sharedDetails == 0,
             "the three services do not differ in sharing")
         var stripedRatios: [Double] = []
         var singleRatios: [Double] = []

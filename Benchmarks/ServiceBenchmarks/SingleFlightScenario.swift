@@ -20,9 +20,11 @@ extension ServiceBench {
         }
         let stats = service.stats
         print("\n## 5. cold single-flight: 10,000 concurrent flags(for:) for one cold context")
-        print("  control-plane requests \(counter.requests); served \(served); waited on the flight \(stats.coldWaits)")
+        print(
+            "  control-plane requests \(counter.requests); served \(served); waited on the flight \(stats.cache.coldWaits)"
+        )
         verdict("10,000 concurrent cold flags(for:) -> exactly 1 request", counter.requests == 1, "\(counter.requests)")
         service.close()
-        return SingleFlight(requests: counter.requests, served: served, coldWaits: stats.coldWaits)
+        return SingleFlight(requests: counter.requests, served: served, coldWaits: stats.cache.coldWaits)
     }
 }

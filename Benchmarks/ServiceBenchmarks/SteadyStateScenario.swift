@@ -30,9 +30,9 @@ extension ServiceBench {
                 _ = await halyardRequest(service, context(id), route)
             }
             let stats = service.stats
-            halyardPeak = stats.peakBytesHeld
+            halyardPeak = stats.cache.peakBytesHeld
             print(
-                "    hits \(stats.hits), misses \(stats.misses), background refreshes \(stats.backgroundRefreshes), 304s \(stats.notModified), evictions \(stats.evictions), held \(stats.contextsHeld) contexts, \(stats.bytesHeld / 1024) KiB (peak \(stats.peakBytesHeld / 1024) KiB, bound \(halyardBound / 1024) KiB), cold waits \(stats.coldWaits), timeouts \(stats.timeouts)"
+                "    hits \(stats.cache.hits), misses \(stats.cache.misses), background refreshes \(stats.fetching.backgroundRefreshes), 304s \(stats.fetching.notModified), evictions \(stats.cache.evictions), held \(stats.cache.contextsHeld) contexts, \(stats.cache.bytesHeld / 1024) KiB (peak \(stats.cache.peakBytesHeld / 1024) KiB, bound \(halyardBound / 1024) KiB), cold waits \(stats.cache.coldWaits), timeouts \(stats.cache.coldWaitTimeouts)"
             )
             service.close()
         }
@@ -50,7 +50,7 @@ extension ServiceBench {
             }
             let stats = service.stats
             print(
-                "    frequency admission: \(stats.admissionRejections) fetched contexts not admitted, evictions \(stats.evictions), held \(stats.contextsHeld), hits \(stats.hits), misses \(stats.misses)"
+                "    frequency admission: \(stats.cache.admissionRejections) fetched contexts not admitted, evictions \(stats.cache.evictions), held \(stats.cache.contextsHeld), hits \(stats.cache.hits), misses \(stats.cache.misses)"
             )
             service.close()
         }
@@ -68,11 +68,12 @@ extension ServiceBench {
             }
             let stats = service.stats
             print(
-                "    the default 64 MiB bound binds first: held \(stats.contextsHeld) contexts, peak \(stats.peakBytesHeld / 1024) KiB <= \(64 << 10) KiB"
+                "    the default 64 MiB bound binds first: held \(stats.cache.contextsHeld) contexts, peak \(stats.cache.peakBytesHeld / 1024) KiB <= \(64 << 10) KiB"
             )
             verdict(
-                "peak cache bytes <= the default 64 MiB bound under the Zipf run", stats.peakBytesHeld <= 64 << 20,
-                "\(stats.peakBytesHeld / 1024) KiB")
+                "peak cache bytes <= the default 64 MiB bound under the Zipf run",
+                stats.cache.peakBytesHeld <= 64 << 20,
+                "\(stats.cache.peakBytesHeld / 1024) KiB")
             service.close()
         }
         let flagContextCache: LoadFigures

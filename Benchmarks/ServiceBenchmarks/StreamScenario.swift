@@ -93,7 +93,7 @@ extension ServiceBench {
         let connected = streaming.stats.stream.connected
         await warm(streaming, count: held)
         await warm(polling, count: held)
-        while streaming.stats.fetchesInFlight > 0 || polling.stats.fetchesInFlight > 0 {
+        while streaming.stats.fetching.inFlight > 0 || polling.stats.fetching.inFlight > 0 {
             try? await Task.sleep(for: .milliseconds(5))
         }
 
@@ -136,14 +136,14 @@ extension ServiceBench {
 
         // One event with every held context used since the last wave.
         for context in fitted { _ = streaming.flagsIfCached(for: context) }
-        let usesHeld = streaming.stats.streamUsesHeld
-        let useBytes = streaming.stats.streamUseBytes
-        let wavesBefore = streaming.stats.streamWaves
+        let usesHeld = streaming.stats.streaming.usesHeld
+        let useBytes = streaming.stats.streaming.useBytes
+        let wavesBefore = streaming.stats.streaming.waves
         let cpuBefore = cpuSeconds()
         let start = ContinuousClock.now
         plane.announce()
         let waveLimit = start + .seconds(30)
-        while streaming.stats.streamWaves == wavesBefore && ContinuousClock.now < waveLimit {}
+        while streaming.stats.streaming.waves == wavesBefore && ContinuousClock.now < waveLimit {}
         let queued = ContinuousClock.now - start
         let queuedCPU = cpuSeconds() - cpuBefore
         let queuedMs = queued.fractionalSeconds * 1e3

@@ -26,7 +26,7 @@ extension ServiceBench {
         print(
             "  flags(for: FittedContext)      p50 \(fmt(p50f)) µs  p99 \(fmt(p99f)) µs   (context fitted by the caller)"
         )
-        print("  hits \(warmStats.hits), misses \(warmStats.misses) during the pass (checksum \(checksum))")
+        print("  hits \(warmStats.cache.hits), misses \(warmStats.cache.misses) during the pass (checksum \(checksum))")
         let warm = WarmLatency(p50us: p50, p99us: p99, fittedP50us: p50f, fittedP99us: p99f, samples: latencySamples)
         verdict("warm flags(for:)+10 reads, p50 <= 5 µs", p50 <= 5, "\(fmt(p50)) µs (pre-fitted: \(fmt(p50f)) µs)")
         verdict("warm flags(for:)+10 reads, p99 <= 20 µs", p99 <= 20, "\(fmt(p99)) µs (pre-fitted: \(fmt(p99f)) µs)")

@@ -90,5 +90,5 @@ func viaFitted(_ n: Int) -> Int {
 let a = viaContext(requests)
 let b = viaFitted(requests)
 let stats = service.stats
-print("requests \(requests) per path, checksums \(a) \(b), hits \(stats.hits), misses \(stats.misses)")
+print("requests \(requests) per path, checksums \(a) \(b), hits \(stats.cache.hits), misses \(stats.cache.misses)")
 service.close()

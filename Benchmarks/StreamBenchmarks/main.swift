@@ -270,7 +270,7 @@ do {
     let contexts = try (0..<held).map { try EvaluationContext(targetingKey: "user-\($0)").fitted() }
     say("warming \(held) contexts")
     for context in contexts { _ = await service.flags(for: context) }
-    if !(await spin({ service.stats.stream.connected && service.stats.fetchesInFlight == 0 })) {
+    if !(await spin({ service.stats.stream.connected && service.stats.fetching.inFlight == 0 })) {
         say("the service stream did not connect")
     }
     // The connect wave refreshes every held context once (held / 200 s at 200 requests/s); let
@@ -284,7 +284,9 @@ do {
         var lastCount = -1
         while ContinuousClock.now < settleLimit {
             let count = await plane.fetchCount()
-            if count == lastCount && service.stats.fetchesInFlight == 0 && service.stats.streamWaves >= 1 { break }
+            if count == lastCount && service.stats.fetching.inFlight == 0 && service.stats.streaming.waves >= 1 {
+                break
+            }
             lastCount = count
             try? await Task.sleep(for: .milliseconds(500))
         }
@@ -292,7 +294,7 @@ do {
     await settle()
     _ = await plane.change()
     await settle()
-    say("connected; waves \(service.stats.streamWaves)")
+    say("connected; waves \(service.stats.streaming.waves)")
     try? await Task.sleep(for: .seconds(1))
     let hot = Array(contexts.suffix(100))
     var hotFirst: [Double] = []
@@ -314,21 +316,21 @@ do {
         }
         hotAll.append(seconds(ContinuousClock.now - start))
         hotFirst.append(first ?? 0)
-        _ = await spin { service.stats.fetchesInFlight == 0 }
+        _ = await spin { service.stats.fetching.inFlight == 0 }
         // Let the token bucket refill (100 tokens at 200/s) so changes do not overlap.
         try? await Task.sleep(for: .milliseconds(520))
     }
     let perChange = Double(await plane.fetchCount() - before) / Double(serviceChanges)
     // All held: one change after every held context was used.
     for context in contexts { _ = service.flagsIfCached(for: context) }
-    _ = await spin { service.stats.fetchesInFlight == 0 }
+    _ = await spin { service.stats.fetching.inFlight == 0 }
     let allBefore = await plane.fetchCount()
     let start = ContinuousClock.now
     _ = await plane.change()
     var allSent = 0
     _ = await spinAsync(upTo: .seconds(Int64(held / 100 + 30))) {
         allSent = await plane.fetchCount() - allBefore
-        return allSent >= held && service.stats.fetchesInFlight == 0
+        return allSent >= held && service.stats.fetching.inFlight == 0
     }
     let allTime = seconds(ContinuousClock.now - start)
     service.close()

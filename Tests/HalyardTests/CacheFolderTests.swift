@@ -15,7 +15,7 @@ import Testing
 /// on real folders: FIFOs, symlinks, devices, modes, foreign owners, a folder removed while the
 /// client runs, other software's temporary files, and size limits up to `.max`.
 @Suite struct CacheFolderTests {
-    /// Bug 2: `cacheEntrySizeLimit = .max` trapped on the first warm start (`sizeLimit + 1`).
+    /// Bug 2: `maxCacheEntryBytes = .max` trapped on the first warm start (`sizeLimit + 1`).
     /// Every size option accepts `.max`: a cold start, a write, a warm start and a refresh.
     @Test func everySizeOptionAcceptsMax() async throws {
         let directory = try CacheTests.temporaryDirectory()
@@ -24,10 +24,10 @@ import Testing
         var options = CacheClientTests.options(plane, MemoryCacheStore())
         options.cacheStore = nil
         options.cacheDirectory = directory
-        options.cacheEntrySizeLimit = .max
+        options.maxCacheEntryBytes = .max
         options.maxCachedContexts = .max
         options.maxResponseBytes = .max
-        options.contextSizeLimit = .max
+        options.maxContextCodeUnits = .max
         try await CacheTests.warm(options)
         let client = try await CacheClientTests.heldClient(plane, options)
         #expect(client.boolDetail("a", default: false).reason == .cached, "the warm start read the entry")

@@ -58,3 +58,58 @@ import Testing
         #expect(o.effectiveStaleAfter == .seconds(90))
     }
 }
+
+/// The deprecated option spellings (docs/public-api.md, "Naming"), reached through a protocol so
+/// that the test that they forward compiles without a deprecation warning.
+protocol DeprecatedClientOptionSpellings {
+    var contextSizeLimit: Int { get set }
+    var cacheEntrySizeLimit: Int { get set }
+}
+protocol DeprecatedServiceOptionSpellings {
+    var contextSizeLimit: Int { get set }
+}
+protocol DeprecatedExposureOptionSpellings {
+    var retryBaseDelay: Duration { get set }
+    var retryMaxDelay: Duration { get set }
+}
+extension FlagClientOptions: DeprecatedClientOptionSpellings {}
+extension FlagServiceOptions: DeprecatedServiceOptionSpellings {}
+extension ExposureOptions: DeprecatedExposureOptionSpellings {}
+
+extension ClientOptionsValidationTests {
+    /// Each old spelling reads and writes the new name's storage, both ways.
+    @Test func deprecatedSpellingsForwardToTheNewNames() throws {
+        var client: any DeprecatedClientOptionSpellings = options("https://a.example")
+        client.contextSizeLimit = 100
+        client.cacheEntrySizeLimit = 200
+        var c = try #require(client as? FlagClientOptions)
+        #expect(c.maxContextCodeUnits == 100)
+        #expect(c.maxCacheEntryBytes == 200)
+        c.maxContextCodeUnits = 300
+        c.maxCacheEntryBytes = 400
+        client = c
+        #expect(client.contextSizeLimit == 300)
+        #expect(client.cacheEntrySizeLimit == 400)
+
+        var service: any DeprecatedServiceOptionSpellings = FlagServiceOptions(
+            baseURL: URL(string: "https://a.example")!, key: "srv-key")
+        service.contextSizeLimit = 500
+        var s = try #require(service as? FlagServiceOptions)
+        #expect(s.maxContextCodeUnits == 500)
+        s.maxContextCodeUnits = 600
+        service = s
+        #expect(service.contextSizeLimit == 600)
+
+        var exposures: any DeprecatedExposureOptionSpellings = ExposureOptions()
+        exposures.retryBaseDelay = .seconds(2)
+        exposures.retryMaxDelay = .seconds(20)
+        var e = try #require(exposures as? ExposureOptions)
+        #expect(e.initialBackoff == .seconds(2))
+        #expect(e.maxBackoff == .seconds(20))
+        e.initialBackoff = .seconds(3)
+        e.maxBackoff = .seconds(30)
+        exposures = e
+        #expect(exposures.retryBaseDelay == .seconds(3))
+        #expect(exposures.retryMaxDelay == .seconds(30))
+    }
+}

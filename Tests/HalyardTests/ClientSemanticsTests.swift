@@ -174,6 +174,50 @@ import Testing
         #expect(changes.value == [["a"], ["b", "c"], ["a", "b", "c", "d"], ["marker"]])
     }
 
+    @Test func withChangesEndsItsSubscriptionWhenTheBodyReturns() async throws {
+        let plane = InMemoryControlPlane(values: ["a": 1])
+        let client = try Self.client(plane)
+        defer { client.close() }
+        #expect(try await Self.ready(client))
+        let hub = try #require(client.sync).hub
+        let (first, stream) = try await client.withChanges { changes in
+            #expect(hub.changeStreamCount == 1)
+            plane.setValue(2, for: "a")
+            try await client.refreshOrFail()
+            let first = try await Wait.result("the first change") { await changes.first { _ in true } }
+            return (first, changes)
+        }
+        #expect(first == ["a"])
+        #expect(hub.changeStreamCount == 0)
+        plane.setValue(3, for: "a")
+        try await client.refreshOrFail()
+        // Finished when the body returned: the later change never reaches it.
+        #expect(try await Wait.result("the stream's end") { await stream.first { _ in true } } == nil)
+    }
+
+    @Test func withChangesEndsOnThrowAndOnCloseAndOffline() async throws {
+        struct Boom: Error {}
+        let plane = InMemoryControlPlane(values: ["a": 1])
+        let client = try Self.client(plane)
+        #expect(try await Self.ready(client))
+        let hub = try #require(client.sync).hub
+        await #expect(throws: Boom.self) {
+            try await client.withChanges { _ in throw Boom() }
+        }
+        #expect(hub.changeStreamCount == 0)
+        // A loop over the stream ends when the client closes.
+        let ended = try await client.withChanges { changes in
+            client.close()
+            return try await Wait.result("the loop's end after close") {
+                for await _ in changes {}
+                return true
+            }
+        }
+        #expect(ended)
+        let offline = try FlagClient(offlineValues: ["a": 1])
+        #expect(await offline.withChanges { changes in await changes.first { _ in true } } == nil)
+    }
+
     @Test func slowAndThrowingListenersDoNotDelayOthers() async throws {
         struct Boom: Error {}
         let plane = InMemoryControlPlane(values: ["a": 1])

@@ -128,6 +128,6 @@ import Testing
             }
         }
         #expect(wrong.isEmpty, "served another context's values: \(wrong.prefix(10))")
-        #expect(warm > 0 && service.stats.evictions > 0)
+        #expect(warm > 0 && service.stats.cache.evictions > 0)
     }
 }

@@ -138,8 +138,8 @@ import Testing
         }
         #expect(snapshots[1].details[who] !== snapshots[0].details[who])
         let stats = service.stats
-        #expect(stats.sharedDetails == 9 + 3)
-        #expect(stats.sharedDetailBytes == service.details.bytes && stats.sharedDetailBytes > 0)
+        #expect(stats.cache.sharedDetails == 9 + 3)
+        #expect(stats.cache.sharedDetailBytes == service.details.bytes && stats.cache.sharedDetailBytes > 0)
     }
 
     /// Contexts come and go (a cache of 8 over 600 users), so their snapshots are freed and the

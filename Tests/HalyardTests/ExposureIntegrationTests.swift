@@ -14,8 +14,8 @@ import Testing
     static func options(_ edit: (inout ExposureOptions) -> Void = { _ in }) -> ExposureOptions {
         var o = ExposureOptions()
         o.flushInterval = .zero  // flushes are driven explicitly
-        o.retryBaseDelay = .milliseconds(10)
-        o.retryMaxDelay = .milliseconds(100)
+        o.initialBackoff = .milliseconds(10)
+        o.maxBackoff = .milliseconds(100)
         o.requestTimeout = .seconds(1)
         edit(&o)
         return o

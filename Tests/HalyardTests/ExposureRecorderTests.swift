@@ -47,8 +47,8 @@ final class ScriptedExposureTransport: FlagTransport, Sendable {
         _ edit: (inout ExposureOptions) -> Void = { _ in }
     ) -> ExposureRecorder {
         var o = ExposureOptions()
-        o.retryBaseDelay = .seconds(1)
-        o.retryMaxDelay = .seconds(8)
+        o.initialBackoff = .seconds(1)
+        o.maxBackoff = .seconds(8)
         edit(&o)
         var log: (@Sendable (String) -> Void)?
         if let logSink {
@@ -59,7 +59,7 @@ final class ScriptedExposureTransport: FlagTransport, Sendable {
             headers: ["Authorization": "Bearer secret"], log: log, startsTicker: ticker)
     }
 
-    static func identityHolds(_ c: ExposureCounters) -> Bool {
+    static func identityHolds(_ c: ExposureStats) -> Bool {
         c.recorded == c.deduplicated + c.sampledOut + c.sent + c.dropped + c.pending
     }
 

@@ -9,8 +9,8 @@ import Testing
 
     static func options(_ edit: (inout ExposureOptions) -> Void = { _ in }) -> ExposureOptions {
         var o = ExposureOptions()
-        o.retryBaseDelay = .seconds(1)
-        o.retryMaxDelay = .seconds(60)
+        o.initialBackoff = .seconds(1)
+        o.maxBackoff = .seconds(60)
         edit(&o)
         return o
     }
@@ -26,7 +26,7 @@ import Testing
             now: .seconds(seconds), nowSeconds: UInt32(seconds), creationDate: 1_800_000_000 + Int64(seconds))
     }
 
-    static func identityHolds(_ c: ExposureCounters) -> Bool {
+    static func identityHolds(_ c: ExposureStats) -> Bool {
         c.recorded == c.deduplicated + c.sampledOut + c.sent + c.dropped + c.pending
     }
 

@@ -86,6 +86,6 @@ import Testing
             #expect(try #require(view.snapshot).tableShared, "\(user)'s snapshot built a table of its own")
         }
         #expect(service.tables.bytes > 0)
-        #expect(service.stats.internedKeyBytes == service.keys.bytes + service.tables.bytes)
+        #expect(service.stats.cache.internedKeyBytes == service.keys.bytes + service.tables.bytes)
     }
 }

@@ -150,4 +150,57 @@ struct InstallCheckTests {
         #expect(messages.first?.hasPrefix("no answer to the install check: ") == true, "\(messages)")
         #expect(messages.allSatisfy { !$0.contains("Bearer") })
     }
+
+    /// A transport that fails every request with one error.
+    struct FailingTransport: FlagTransport {
+        let error: TransportError
+        func send(_ request: TransportRequest) async throws -> TransportResponse { throw error }
+    }
+
+    /// `verifyKey()`: each case `verify()` gives nil for is a distinct `VerifyError`, and an
+    /// answer, refused or not, is an `InstallCheck`.
+    @Test func verifyKeySaysWhy() async throws {
+        let plane = InMemoryControlPlane(values: ["a": .bool(true)])
+        let client = try plane.makeClient()
+        defer { client.close() }
+        #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
+        let accepted = try await Wait.result("verifyKey()") { try await client.verifyKey() }
+        #expect(accepted.outcome == .accepted)
+        plane.failInitialization(status: 403)
+        let refused = try await Wait.result("verifyKey() refused") { try await client.verifyKey() }
+        #expect(refused.outcome == .rejected(status: 403))
+
+        let offline = try FlagClient(offlineValues: ["a": .bool(true)])
+        await #expect(throws: VerifyError.notRunning) { try await offline.verifyKey() }
+        let closed = try plane.makeClient()
+        closed.close()
+        await #expect(throws: VerifyError.notRunning) { try await closed.verifyKey() }
+        let invalid = try plane.makeClient(context: EvaluationContext(targetingKey: "u", kind: "Not A Kind"))
+        defer { invalid.close() }
+        await #expect {
+            try await invalid.verifyKey()
+        } throws: { error in
+            if case .invalidContext = error as? VerifyError { true } else { false }
+        }
+
+        var options = plane.makeOptions()
+        options.requestTimeout = .seconds(3)
+        for (thrown, expected) in [
+            (TransportError.timedOut, VerifyError.timedOut(.seconds(3))),
+            (.network("connection refused"), .unreachable("connection refused")),
+            (.cancelled, .cancelled),
+        ] {
+            options.transport = FailingTransport(error: thrown)
+            let failing = options
+            await #expect(throws: expected) { try await FlagClient.verifyKey(options: failing) }
+            #expect(try await FlagClient.verify(options: failing) == nil)
+        }
+        var blank = options
+        blank.key = " "
+        let blankKey = blank
+        await #expect(throws: VerifyError.invalidOptions(.blankKey)) {
+            try await FlagClient.verifyKey(options: blankKey)
+        }
+        await #expect(throws: FlagClientError.blankKey) { try await FlagClient.verify(options: blankKey) }
+    }
 }

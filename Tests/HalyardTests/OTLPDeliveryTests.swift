@@ -48,8 +48,8 @@ import Testing
     ) -> ExposureRecorder {
         var o = ExposureOptions()
         o.flushInterval = .zero
-        o.retryBaseDelay = .milliseconds(10)
-        o.retryMaxDelay = .milliseconds(100)
+        o.initialBackoff = .milliseconds(10)
+        o.maxBackoff = .milliseconds(100)
         o.exporter = .otlp(endpoint: endpoint, headers: ["Authorization": "Basic c2VjcmV0", "X-Tenant": "t1"])
         edit(&o)
         return ExposureRecorder(
@@ -58,7 +58,7 @@ import Testing
             startsTicker: false)
     }
 
-    static func identityHolds(_ c: ExposureCounters) -> Bool {
+    static func identityHolds(_ c: ExposureStats) -> Bool {
         c.recorded == c.deduplicated + c.sampledOut + c.sent + c.dropped + c.pending
     }
 

@@ -16,8 +16,8 @@ import Testing
     {
         var o = ExposureOptions()
         o.flushInterval = .zero
-        o.retryBaseDelay = .milliseconds(10)
-        o.retryMaxDelay = .milliseconds(100)
+        o.initialBackoff = .milliseconds(10)
+        o.maxBackoff = .milliseconds(100)
         // 10 s: the schedule has no delay faults, and a 2 s bound timed out a healthy upload while
         // the whole suite ran in parallel (the collector held 8,984 records, the client counted 7,985
         // sent: an upload it gave up on had arrived, and its retry arrived too).

@@ -194,8 +194,8 @@ import Testing
         o.flushInterval = .zero
         o.requestTimeout = .seconds(10)
         o.capacity = 20_000
-        o.retryBaseDelay = .milliseconds(10)
-        o.retryMaxDelay = .milliseconds(100)
+        o.initialBackoff = .milliseconds(10)
+        o.maxBackoff = .milliseconds(100)
         o.environment = [:]
         o.resourceAttributes = ["service.instance.id": "pod-1", "host.name": "h\u{E9}"]
         let configuration = try #require(

@@ -101,7 +101,7 @@ import Testing
         let plane = InMemoryControlPlane(values: ["a": 1])
         let lines = Locked<[String]>([])
         var options = plane.makeOptions()
-        options.contextSizeLimit = 200
+        options.maxContextCodeUnits = 200
         options.logHandler = { _, message in lines.withLock { $0.append(message) } }
         options.initialContext = EvaluationContext(
             targetingKey: "u1", attributes: ["big": .string(String(repeating: "x", count: 300)), "small": "s"])

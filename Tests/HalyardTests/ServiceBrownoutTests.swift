@@ -109,7 +109,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         clock.advance(by: .seconds(570))  // 601 s: past maxStaleness without a refresh
         transport.allow(5)
         try await Wait.until("the hot context served again", seconds: 30) { service.flagsIfCached(for: hot).hasValues }
-        #expect(service.stats.backgroundRefreshes == 1)
+        #expect(service.stats.fetching.backgroundRefreshes == 1)
     }
 
     /// Bug 1: queued cold fetches whose waiters all left are dropped, not sent.
@@ -132,12 +132,12 @@ final class FailingSleepClock: HalyardClock, Sendable {
             }
         }
         try await Wait.until("three cold waits", seconds: 30) {
-            service.stats.coldWaits == 3 && clock.sleeperCount >= 3
+            service.stats.cache.coldWaits == 3 && clock.sleeperCount >= 3
         }
         clock.advance(by: .milliseconds(251))
         let reasons = try await Wait.result("the cold waits end", seconds: 30) { await waits.value }
         #expect(reasons == [.providerNotReady, .providerNotReady, .providerNotReady])
-        try await Wait.until("the abandoned fetches dropped", seconds: 30) { service.stats.droppedFetches == 3 }
+        try await Wait.until("the abandoned fetches dropped", seconds: 30) { service.stats.fetching.dropped == 3 }
         transport.allow(10)
         try await Wait.until("the first context held", seconds: 30) {
             service.flagsIfCached(for: serviceContext(0)).hasValues
@@ -172,12 +172,12 @@ final class FailingSleepClock: HalyardClock, Sendable {
         defer { service.close() }
         for i in 0..<100 { #expect(!service.flagsIfCached(for: serviceContext(i)).hasValues) }
         let stats = service.stats
-        #expect(stats.shedFetches == 95, "created \(100 - stats.shedFetches) fetches for 2 slots and a queue of 3")
-        #expect(stats.fetchesInFlight <= 5)
+        #expect(stats.fetching.shed == 95, "created \(100 - stats.fetching.shed) fetches for 2 slots and a queue of 3")
+        #expect(stats.fetching.inFlight <= 5)
         #expect(service.fetcher.tasksCreated == 5, "a fetch task per request that found no room")
         try await Wait.until("the two slots' requests") { transport.waiting == 2 }
         transport.allow(100)
-        try await Wait.until("the five fetches") { transport.received == 5 && service.stats.fetchesInFlight == 0 }
+        try await Wait.until("the five fetches") { transport.received == 5 && service.stats.fetching.inFlight == 0 }
         #expect(transport.received == 5)
     }
 
@@ -231,9 +231,9 @@ final class FailingSleepClock: HalyardClock, Sendable {
         #expect(await service.flags(for: serviceContext(0)).flagCount == 500)
         #expect(await service.flags(for: serviceContext(0)).flagCount == 500)
         let stats = service.stats
-        #expect(stats.requestsSent == 301)
-        #expect(stats.bytesHeld <= 256 << 10 && stats.peakBytesHeld <= 256 << 10)
-        #expect(stats.bytesHeld == service.cache.totals().bytes)
+        #expect(stats.fetching.requests == 301)
+        #expect(stats.cache.bytesHeld <= 256 << 10 && stats.cache.peakBytesHeld <= 256 << 10)
+        #expect(stats.cache.bytesHeld == service.cache.totals().bytes)
         let big = try #require(service.flagsIfCached(for: serviceContext(0)).snapshot)
         #expect(big.estimatedBytes(keysShared: true) > 64 << 10)  // larger than its shard's share
     }
@@ -259,8 +259,8 @@ final class FailingSleepClock: HalyardClock, Sendable {
             service.flagsIfCached(for: serviceContext(0)).flagCount == 500
         }
         let stats = service.stats
-        #expect(stats.bytesHeld <= 256 << 10 && stats.peakBytesHeld <= 256 << 10)
-        #expect(stats.bytesHeld == service.cache.totals().bytes)
+        #expect(stats.cache.bytesHeld <= 256 << 10 && stats.cache.peakBytesHeld <= 256 << 10)
+        #expect(stats.cache.bytesHeld == service.cache.totals().bytes)
     }
 
     /// A cold wait ends when the clock's sleep throws (it must not hang forever).
@@ -292,7 +292,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         #expect(await service.flags(for: serviceContext(1)).unavailableReason == .providerFatal)
         #expect(await service.flags(for: serviceContext(1)).unavailableReason == .providerFatal)
         #expect(await service.flags(for: serviceContext(2)).hasValues)
-        #expect(service.status == .ready && service.stats.forbiddenContexts == 1)
+        #expect(service.status == .ready && service.stats.fetching.forbiddenContexts == 1)
         #expect(transport.received["status 403"] == 1)
         clock.advance(by: .seconds(601))  // retried after maxStaleness
         #expect(await service.flags(for: serviceContext(1)).unavailableReason == .providerFatal)
@@ -309,7 +309,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         #expect(service.status == .fatal)
         // While fatal, a miss creates no flight.
         _ = service.flagsIfCached(for: serviceContext(2))
-        #expect(service.stats.fetchesInFlight == 0 && plane.evaluationCount == 1)
+        #expect(service.stats.fetching.inFlight == 0 && plane.evaluationCount == 1)
         await #expect(throws: FlagServiceError.blankKey) { try await service.setKey("  ") }
         #expect(service.status == .fatal)
         try await service.setKey("srv-new-key")
@@ -342,7 +342,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         transport.releaseOne()
         let reasons = [await first.value, await second.value]
         #expect(service.status != .fatal, "a refusal of the replaced key made the service fatal again")
-        #expect(service.stats.staleKeyRefusals == 1)
+        #expect(service.stats.fetching.staleKeyRefusals == 1)
         // The context whose 401 came first was served the fatal reason (which one is the
         // transport's order).
         #expect(reasons.contains(.providerFatal), "\(reasons)")
@@ -367,14 +367,14 @@ final class FailingSleepClock: HalyardClock, Sendable {
         let service = try FlagService(options: options)
         defer { service.close() }
         #expect(await service.flags(for: serviceContext(5)).hasValues)
-        let held = service.stats.contextsHeld
+        let held = service.stats.cache.contextsHeld
         _ = await service.flags(for: serviceContext(0))
         #expect(service.status == .error)
         for id in 100..<200 { _ = service.flagsIfCached(for: serviceContext(id)) }
         let stats = service.stats
-        #expect(stats.fetchesInFlight == 0 && stats.pausedFetches >= 100)
+        #expect(stats.fetching.inFlight == 0 && stats.fetching.paused >= 100)
         // A failure record for the 429 context only: nothing for the others.
-        #expect(stats.contextsHeld == held && stats.failureRecords == 1)
+        #expect(stats.cache.contextsHeld == held && stats.cache.failureRecords == 1)
         clock.advance(by: .seconds(61))
         #expect(service.status == .error)  // the pause is over, nothing has succeeded since
         #expect(await service.flags(for: serviceContext(7)).hasValues)

@@ -70,12 +70,12 @@ import Testing
         #expect(firstPass.1 == 0)
 
         // Nothing grows without bound.
-        try await Wait.until("every fetch ended", seconds: 30) { service.stats.fetchesInFlight == 0 }
+        try await Wait.until("every fetch ended", seconds: 30) { service.stats.fetching.inFlight == 0 }
         let stats = service.stats
-        #expect(stats.contextsHeld <= 2_000 && stats.peakBytesHeld <= 4 << 20)
+        #expect(stats.cache.contextsHeld <= 2_000 && stats.cache.peakBytesHeld <= 4 << 20)
         #expect(service.fetcher.queuedCount == 0 && service.fetcher.inFlightCount == 0)
-        #expect(stats.fetchTimeouts > 0 && stats.networkErrors > 0 && stats.invalidBodies > 0)
-        #expect(stats.fetchesByStatus[503, default: 0] > 0 && stats.fetchesByStatus[429, default: 0] > 0)
+        #expect(stats.fetching.timeouts > 0 && stats.fetching.networkErrors > 0 && stats.fetching.invalidBodies > 0)
+        #expect(stats.fetching.byStatus[503, default: 0] > 0 && stats.fetching.byStatus[429, default: 0] > 0)
         #expect(stats.status != .fatal)
 
         // Healthy contexts asked again are served (from the cache, or fetched again after an eviction).

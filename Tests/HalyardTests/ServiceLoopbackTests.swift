@@ -33,12 +33,12 @@ import Testing
         #expect(two.string("banner", default: "") == "Hi two")
         #expect(two.boolDetail("checkout.new", default: true).errorCode == .flagNotFound)
         #expect(!other.bool("checkout.new", default: true))
-        #expect(service.stats.fetchesByStatus[200] == 3)
+        #expect(service.stats.fetching.byStatus[200] == 3)
 
         // Older than refreshAfter: served, and revalidated with If-None-Match (304).
         clock.advance(by: .seconds(31))
         #expect(service.flagsIfCached(for: serviceContext(1)).bool("checkout.new", default: false))
-        try await Wait.until("the 304") { service.stats.notModified == 1 }
+        try await Wait.until("the 304") { service.stats.fetching.notModified == 1 }
         let requests = try await server.requests().filter { $0.path.hasPrefix("/ofrep/") }
         #expect(requests.count == 4)
         let last = try #require(requests.last)

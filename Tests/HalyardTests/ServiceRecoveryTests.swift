@@ -58,22 +58,22 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
         for _ in 0..<20 {
             for id in 0..<10 { #expect(service.flagsIfCached(for: serviceContext(id)).hasValues) }
             // Whatever was created and refused has ended: the three with room remain.
-            try await Wait.until("the refreshes with room only") { service.stats.fetchesInFlight == 3 }
+            try await Wait.until("the refreshes with room only") { service.stats.fetching.inFlight == 3 }
         }
         #expect(service.fetcher.tasksCreated - before == 3, "a refresh task per request that found no room")
-        #expect(service.stats.shedFetches == 7, "shed once each, then waiting for their retry time")
+        #expect(service.stats.fetching.shed == 7, "shed once each, then waiting for their retry time")
         // A backoff step later the gate is still full: shed again, still no task.
         clock.advance(by: .seconds(2))
         for id in 0..<10 { _ = service.flagsIfCached(for: serviceContext(id)) }
         #expect(service.fetcher.tasksCreated - before == 3)
-        #expect(service.stats.shedFetches == 14)
+        #expect(service.stats.fetching.shed == 14)
         // The plane answers: every context is refreshed, each by one task that sent its request.
         transport.allow(1_000)
-        try await Wait.until("the held refreshes answered") { service.stats.fetchesInFlight == 0 }
+        try await Wait.until("the held refreshes answered") { service.stats.fetching.inFlight == 0 }
         for _ in 0..<20 where transport.received < 20 {
             clock.advance(by: .seconds(1))
             for id in 0..<10 { _ = service.flagsIfCached(for: serviceContext(id)) }
-            try await Wait.until("the refreshes answered") { service.stats.fetchesInFlight == 0 }
+            try await Wait.until("the refreshes answered") { service.stats.fetching.inFlight == 0 }
         }
         #expect(transport.received == 20)
         #expect(service.fetcher.tasksCreated - before == 10)
@@ -109,13 +109,13 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
         clock.advance(by: .seconds(10))  // 10 s before its expiry
         #expect(service.flagsIfCached(for: hot).hasValues)
         try await Wait.until("the probe answered", seconds: 20) {
-            transport.received["pass"] == 2 && service.stats.fetchesInFlight == 0
+            transport.received["pass"] == 2 && service.stats.fetching.inFlight == 0
         }
         for _ in 0..<5 { _ = service.flagsIfCached(for: hot) }  // one probe, not one per read
         clock.advance(by: .seconds(20))  // past the first expiry, still paused
         #expect(service.flagsIfCached(for: hot).hasValues)
         let stats = service.stats
-        #expect(stats.probes == 1 && transport.received["pass"] == 2)
+        #expect(stats.fetching.probes == 1 && transport.received["pass"] == 2)
     }
 
     /// A 429's `Retry-After` is the server's own word: no probe goes before it.
@@ -129,7 +129,7 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
         _ = await service.flags(for: serviceContext(999))
         clock.advance(by: .seconds(10))
         _ = service.flagsIfCached(for: hot)
-        #expect(service.stats.fetchesInFlight == 0 && service.stats.probes == 0)
+        #expect(service.stats.fetching.inFlight == 0 && service.stats.fetching.probes == 0)
         clock.advance(by: .seconds(20))
         #expect(service.flagsIfCached(for: hot).unavailableReason == .providerNotReady)
         #expect(transport.received["pass"] == 1)
@@ -164,7 +164,7 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
             var served = 0
             for context in hot where service.flagsIfCached(for: context).hasValues { served += 1 }
             barrier.open()
-            try await Wait.until("this second's fetches answered") { service.stats.fetchesInFlight == 0 }
+            try await Wait.until("this second's fetches answered") { service.stats.fetching.inFlight == 0 }
             let now = clock.monotonicNow
             if let until = service.fetcher.gate(now: now).pausedUntil { longestPause = max(longestPause, until - now) }
             return served
@@ -181,7 +181,8 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
         for _ in 0..<30 { servedBySecond.append(try await second()) }
         served = servedBySecond.last ?? 0
         let stats = service.stats
-        let seconds = "served by second: \(servedBySecond); sheds \(stats.shedFetches), probes \(stats.probes)"
+        let seconds =
+            "served by second: \(servedBySecond); sheds \(stats.fetching.shed), probes \(stats.fetching.probes)"
         #expect(served == 200, "30 s after the recovery; \(seconds)")
         // The rule's own bound (docs/service.md, "Recovery"): the pause in force and each
         // context's backoff end within the recovery interval (15 s) of the last failure, and a
@@ -236,7 +237,7 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
             #expect(await service.flags(for: serviceContext(id)).unavailableReason == .providerNotReady)
         }
         let stats = service.stats
-        #expect(stats.evictions == 0 && stats.contextsHeld == 8 && stats.failureRecords == 20)
+        #expect(stats.cache.evictions == 0 && stats.cache.contextsHeld == 8 && stats.cache.failureRecords == 20)
         for id in 0..<8 { #expect(service.flagsIfCached(for: serviceContext(id)).hasValues) }
         // Each failing context keeps its backoff: asked again at once, nothing is sent.
         for id in 100..<120 { _ = await service.flags(for: serviceContext(id)) }
@@ -264,7 +265,7 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
         }
         #expect(transport.received["status 403"] == 1)
         let stats = service.stats
-        #expect(stats.failureRecords == 1 && stats.contextsHeld == 8 && stats.evictions == 0)
+        #expect(stats.cache.failureRecords == 1 && stats.cache.contextsHeld == 8 && stats.cache.evictions == 0)
     }
 
     /// The failure table is bounded: when full, the record retried soonest goes.
@@ -326,7 +327,7 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
         #expect(service.status == .error)
         let before = service.fetcher.tasksCreated
         await service.refreshHeld(try held.fitted())
-        #expect(service.fetcher.tasksCreated == before && service.stats.fetchesInFlight == 0)
+        #expect(service.fetcher.tasksCreated == before && service.stats.fetching.inFlight == 0)
         #expect(transport.received["pass"] == 1)
     }
 
@@ -375,7 +376,7 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
         for id in 0..<300 { #expect(await service.flags(for: serviceContext(id)).hasValues) }
         let widths = service.cache.shards.map { $0.withLock { $0.sketch?.width ?? 0 } }
         #expect(widths.allSatisfy { $0 >= 64 && $0 <= 1_024 }, "\(widths)")
-        #expect(service.stats.contextsHeld == 300)
+        #expect(service.stats.cache.contextsHeld == 300)
     }
 
     /// Widening the sketch keeps every estimate.

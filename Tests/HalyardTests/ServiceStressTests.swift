@@ -47,7 +47,7 @@ import Testing
         let served = try await Wait.result("the 10,000 requests", seconds: 60) { await results.value }
         #expect(served == 10_000)
         #expect(plane.evaluationCount == 1)
-        #expect(service.stats.coldWaits == 10_000 && service.stats.timeouts == 0)
+        #expect(service.stats.cache.coldWaits == 10_000 && service.stats.cache.coldWaitTimeouts == 0)
     }
 
     @Test func concurrentRequestsWithEvictionsAndBackgroundRefreshes() async throws {
@@ -81,11 +81,11 @@ import Testing
             }
         }
         #expect(wrong == 0)
-        try await Wait.until("no fetch left in flight") { service.stats.fetchesInFlight == 0 }
+        try await Wait.until("no fetch left in flight") { service.stats.fetching.inFlight == 0 }
         let stats = service.stats
-        #expect(stats.contextsHeld <= 64 && stats.evictions > 0)
-        #expect(stats.bytesHeld == service.cache.totals().bytes)
-        #expect(stats.hits + stats.misses == 12_000)
-        #expect(stats.backgroundRefreshes > 0)
+        #expect(stats.cache.contextsHeld <= 64 && stats.cache.evictions > 0)
+        #expect(stats.cache.bytesHeld == service.cache.totals().bytes)
+        #expect(stats.cache.hits + stats.cache.misses == 12_000)
+        #expect(stats.fetching.backgroundRefreshes > 0)
     }
 }

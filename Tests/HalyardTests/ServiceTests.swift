@@ -46,10 +46,12 @@ import Testing
         let again = await service.flags(for: context)
         #expect(again.bool("checkout.new", default: false))
         let stats = service.stats
-        #expect(stats.hits == 1 && stats.misses == 1 && stats.requestsSent == 1)
-        #expect(stats.fetchesByStatus[200] == 1 && stats.status == .ready)
+        #expect(stats.cache.hits == 1 && stats.cache.misses == 1 && stats.fetching.requests == 1)
+        #expect(stats.fetching.byStatus[200] == 1 && stats.status == .ready)
         #expect(stats.reads.flagNotFound == 1 && stats.reads.typeMismatch == 2 && stats.reads.servedError == 1)
-        #expect(stats.contextsHeld == 1 && stats.bytesHeld > 0 && stats.bytesHeld == stats.peakBytesHeld)
+        #expect(
+            stats.cache.contextsHeld == 1 && stats.cache.bytesHeld > 0
+                && stats.cache.bytesHeld == stats.cache.peakBytesHeld)
 
         // What was sent: the fitted context, a Bearer server key.
         let request = try #require(plane.requests.first)
@@ -93,7 +95,7 @@ import Testing
             #expect(flags.string("who", default: "") == "user-\(id)")
             #expect(flags.bool("pro", default: false) == (id % 3 == 0))
         }
-        #expect(plane.evaluationCount == 20 && service.stats.contextsHeld == 20)
+        #expect(plane.evaluationCount == 20 && service.stats.cache.contextsHeld == 20)
     }
 
     /// SPEC §2: flag keys are exact bytes. The key interner looked keys up in a `Set<String>`,
@@ -149,7 +151,7 @@ import Testing
         let flags = try await Wait.result("flags(for:)") { await waiting.value }
         #expect(flags.unavailableReason == .providerNotReady)
         #expect(flags.boolDetail("checkout.new", default: false).errorCode == .providerNotReady)
-        #expect(service.stats.coldWaits == 1 && service.stats.timeouts == 1)
+        #expect(service.stats.cache.coldWaits == 1 && service.stats.cache.coldWaitTimeouts == 1)
         // The fetch goes on: once it completes the context is served.
         plane.completeInitialization()
         try await Wait.until("values held") { service.flagsIfCached(for: serviceContext(1)).hasValues }
@@ -170,7 +172,7 @@ import Testing
             #expect(detail.value && detail.errorCode == .invalidContext && detail.reason == .error)
             #expect(!flags.bool("checkout.new", default: false))
         }
-        #expect(plane.evaluationCount == 0 && service.stats.invalidContexts == 3)
+        #expect(plane.evaluationCount == 0 && service.stats.cache.invalidContexts == 3)
 
         // A context the control plane rejects (400) is remembered: no second request until
         // refreshAfter.
@@ -199,7 +201,7 @@ import Testing
         #expect(await service.flags(for: serviceContext(1)).unavailableReason == .providerNotReady)
         // Another context, during the pause: nothing is sent, defaults are served at once.
         #expect(await service.flags(for: serviceContext(2)).unavailableReason == .providerNotReady)
-        #expect(transport.received["pass"] == nil && service.stats.pausedFetches >= 1)
+        #expect(transport.received["pass"] == nil && service.stats.fetching.paused >= 1)
         clock.advance(by: .seconds(61))
         #expect(await service.flags(for: serviceContext(2)).hasValues)
         #expect(transport.received["pass"] == 1 && transport.received["status 429"] == 1)
@@ -233,11 +235,11 @@ import Testing
         clock.advance(by: .seconds(31))
         // Older than refreshAfter: served at once, refreshed in the background with If-None-Match.
         #expect(service.flagsIfCached(for: context).bool("checkout.new", default: false))
-        try await Wait.until("the revalidation") { service.stats.notModified == 1 }
+        try await Wait.until("the revalidation") { service.stats.fetching.notModified == 1 }
         let revalidation = try #require(plane.requests.last)
         let etag = try #require(service.flagsIfCached(for: context).snapshot?.etag)
         #expect(revalidation.headers["If-None-Match"] == etag)
-        #expect(service.stats.backgroundRefreshes == 1 && service.stats.fetchesByStatus[304] == 1)
+        #expect(service.stats.fetching.backgroundRefreshes == 1 && service.stats.fetching.byStatus[304] == 1)
         // The 304 confirmed the values: younger than refreshAfter again, no refresh.
         _ = service.flagsIfCached(for: context)
         #expect(plane.evaluationCount == 2)
@@ -246,7 +248,7 @@ import Testing
         plane.setValue(.bool(false), for: "checkout.new")
         clock.advance(by: .seconds(31))
         #expect(service.flagsIfCached(for: context).bool("checkout.new", default: false))
-        try await Wait.until("the refresh") { service.stats.fetchesByStatus[200] == 2 }
+        try await Wait.until("the refresh") { service.stats.fetching.byStatus[200] == 2 }
         #expect(!service.flagsIfCached(for: context).bool("checkout.new", default: true))
 
         // Past maxStaleness with the control plane away: the values are not served.
@@ -271,7 +273,7 @@ import Testing
         var held: ContextFlags? = await service.flags(for: serviceContext(1))
         weak let snapshot = held?.snapshot
         _ = await service.flags(for: serviceContext(2))
-        #expect(service.stats.evictions == 1 && service.stats.contextsHeld == 1)
+        #expect(service.stats.cache.evictions == 1 && service.stats.cache.contextsHeld == 1)
         // Evicted from the cache, still alive and correct for the view that holds it.
         #expect(snapshot != nil)
         #expect(held?.string("who", default: "") == "user-1")
@@ -295,9 +297,9 @@ import Testing
         defer { service.close() }
         for id in 0..<100 { _ = await service.flags(for: serviceContext(id)) }
         let stats = service.stats
-        #expect(stats.peakBytesHeld <= 200_000 && stats.bytesHeld <= 200_000)
-        #expect(stats.evictions > 0 && stats.contextsHeld < 100)
-        #expect(stats.bytesHeld == service.cache.totals().bytes)
+        #expect(stats.cache.peakBytesHeld <= 200_000 && stats.cache.bytesHeld <= 200_000)
+        #expect(stats.cache.evictions > 0 && stats.cache.contextsHeld < 100)
+        #expect(stats.cache.bytesHeld == service.cache.totals().bytes)
     }
 
     @Test func exposuresCarryEachContextsFingerprint() async throws {
@@ -338,7 +340,7 @@ import Testing
         let counters = service.stats.exposures
         #expect(counters.recorded == 500)
         #expect(counters.pending <= 50 && counters.dropped >= 450)
-        #expect(service.stats.contextsHeld <= 64)
+        #expect(service.stats.cache.contextsHeld <= 64)
     }
 
     @Test func closeStopsFetchingAndViewsKeepAnswering() async throws {
@@ -389,6 +391,45 @@ import Testing
             service.flagsIfCached(for: serviceContext(1)).hasValues
             && service.flagsIfCached(for: serviceContext(2)).hasValues
         #expect(popularHeld == admission)
-        #expect(service.stats.admissionRejections == (admission ? 1 : 0))
+        #expect(service.stats.cache.admissionRejections == (admission ? 1 : 0))
+    }
+}
+
+/// Flat `FlagServiceStats` names of earlier releases (docs/public-api.md, "Stats groups"),
+/// reached through a protocol so that the test that they forward compiles without a
+/// deprecation warning.
+protocol DeprecatedFlatServiceStats {
+    var timeouts: Int { get set }
+    var fetchTimeouts: Int { get set }
+    var hits: Int { get set }
+    var requestsSent: Int { get set }
+    var fetchesByStatus: [Int: Int] { get set }
+    var streamWaves: Int { get set }
+}
+extension FlagServiceStats: DeprecatedFlatServiceStats {}
+
+extension ServiceTests {
+    /// Each flat name reads and writes its group's field; `timeouts` and `fetchTimeouts` are two
+    /// different counters.
+    @Test func flatStatsNamesForwardToTheirGroups() throws {
+        var flat: any DeprecatedFlatServiceStats = FlagServiceStats()
+        flat.timeouts = 1
+        flat.fetchTimeouts = 2
+        flat.hits = 3
+        flat.requestsSent = 4
+        flat.fetchesByStatus = [200: 5]
+        flat.streamWaves = 6
+        var stats = try #require(flat as? FlagServiceStats)
+        #expect(stats.cache.coldWaitTimeouts == 1)
+        #expect(stats.fetching.timeouts == 2)
+        #expect(stats.cache.hits == 3)
+        #expect(stats.fetching.requests == 4)
+        #expect(stats.fetching.byStatus == [200: 5])
+        #expect(stats.streaming.waves == 6)
+        stats.cache.coldWaitTimeouts = 10
+        stats.fetching.timeouts = 20
+        flat = stats
+        #expect(flat.timeouts == 10)
+        #expect(flat.fetchTimeouts == 20)
     }
 }

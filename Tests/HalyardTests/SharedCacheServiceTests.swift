@@ -64,9 +64,9 @@ import Testing
         #expect(plane.evaluationCount == 5, "the second service sent no request")
         let stats = second.stats
         #expect(stats.sharedCache?.hits == 5)
-        #expect(stats.requestsSent == 0)
+        #expect(stats.fetching.requests == 0)
         #expect(stats.status == .ready, "served by its fleet: ready without a request of its own")
-        #expect(stats.contextsHeld == 5)
+        #expect(stats.cache.contextsHeld == 5)
     }
 
     @Test(.needsRedisServer) func twoPodsMissingOneContextAtOnceFetchItOnce() async throws {
@@ -119,7 +119,7 @@ import Testing
         #expect(stopped.errors >= SharedCacheBreaker.failuresToOpen)
         #expect(stopped.breakerOpen, "repeated deadlines open the breaker")
         #expect(stopped.skippedCalls > 0, "an open breaker skips calls")
-        #expect(service.stats.timeouts == 0)
+        #expect(service.stats.cache.coldWaitTimeouts == 0)
         #expect(logs.all.contains { $0.contains("shared cache is unavailable") }, "\(logs.all)")
 
         // Killed: the same.
@@ -307,8 +307,8 @@ import Testing
         try await Wait.untilAsync("the connect waves to end", seconds: 30) {
             let count = (try await server.streamReport()["bulk"] as? [[String: Any]] ?? []).count
             defer { bulkBefore = count }
-            guard count == bulkBefore, a.stats.streamWaves >= 1, b.stats.streamWaves >= 1,
-                a.stats.fetchesInFlight == 0, b.stats.fetchesInFlight == 0
+            guard count == bulkBefore, a.stats.streaming.waves >= 1, b.stats.streaming.waves >= 1,
+                a.stats.fetching.inFlight == 0, b.stats.fetching.inFlight == 0
             else {
                 try await Task.sleep(for: .milliseconds(300))
                 return false
@@ -324,7 +324,7 @@ import Testing
         }
         // Both waves are over before counting.
         try await Wait.until("the waves to end", seconds: 30) {
-            a.stats.fetchesInFlight == 0 && b.stats.fetchesInFlight == 0
+            a.stats.fetching.inFlight == 0 && b.stats.fetching.inFlight == 0
         }
         let wave = (try await server.streamReport()["bulk"] as? [[String: Any]] ?? []).count - bulkBefore
         #expect(wave >= contexts.count, "each context fetched for the change: \(wave)")

@@ -225,7 +225,7 @@ import Testing
         try await Wait.untilAsync("the connect wave to end", seconds: 20) {
             let count = (try await server.streamReport()["bulk"] as? [[String: Any]] ?? []).count
             defer { bulkBefore = count }
-            guard count == bulkBefore, service.stats.streamWaves >= 1, service.stats.fetchesInFlight == 0 else {
+            guard count == bulkBefore, service.stats.streaming.waves >= 1, service.stats.fetching.inFlight == 0 else {
                 try await Task.sleep(for: .milliseconds(300))
                 return false
             }
@@ -235,7 +235,7 @@ import Testing
         try await Wait.until("every held context to see version 2", seconds: 30) {
             contexts.allSatisfy { service.flagsIfCached(for: $0).int("version", default: 0) == 2 }
         }
-        #expect(service.stats.streamWaves >= 1)
+        #expect(service.stats.streaming.waves >= 1)
         // The event's wave forwards its etag on every refresh (SPEC §14: event-triggered
         // fetches carry the flagConfig parameters).
         let bulk = try await server.streamReport()["bulk"] as? [[String: Any]] ?? []

@@ -26,8 +26,8 @@ struct StreamServiceTests {
         try await Wait.untilAsync("the stream to connect and its wave to end") {
             let count = transport.fetches.count
             defer { last = count }
-            guard service.stats.stream.connected, service.stats.streamWaves == 1, count == last,
-                service.stats.fetchesInFlight == 0
+            guard service.stats.stream.connected, service.stats.streaming.waves == 1, count == last,
+                service.stats.fetching.inFlight == 0
             else {
                 try await Task.sleep(for: .milliseconds(100))
                 return false
@@ -73,28 +73,30 @@ struct StreamServiceTests {
             clock.advance(by: .milliseconds(1))
             _ = await service.flags(for: context)
         }
-        try await Wait.until("every fetch over") { service.stats.fetchesInFlight == 0 }
+        try await Wait.until("every fetch over") { service.stats.fetching.inFlight == 0 }
         let stats = service.stats
-        #expect(stats.streamUsesHeld <= stats.contextsHeld, "one record per held context: \(stats.streamUsesHeld)")
-        #expect(stats.streamUsesHeld >= 1)
-        #expect(stats.streamUseBytes > 0)
+        #expect(
+            stats.streaming.usesHeld <= stats.cache.contextsHeld,
+            "one record per held context: \(stats.streaming.usesHeld)")
+        #expect(stats.streaming.usesHeld >= 1)
+        #expect(stats.streaming.useBytes > 0)
         // The wave refreshes each recorded context once: contexts held and used.
         transport.change()
         let before = transport.fetches.count
-        let expected = stats.streamUsesHeld
+        let expected = stats.streaming.usesHeld
         transport.pushRefetch()
         try await Wait.until("the wave's \(expected) refreshes") {
-            transport.fetches.count >= before + expected && service.stats.fetchesInFlight == 0
+            transport.fetches.count >= before + expected && service.stats.fetching.inFlight == 0
         }
         let refreshed = transport.fetches[before...].compactMap { Self.index(of: $0.body) }
         #expect(refreshed.count == expected)
         #expect(Set(refreshed).count == refreshed.count, "a context refreshed twice: \(refreshed.sorted())")
         let after = service.stats
-        #expect(after.streamUsesHeld == 0)
-        #expect(after.streamUseBytes == 0)
+        #expect(after.streaming.usesHeld == 0)
+        #expect(after.streaming.useBytes == 0)
         // The budget holds exactly the entries again: dropping the stream's records gave every
         // reserved byte back (nothing leaked through an eviction).
-        #expect(after.bytesHeld == service.cache.totals().bytes, "\(after.bytesHeld) reserved")
+        #expect(after.cache.bytesHeld == service.cache.totals().bytes, "\(after.cache.bytesHeld) reserved")
     }
 
     @Test("a service holding 1,000 contexts refreshes them within the concurrency bound, most recent first, ≤ 200/s")
@@ -107,7 +109,7 @@ struct StreamServiceTests {
         let service = try FlagService(options: options)
         defer { service.close() }
         let contexts = try await Self.connectedWithUses(service, transport, clock, count: 1_000)
-        #expect(service.stats.contextsHeld == 1_001)
+        #expect(service.stats.cache.contextsHeld == 1_001)
         // A change: the event's wave refreshes every context used since the last wave (the
         // 1,000), most recently used first.
         transport.change()
@@ -115,7 +117,7 @@ struct StreamServiceTests {
         transport.pushRefetch()
         try await Wait.until("the wave to refresh 1,000 contexts", seconds: 30) {
             if transport.fetches.count < before + 1_000 { clock.advance(by: .milliseconds(50)) }
-            return transport.fetches.count >= before + 1_000 && service.stats.fetchesInFlight == 0
+            return transport.fetches.count >= before + 1_000 && service.stats.fetching.inFlight == 0
         }
         let wave = Array(transport.fetches[before...])
         #expect(wave.count == 1_000)
@@ -142,7 +144,7 @@ struct StreamServiceTests {
         }
         // The values changed on the server are served without any refreshAfter expiring.
         #expect(service.flagsIfCached(for: contexts[0]).int("version", default: 0) == 2)
-        #expect(service.stats.streamWaves == 2)
+        #expect(service.stats.streaming.waves == 2)
         #expect(service.status == .ready)
     }
 
@@ -157,32 +159,32 @@ struct StreamServiceTests {
         // its context, up to maxContexts, outside the byte bound and the stats).
         let early = try (0..<50).map { try EvaluationContext(targetingKey: "early\($0)").fitted() }
         for context in early { _ = await service.flags(for: context) }
-        #expect(service.stats.streamUsesHeld == 0)
-        #expect(service.stats.streamUseBytes == 0)
+        #expect(service.stats.streaming.usesHeld == 0)
+        #expect(service.stats.streaming.useBytes == 0)
         // Connected: each use is kept once, and its bytes are part of the bytes held.
         transport.setAdvertise(true)
         _ = await service.flags(for: try EvaluationContext(targetingKey: "opener").fitted())
         try await Self.connectWaveEnded(service, transport)
-        let bytesBefore = service.stats.bytesHeld
+        let bytesBefore = service.stats.cache.bytesHeld
         for context in early { _ = service.flagsIfCached(for: context) }
         for context in early { _ = service.flagsIfCached(for: context) }
         let stats = service.stats
-        #expect(stats.streamUsesHeld == 50)
-        #expect(stats.streamUseBytes >= 50 * early[0].canonicalJSON.utf8.count)
-        #expect(stats.bytesHeld - bytesBefore == stats.streamUseBytes)
+        #expect(stats.streaming.usesHeld == 50)
+        #expect(stats.streaming.useBytes >= 50 * early[0].canonicalJSON.utf8.count)
+        #expect(stats.cache.bytesHeld - bytesBefore == stats.streaming.useBytes)
         // A wave takes them (their bytes go back); a lost stream drops what is kept.
         transport.pushRefetch()
         try await Wait.until("the wave to take the uses") {
-            service.stats.streamWaves == 2 && service.stats.streamUsesHeld == 0
+            service.stats.streaming.waves == 2 && service.stats.streaming.usesHeld == 0
         }
         _ = service.flagsIfCached(for: early[0])
-        #expect(service.stats.streamUsesHeld == 1)
+        #expect(service.stats.streaming.usesHeld == 1)
         transport.setStreamAnswer(.status(503))
         transport.drop()
         try await Wait.until("the stream to be lost and its uses dropped") {
-            !service.stats.stream.connected && service.stats.streamUsesHeld == 0
+            !service.stats.stream.connected && service.stats.streaming.usesHeld == 0
         }
-        #expect(service.stats.streamUseBytes == 0)
+        #expect(service.stats.streaming.useBytes == 0)
     }
 
     @Test("held contexts not used since the last wave are marked stale and refreshed on next use")
@@ -204,7 +206,7 @@ struct StreamServiceTests {
         transport.change()
         transport.pushRefetch()
         try await Wait.until("the event's wave") {
-            service.stats.streamWaves == 2 && transport.fetches.count == base + 1
+            service.stats.streaming.waves == 2 && transport.fetches.count == base + 1
         }
         try await Wait.until("b refreshed") { service.flagsIfCached(for: b).int("version", default: 0) == 2 }
         // a was not refreshed by the wave: its next use serves the held values and refreshes it.
@@ -245,7 +247,7 @@ struct StreamServiceTests {
         // Counted from the merge: tokens left over from the steps above may still send refreshes
         // of the first wave before the event is handled (seen under TSan), but after it only
         // the refreshes already taken from the queue (at most the 4 workers) can go first.
-        try await Wait.until("the event's wave", seconds: 30) { service.stats.streamWaves >= 3 }
+        try await Wait.until("the event's wave", seconds: 30) { service.stats.streaming.waves >= 3 }
         let mark = transport.fetches.count
         try await Wait.until("the hot contexts to be refreshed", seconds: 30) {
             let hotSeen = hot.allSatisfy { service.flagsIfCached(for: $0).int("version", default: 0) == 2 }
@@ -272,12 +274,12 @@ struct StreamServiceTests {
         do {
             try await Wait.until("every held context refreshed", seconds: 120) {
                 sent = transport.fetches.count - before
-                let done = sent >= 1_000 && service.stats.fetchesInFlight == 0
+                let done = sent >= 1_000 && service.stats.fetching.inFlight == 0
                 if !done { clock.advance(by: .milliseconds(50)) }
                 return done
             }
         } catch {
-            Issue.record(error, "\(sent) of 1,000 refreshes sent; waves \(service.stats.streamWaves)")
+            Issue.record(error, "\(sent) of 1,000 refreshes sent; waves \(service.stats.streaming.waves)")
         }
         #expect(transport.fetches.count - before <= 1_000, "each context refreshed once: merged, not repeated")
     }
@@ -326,7 +328,7 @@ struct StreamServiceTests {
         clock.advance(by: .milliseconds(1))  // the wave's stale mark is "confirmed before now"
         transport.change()
         transport.pushRefetch()
-        try await Wait.until("the event's wave") { service.stats.streamWaves == 2 }
+        try await Wait.until("the event's wave") { service.stats.streaming.waves == 2 }
         transport.release()
         #expect(await cold.value == 1, "the cold fetch's answer was sent before the change")
         // No clock movement (refreshAfter is an hour): only the mark can bring version 2.
@@ -386,7 +388,7 @@ struct StreamServiceTests {
         try await Wait.until("the draining wave's 202 refreshes") {
             let sent = transport.fetches.count - drain
             if sent < 202 { clock.advance(by: .milliseconds(1)) }  // 0.2 tokens: none piles up
-            return sent == 202 && service.stats.fetchesInFlight == 0
+            return sent == 202 && service.stats.fetching.inFlight == 0
         }
         let base = transport.fetches.count
         let a = contexts[0]
@@ -396,7 +398,7 @@ struct StreamServiceTests {
         transport.change()
         transport.pushRefetch()
         // The event's wave queues a and b; its workers wait for tokens (the clock stands still).
-        try await Wait.until("the event's wave") { service.stats.streamWaves == 3 }
+        try await Wait.until("the event's wave") { service.stats.streaming.waves == 3 }
         try await Wait.until("the wave's workers to wait for tokens") { clock.sleeperCount >= 1 }
         // a is queued: a read serves the held values and must not start a refresh of its own.
         // (Under load a token may have piled up and the wave sent a already: then the read
@@ -409,7 +411,7 @@ struct StreamServiceTests {
         try await Wait.until("the wave's refreshes") {
             let done =
                 service.flagsIfCached(for: a).int("version", default: 0) == 2
-                && service.flagsIfCached(for: b).int("version", default: 0) == 2 && service.stats.fetchesInFlight == 0
+                && service.flagsIfCached(for: b).int("version", default: 0) == 2 && service.stats.fetching.inFlight == 0
             if !done { clock.advance(by: .milliseconds(5)) }
             return done
         }

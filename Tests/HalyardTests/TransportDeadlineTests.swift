@@ -124,6 +124,6 @@ import Testing
         _ = try await Wait.result("flags(for:)", seconds: 30) {
             await service.flags(for: EvaluationContext(targetingKey: "u1"))
         }
-        try await Wait.until("the fetch timed out", seconds: 30) { service.stats.fetchTimeouts >= 1 }
+        try await Wait.until("the fetch timed out", seconds: 30) { service.stats.fetching.timeouts >= 1 }
     }
 }

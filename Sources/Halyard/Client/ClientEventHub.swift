@@ -15,6 +15,7 @@ final class ClientEventHub: Sendable {
         var status: ClientStatus = .notReady
         var listeners: [UInt64: Listener] = [:]
         var streams: [UInt64: AsyncStream<ClientEvent>.Continuation] = [:]
+        var changeStreams: [UInt64: AsyncStream<Set<String>>.Continuation] = [:]
         var finished = false
         var nextID: UInt64 = 0
     }
@@ -36,9 +37,12 @@ final class ClientEventHub: Sendable {
     /// Delivers an event to every stream and, for ``ClientEvent/configurationChanged(_:)``, to
     /// every `onChange` listener on the listener's own serial queue.
     func emit(_ event: ClientEvent) {
-        let (streams, listeners) = state.withLock { s in (Array(s.streams.values), Array(s.listeners.values)) }
+        let (streams, listeners, changeStreams) = state.withLock { s in
+            (Array(s.streams.values), Array(s.listeners.values), Array(s.changeStreams.values))
+        }
         for stream in streams { stream.yield(event) }
         guard case .configurationChanged(let keys) = event else { return }
+        for stream in changeStreams { stream.yield(keys) }
         for listener in listeners {
             let active = listener.active
             let handler = listener.handler
@@ -51,12 +55,16 @@ final class ClientEventHub: Sendable {
 
     /// Ends every stream; later streams end at once.
     func finish() {
-        let streams = state.withLock { s -> [AsyncStream<ClientEvent>.Continuation] in
+        let (streams, changeStreams) = state.withLock { s in
             s.finished = true
-            defer { s.streams.removeAll() }
-            return Array(s.streams.values)
+            defer {
+                s.streams.removeAll()
+                s.changeStreams.removeAll()
+            }
+            return (Array(s.streams.values), Array(s.changeStreams.values))
         }
         for stream in streams { stream.finish() }
+        for stream in changeStreams { stream.finish() }
     }
 
     /// Registers a change listener with a serial queue of its own (a slow one delays only itself).
@@ -72,6 +80,30 @@ final class ClientEventHub: Sendable {
             active.withLock { $0 = false }
             self?.state.withLock { _ = $0.listeners.removeValue(forKey: id) }
         }
+    }
+
+    /// The change streams open now (tests check that a scoped subscription ended).
+    var changeStreamCount: Int { state.withLock { $0.changeStreams.count } }
+
+    /// A new stream of the changed keys from now on, for ``FlagClient/withChanges(bufferingPolicy:isolation:_:)``:
+    /// fed in emission order (as `events` streams are), finished when the client closes or when
+    /// the continuation is finished (which unregisters it).
+    func changes(
+        bufferingPolicy: AsyncStream<Set<String>>.Continuation.BufferingPolicy
+    ) -> (AsyncStream<Set<String>>, AsyncStream<Set<String>>.Continuation) {
+        let (stream, continuation) = AsyncStream<Set<String>>.makeStream(bufferingPolicy: bufferingPolicy)
+        let finished = state.withLock { s -> Bool in
+            if s.finished { return true }
+            s.nextID &+= 1
+            let id = s.nextID
+            s.changeStreams[id] = continuation
+            continuation.onTermination = { [weak self] _ in
+                self?.state.withLock { _ = $0.changeStreams.removeValue(forKey: id) }
+            }
+            return false
+        }
+        if finished { continuation.finish() }
+        return (stream, continuation)
     }
 
     /// A new stream of the events emitted from now on.

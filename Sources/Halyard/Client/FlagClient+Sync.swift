@@ -107,6 +107,41 @@ extension FlagClient {
         return sync.hub.onChange(handler)
     }
 
+    /// Runs `body` with a stream of the changed keys (the sets ``onChange(_:)`` delivers, in
+    /// emission order) and ends the subscription when `body` returns or throws. The stream
+    /// finishes then, or earlier when the client closes, so a `for await` over it ends too;
+    /// offline clients never change, and their stream is finished at once. Use it where the
+    /// subscription's lifetime is a scope; the ``ChangeSubscription`` of ``onChange(_:)`` runs
+    /// until ``ChangeSubscription/cancel()``.
+    ///
+    /// ```swift
+    /// let watcher = Task {
+    ///     await client.withChanges { changes in
+    ///         for await keys in changes where keys.contains("checkout.new") {
+    ///             await reloadCheckout()
+    ///         }
+    ///     }
+    /// }
+    /// // The loop ends when the client closes, or at `watcher.cancel()`.
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - bufferingPolicy: What the stream keeps while `body` is not reading; *default*
+    ///     `.unbounded` (every change is kept).
+    ///   - isolation: Where `body` runs; *default* the caller's.
+    ///   - body: Receives the stream; what it returns is returned.
+    public func withChanges<R>(
+        bufferingPolicy: AsyncStream<Set<String>>.Continuation.BufferingPolicy = .unbounded,
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (AsyncStream<Set<String>>) async throws -> R
+    ) async rethrows -> R {
+        let (changes, continuation) =
+            sync?.hub.changes(bufferingPolicy: bufferingPolicy) ?? AsyncStream<Set<String>>.makeStream()
+        if sync == nil { continuation.finish() }
+        defer { continuation.finish() }
+        return try await body(changes)
+    }
+
     /// The throwing form of ``onChange(_:)``: a thrown error is ignored (it neither stops the
     /// subscription nor reaches another listener). Handle errors in the handler instead.
     @available(*, deprecated, message: "pass a non-throwing handler: a thrown error was always ignored")
@@ -148,7 +183,7 @@ extension FlagClient {
     public var stats: FlagClientStats {
         var stats = FlagClientStats(sync: sync?.engine.stats ?? SyncStats())
         stats.reads = readCounters.stats
-        stats.exposures = exposureRecorder?.counters ?? ExposureCounters()
+        stats.exposures = exposureRecorder?.counters ?? ExposureStats()
         stats.stream = sync?.streams?.stats ?? EventStreamStats()
         return stats
     }

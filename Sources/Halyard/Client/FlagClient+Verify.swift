@@ -80,8 +80,33 @@ extension FlagClient {
     /// The client's own start-up fetch is a request too: to check a key with exactly one
     /// request, and nothing started, use ``verify(options:)``.
     public func verify() async -> InstallCheck? {
-        guard let sync, !sync.isClosed else { return nil }
-        return await Self.installCheck(
+        do {
+            return try await verifyKey()
+        } catch {
+            if let message = error.logMessage { sync?.options.logHandler?(.warning, message) }
+            return nil
+        }
+    }
+
+    /// ``verify()`` that says why there is no answer: the same single request, reporting an
+    /// answer (accepted, refused, invalid context, another status or an unusable body) as an
+    /// ``InstallCheck`` and every case ``verify()`` returns `nil` for as a ``VerifyError``.
+    ///
+    /// ```swift
+    /// do {
+    ///     let check = try await client.verifyKey()
+    ///     print(check.isAccepted ? "key accepted" : "answered \(check.outcome)")
+    /// } catch .unreachable(let cause) {
+    ///     print("no answer: \(cause)")
+    /// } catch {
+    ///     print(error)
+    /// }
+    /// ```
+    ///
+    /// Nothing is logged: the error says it.
+    public func verifyKey() async throws(VerifyError) -> InstallCheck {
+        guard let sync, !sync.isClosed else { throw .notRunning }
+        return try await Self.installCheck(
             options: sync.options, identity: sync.identity, transport: sync.transport, context: sync.currentContext)
     }
 
@@ -100,26 +125,42 @@ extension FlagClient {
     ///   ``FlagClientOptions/logHandler`` as one warning) or the initial context is invalid.
     /// - Throws: the configuration errors of ``init(options:)``.
     public static func verify(options: FlagClientOptions) async throws(FlagClientError) -> InstallCheck? {
-        try options.validate()
+        do {
+            return try await verifyKey(options: options)
+        } catch .invalidOptions(let error) {
+            throw error
+        } catch {
+            if let message = error.logMessage { options.logHandler?(.warning, message) }
+            return nil
+        }
+    }
+
+    /// ``verify(options:)`` that says why there is no answer, as ``verifyKey()`` does; a
+    /// configuration error is ``VerifyError/invalidOptions(_:)``.
+    public static func verifyKey(options: FlagClientOptions) async throws(VerifyError) -> InstallCheck {
+        do throws(FlagClientError) {
+            try options.validate()
+        } catch {
+            throw .invalidOptions(error)
+        }
         let identity = ClientIdentity(
             baseURL: options.baseURL, key: options.key, appID: options.appID,
             installID: { [storage = options.installIDStorage] in storage.resolve() })
-        return await installCheck(
+        return try await installCheck(
             options: options, identity: identity, transport: options.transport ?? makeDefaultTransport(),
             context: options.initialContext)
     }
 
-    /// One install-check exchange (shared by ``verify()`` and ``verify(options:)``).
+    /// One install-check exchange (shared by ``verifyKey()`` and ``verifyKey(options:)``).
     private static func installCheck(
         options: FlagClientOptions, identity: ClientIdentity, transport: any FlagTransport,
         context current: EvaluationContext
-    ) async -> InstallCheck? {
+    ) async throws(VerifyError) -> InstallCheck {
         let context: FittedContext
-        do {
-            context = try current.fitted(limit: options.contextSizeLimit)
+        do throws(ContextError) {
+            context = try current.fitted(limit: options.maxContextCodeUnits)
         } catch {
-            options.logHandler?(.warning, "install check not sent: the context is invalid: \(error)")
-            return nil
+            throw .invalidContext(error)
         }
         let maxResponseBytes = options.maxResponseBytes > 0 ? options.maxResponseBytes : 8 << 20
         let timeout = options.requestTimeout > .zero ? options.requestTimeout : .seconds(10)
@@ -134,8 +175,7 @@ extension FlagClient {
                 outcome: .unexpected(status: 200), status: 200, contextFingerprint: context.fingerprint,
                 duration: options.clock.monotonicNow - started)
         } catch {
-            options.logHandler?(.warning, "no answer to the install check: \(Self.cause(error, timeout: timeout))")
-            return nil
+            throw VerifyError(error, timeout: timeout)
         }
         var check = InstallCheck(
             outcome: .unexpected(status: response.status), status: response.status, etag: response.header("ETag"),
@@ -152,18 +192,5 @@ extension FlagClient {
         default: break
         }
         return check
-    }
-
-    /// Why a request got no answer, for the log: the transport's own description of a network
-    /// error (refused, reset, DNS, TLS: it names neither the key nor the body).
-    private static func cause(_ error: any Error, timeout: Duration) -> String {
-        switch error as? TransportError {
-        case .timedOut?: "the request timed out after \(timeout)"
-        case .network(let detail)?: detail.isEmpty ? "network error" : detail
-        case .cancelled?: "the request was cancelled"
-        case .responseTooLarge(let limit)?: "the response exceeded \(limit) bytes"
-        case .redirectRefused(let origin, let reason)?: "a redirect to \(origin) was refused (\(reason.rawValue))"
-        case nil: "network error"
-        }
     }
 }

@@ -62,7 +62,8 @@ public struct FlagClientOptions: Sendable {
     /// (a value ≤ 0 means the default).
     public var maxResponseBytes: Int = 8 << 20
     /// The fitted context's size cap in UTF-16 code units (docs/context.md); *default* 4,096.
-    public var contextSizeLimit: Int = 4096
+    /// Was `contextSizeLimit` (docs/public-api.md, "Naming").
+    public var maxContextCodeUnits: Int = 4096
     /// Sent as the `X-Halyard-App-Id` header when set; *default* `nil` (header omitted).
     public var appID: String? = nil
     /// Where the install id (sent as `X-Halyard-Install-Id`) is kept; *default*
@@ -80,8 +81,8 @@ public struct FlagClientOptions: Sendable {
     public var cacheMaxAge: Duration = .seconds(24 * 60 * 60)
     /// The largest cache entry of the default file store, in bytes; *default* 256 KiB. A
     /// larger entry is removed with one warning. (A custom ``cacheStore`` has its own
-    /// ``CacheStore/sizeLimit``.)
-    public var cacheEntrySizeLimit: Int = 256 << 10
+    /// ``CacheStore/sizeLimit``.) Was `cacheEntrySizeLimit` (docs/public-api.md, "Naming").
+    public var maxCacheEntryBytes: Int = 256 << 10
     /// Another store for the on-device cache; *default* `nil` = a ``FileCacheStore`` in
     /// ``cacheDirectory``.
     public var cacheStore: (any CacheStore)? = nil
@@ -151,5 +152,23 @@ public struct FlagClientOptions: Sendable {
     var effectiveStaleAfter: Duration {
         if let staleAfter { return staleAfter }
         return pollInterval > .zero ? pollInterval * 3 : refreshIfStaleThreshold * 3
+    }
+}
+
+extension FlagClientOptions {
+    /// The old spelling of ``maxContextCodeUnits``, kept for one release (docs/public-api.md,
+    /// "Naming").
+    @available(*, deprecated, renamed: "maxContextCodeUnits")
+    public var contextSizeLimit: Int {
+        get { maxContextCodeUnits }
+        set { maxContextCodeUnits = newValue }
+    }
+
+    /// The old spelling of ``maxCacheEntryBytes``, kept for one release (docs/public-api.md,
+    /// "Naming").
+    @available(*, deprecated, renamed: "maxCacheEntryBytes")
+    public var cacheEntrySizeLimit: Int {
+        get { maxCacheEntryBytes }
+        set { maxCacheEntryBytes = newValue }
     }
 }

@@ -6,7 +6,7 @@ public struct FlagClientStats: Sendable, Hashable {
     public var sync: SyncStats
     /// Exposure counters (all zero offline): `recorded`, `deduplicated`, `sampledOut`,
     /// `dropped`, `sent`, `failed`.
-    public var exposures = ExposureCounters()
+    public var exposures = ExposureStats()
     /// Event-stream counters (docs/protocol.md, "Event streams"); all zero without a stream.
     public var stream = EventStreamStats()
 

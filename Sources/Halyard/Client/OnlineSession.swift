@@ -102,7 +102,7 @@ package final class OnlineSession: Sendable {
     /// ``FlagClientOptions/cacheLookupCap`` (a slow store never holds it back longer). Without a cache (or an
     /// invalid initial context) the fetch is sent at once.
     func start() {
-        let fitted = try? options.initialContext.fitted(limit: options.contextSizeLimit)
+        let fitted = try? options.initialContext.fitted(limit: options.maxContextCodeUnits)
         publisher.begin(fitted, identify: false)
         publisher.publishBootstrap(options.bootstrapValues, fingerprint: fitted?.fingerprint ?? "")
         guard let cache = publisher.cache, let fitted else {
@@ -143,7 +143,7 @@ package final class OnlineSession: Sendable {
         if let custom = options.cacheStore {
             store = custom
         } else if let directory = options.cacheDirectory ?? FileCacheStore.defaultDirectory {
-            store = FileCacheStore(directory: directory, sizeLimit: options.cacheEntrySizeLimit)
+            store = FileCacheStore(directory: directory, sizeLimit: options.maxCacheEntryBytes)
         } else {
             return nil
         }
@@ -186,7 +186,7 @@ package final class OnlineSession: Sendable {
     }
 
     func identify(_ context: EvaluationContext) async -> Bool {
-        guard !isClosed, let fitted = try? context.fitted(limit: options.contextSizeLimit) else { return false }
+        guard !isClosed, let fitted = try? context.fitted(limit: options.maxContextCodeUnits) else { return false }
         lifecycle.withLock { $0.context = context }
         // The start-up fetch, if still waiting for the cache lookup, is superseded.
         _ = claimEngineStart()

@@ -30,7 +30,7 @@ public struct ExposureOptions: Sendable, Hashable {
     public var dedupWindow: Duration = .seconds(300)
 
     /// The most events held waiting for upload; when full, the oldest are dropped (counted in
-    /// ``ExposureCounters/dropped``). *Default* 10,000; at least 1.
+    /// ``ExposureStats/dropped``). *Default* 10,000; at least 1.
     public var capacity: Int = 10_000
 
     /// Events per upload request, and the pending count that triggers an early flush.
@@ -64,12 +64,12 @@ public struct ExposureOptions: Sendable, Hashable {
     /// (tests inject one).
     package var environment: [String: String]? = nil
 
-    /// The first retry delay after a failed upload; doubles per consecutive failure (full jitter).
-    /// *Default* 1 s.
-    public var retryBaseDelay: Duration = .seconds(1)
+    /// The ceiling of the first retry delay after a failed upload; doubles per consecutive
+    /// failure (full jitter). *Default* 1 s. Was `retryBaseDelay` (docs/public-api.md, "Naming").
+    public var initialBackoff: Duration = .seconds(1)
 
-    /// The longest backoff between upload retries. *Default* 5 minutes.
-    public var retryMaxDelay: Duration = .seconds(300)
+    /// The longest backoff between upload retries. *Default* 5 minutes. Was `retryMaxDelay`.
+    public var maxBackoff: Duration = .seconds(300)
 
     /// The timeout of one upload request. *Default* 10 s.
     public var requestTimeout: Duration = .seconds(10)
@@ -90,8 +90,8 @@ public struct ExposureOptions: Sendable, Hashable {
         o.capacity = max(1, capacity)
         o.batchSize = min(1_000, max(1, batchSize))
         o.dedupCapacity = max(1, dedupCapacity)
-        if o.retryBaseDelay < .milliseconds(1) { o.retryBaseDelay = .milliseconds(1) }
-        if o.retryMaxDelay < o.retryBaseDelay { o.retryMaxDelay = o.retryBaseDelay }
+        if o.initialBackoff < .milliseconds(1) { o.initialBackoff = .milliseconds(1) }
+        if o.maxBackoff < o.initialBackoff { o.maxBackoff = o.initialBackoff }
         if o.requestTimeout <= .zero { o.requestTimeout = .seconds(10) }
         if o.path.isEmpty || !o.path.hasPrefix("/") { o.path = "/" + o.path }
         return o
@@ -105,5 +105,21 @@ public struct ExposureOptions: Sendable, Hashable {
     /// `d` in whole seconds, rounded up, clamped to `UInt32` (0 for zero or less).
     static func wholeSeconds(_ d: Duration) -> UInt32 {
         UInt32(clamping: d.saturatingSecondsRoundedUp)
+    }
+}
+
+extension ExposureOptions {
+    /// The old spelling of ``initialBackoff``, kept for one release (docs/public-api.md, "Naming").
+    @available(*, deprecated, renamed: "initialBackoff")
+    public var retryBaseDelay: Duration {
+        get { initialBackoff }
+        set { initialBackoff = newValue }
+    }
+
+    /// The old spelling of ``maxBackoff``, kept for one release (docs/public-api.md, "Naming").
+    @available(*, deprecated, renamed: "maxBackoff")
+    public var retryMaxDelay: Duration {
+        get { maxBackoff }
+        set { maxBackoff = newValue }
     }
 }

@@ -248,8 +248,8 @@ package final class ExposureRecorder: Sendable {
         }
     }
 
-    /// The counters (``ExposureCounters/pending`` is the current gauge).
-    package var counters: ExposureCounters { state.withLock { $0.counters } }
+    /// The counters (``ExposureStats/pending`` is the current gauge).
+    package var counters: ExposureStats { state.withLock { $0.counters } }
 
     /// Uploads everything pending now, in batches of at most `batchSize`, one request at a time;
     /// stops at the first retryable failure (the batch is requeued) or when a backoff or

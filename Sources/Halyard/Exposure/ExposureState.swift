@@ -75,8 +75,8 @@ package struct ExposureState: Sendable {
     private var retryEventCount = 0
     /// The events of the batch being sent (0 between attempts).
     private var inFlightCount = 0
-    /// The counters so far (``ExposureCounters/pending`` is filled in by ``counters``).
-    private var totals = ExposureCounters()
+    /// The counters so far (``ExposureStats/pending`` is filled in by ``counters``).
+    private var totals = ExposureStats()
     /// Retryable failures in a row (the backoff's exponent); a delivery resets it.
     private var consecutiveFailures = 0
     /// The last idempotency key's sequence number.
@@ -99,7 +99,7 @@ package struct ExposureState: Sendable {
         let o = options.normalized
         self.options = o
         windowSeconds = o.dedupWindowSeconds
-        backoff = Backoff(base: o.retryBaseDelay, maximum: o.retryMaxDelay)
+        backoff = Backoff(base: o.initialBackoff, maximum: o.maxBackoff)
         keyPrefix = idempotencyKeyPrefix
         dedup = ExposureDedupTable(capacity: o.dedupCapacity)
         nextPeriodicFlush = o.flushInterval > .zero ? now + o.flushInterval : .seconds(Int64.max / 2)
@@ -108,8 +108,8 @@ package struct ExposureState: Sendable {
     /// Events kept and not yet sent or dropped, excluding the batch in flight.
     package var queuedCount: Int { buffer.count + retryEventCount }
 
-    /// The counters, with ``ExposureCounters/pending`` filled in.
-    package var counters: ExposureCounters {
+    /// The counters, with ``ExposureStats/pending`` filled in.
+    package var counters: ExposureStats {
         var c = totals
         c.pending = queuedCount + inFlightCount
         return c

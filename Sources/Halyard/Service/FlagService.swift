@@ -194,37 +194,37 @@ public final class FlagService: Sendable {
     public var stats: FlagServiceStats {
         var stats = FlagServiceStats()
         let totals = cache.totals()
-        stats.hits = totals.hits
-        stats.misses = totals.misses
-        stats.evictions = totals.evictions
-        stats.admissionRejections = totals.rejections
-        stats.contextsHeld = totals.count
-        stats.failureRecords = totals.failures
-        stats.failureRecordEvictions = totals.failureEvictions
-        stats.probes = Int(hal_load_relaxed(words + 5))
-        stats.bytesHeld = cache.bytesHeld
-        stats.peakBytesHeld = cache.peakBytesHeld
-        stats.fetchesInFlight = totals.flights
-        stats.coldWaits = Int(hal_load_relaxed(words + 1))
-        stats.timeouts = Int(hal_load_relaxed(words + 2))
-        stats.invalidContexts = Int(hal_load_relaxed(words + 3))
-        stats.backgroundRefreshes = Int(hal_load_relaxed(words + 4))
+        stats.cache.hits = totals.hits
+        stats.cache.misses = totals.misses
+        stats.cache.evictions = totals.evictions
+        stats.cache.admissionRejections = totals.rejections
+        stats.cache.contextsHeld = totals.count
+        stats.cache.failureRecords = totals.failures
+        stats.cache.failureRecordEvictions = totals.failureEvictions
+        stats.fetching.probes = Int(hal_load_relaxed(words + 5))
+        stats.cache.bytesHeld = cache.bytesHeld
+        stats.cache.peakBytesHeld = cache.peakBytesHeld
+        stats.fetching.inFlight = totals.flights
+        stats.cache.coldWaits = Int(hal_load_relaxed(words + 1))
+        stats.cache.coldWaitTimeouts = Int(hal_load_relaxed(words + 2))
+        stats.cache.invalidContexts = Int(hal_load_relaxed(words + 3))
+        stats.fetching.backgroundRefreshes = Int(hal_load_relaxed(words + 4))
         let fetches = fetcher.stats
-        stats.requestsSent = fetches.requestsSent
-        stats.fetchesByStatus = fetches.responsesByStatus
-        stats.notModified = fetches.notModified
-        stats.fetchTimeouts = fetches.timeouts
-        stats.networkErrors = fetches.networkErrors
-        stats.invalidBodies = fetches.invalidBodies + fetches.oversizedResponses
-        stats.pausedFetches = fetches.paused
-        stats.shedFetches = fetches.shed
-        stats.droppedFetches = fetches.dropped
-        stats.forbiddenContexts = fetches.forbidden
-        stats.staleKeyRefusals = fetches.staleKeyRefusals
-        stats.internedKeyBytes = keys.bytes + tables.bytes
-        stats.sharedDetailBytes = details.bytes
-        stats.sharedDetails = details.count
-        stats.memoBytes = memo.totals.bytes
+        stats.fetching.requests = fetches.requestsSent
+        stats.fetching.byStatus = fetches.responsesByStatus
+        stats.fetching.notModified = fetches.notModified
+        stats.fetching.timeouts = fetches.timeouts
+        stats.fetching.networkErrors = fetches.networkErrors
+        stats.fetching.invalidBodies = fetches.invalidBodies + fetches.oversizedResponses
+        stats.fetching.paused = fetches.paused
+        stats.fetching.shed = fetches.shed
+        stats.fetching.dropped = fetches.dropped
+        stats.fetching.forbiddenContexts = fetches.forbidden
+        stats.fetching.staleKeyRefusals = fetches.staleKeyRefusals
+        stats.cache.internedKeyBytes = keys.bytes + tables.bytes
+        stats.cache.sharedDetailBytes = details.bytes
+        stats.cache.sharedDetails = details.count
+        stats.cache.memoBytes = memo.totals.bytes
         stats.status = fetcher.status
         stats.reads = environment.counters.stats
         stats.exposures = recorder.counters
@@ -239,7 +239,7 @@ public final class FlagService: Sendable {
     /// is invalid.
     private func fit(_ context: EvaluationContext) -> FittingMemo.Entry? {
         do {
-            let limit = options.contextSizeLimit
+            let limit = options.maxContextCodeUnits
             return try memo.entry(context) { (c) throws(ContextError) in try c.fitted(limit: limit) }
         } catch {
             _ = hal_fetch_add(words + 3, 1)

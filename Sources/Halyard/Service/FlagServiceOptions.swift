@@ -44,7 +44,7 @@ public struct FlagServiceOptions: Sendable {
     public var maxConcurrentFetches: Int = 32
     /// The most fetches waiting for a slot; *default* 4 x ``maxConcurrentFetches`` (128),
     /// following it until set. Refreshes of held contexts wait before cold fetches; a miss
-    /// beyond the bound starts no fetch (counted in ``FlagServiceStats/shedFetches``) and serves
+    /// beyond the bound starts no fetch (counted in ``FlagServiceStats/FetchingStats/shed``) and serves
     /// defaults at once. A small queue keeps a cold wait meaningful: a long one only holds
     /// fetches whose requesters have given up (docs/service.md, "Brownout").
     public var maxQueuedFetches: Int {
@@ -61,7 +61,8 @@ public struct FlagServiceOptions: Sendable {
     /// Response bodies above this many bytes are refused (treated like a 5xx); *default* 8 MiB.
     public var maxResponseBytes: Int = 8 << 20
     /// The fitted context's size cap in UTF-16 code units (docs/context.md); *default* 4,096.
-    public var contextSizeLimit: Int = 4096
+    /// Was `contextSizeLimit` (docs/public-api.md, "Naming").
+    public var maxContextCodeUnits: Int = 4096
     /// The first service-wide pause and a failing context's first backoff ceiling; *default*
     /// 1 s. The service's pause never draws less (a floor) and grows, doubling per pause in a
     /// row, up to half of ``refreshAfter``; a context's own backoff doubles up to
@@ -160,5 +161,15 @@ public struct FlagServiceOptions: Sendable {
         if maxCacheBytes < 1 { throw .invalidOption("maxCacheBytes must be at least 1") }
         if maxConcurrentFetches < 1 { throw .invalidOption("maxConcurrentFetches must be at least 1") }
         if maxStaleness < refreshAfter { throw .invalidOption("maxStaleness must be at least refreshAfter") }
+    }
+}
+
+extension FlagServiceOptions {
+    /// The old spelling of ``maxContextCodeUnits``, kept for one release (docs/public-api.md,
+    /// "Naming").
+    @available(*, deprecated, renamed: "maxContextCodeUnits")
+    public var contextSizeLimit: Int {
+        get { maxContextCodeUnits }
+        set { maxContextCodeUnits = newValue }
     }
 }

@@ -5,7 +5,7 @@
 /// keys cost about 4 KiB per cached context. Before a snapshot is built, its keys are replaced
 /// by the interned copies, so cached contexts share them. The table is bounded by count
 /// (``capacity`` keys) and by estimated bytes (``maxBytes``), reported in
-/// ``FlagServiceStats/internedKeyBytes``; keys beyond either bound are kept as they came (and
+/// ``FlagServiceStats/CacheStats/internedKeyBytes``; keys beyond either bound are kept as they came (and
 /// counted per snapshot).
 final class FlagKeyInterner: Sendable {
     /// The most keys kept.

@@ -11,7 +11,7 @@
 /// either gets a table of its own, counted in its snapshot's bytes as before. Tables are looked
 /// up by a hash of the key list and confirmed key by key (``FlagTable/Storage/matches(_:)``),
 /// off the read path (once per fetch that changes values). The bytes are reported with the
-/// interned keys' (``FlagServiceStats/internedKeyBytes``). A table stays while the service
+/// interned keys' (``FlagServiceStats/CacheStats/internedKeyBytes``). A table stays while the service
 /// lives, like the interned keys: the lists a plane serves are few and change rarely.
 final class FlagTableInterner: Sendable {
     /// The most distinct key lists kept.

@@ -52,10 +52,10 @@ extension FlagService {
         guard let streaming else { return }
         stats.stream = streaming.driver.stats
         let counters = streaming.counters
-        stats.streamWaves = counters.waves
-        stats.streamRefreshes = counters.refreshes
+        stats.streaming.waves = counters.waves
+        stats.streaming.refreshes = counters.refreshes
         let uses = cache.streamUseCounts
-        stats.streamUsesHeld = uses.uses
-        stats.streamUseBytes = uses.bytes
+        stats.streaming.usesHeld = uses.uses
+        stats.streaming.useBytes = uses.bytes
     }
 }

@@ -1,4 +1,5 @@
-/// Exposure counters (`client.stats.exposures`). All are totals since the client started.
+/// Exposure counters (`client.stats.exposures`, `service.stats.exposures`). All are totals
+/// since the client (or service) started. Was `ExposureCounters` (docs/public-api.md).
 ///
 /// They count what reaches the exposure recorder: reads whose per-entry "exposed until" slot
 /// says the flag was already exposed in the current window never reach it and are counted
@@ -7,7 +8,7 @@
 /// ```
 /// recorded == deduplicated + sampledOut + sent + dropped + pending
 /// ```
-public struct ExposureCounters: Sendable, Hashable {
+public struct ExposureStats: Sendable, Hashable {
     /// Exposures offered to the recorder (a read's slow path or an explicit
     /// `recordExposure(_:)`), while the client was open.
     public var recorded: Int = 0
@@ -39,3 +40,8 @@ public struct ExposureCounters: Sendable, Hashable {
     /// Creates zeroed counters.
     public init() {}
 }
+
+/// The old name of ``ExposureStats``, kept for one release: every other stats type is named
+/// `<Thing>Stats` (docs/public-api.md, "Stats types").
+@available(*, deprecated, renamed: "ExposureStats")
+public typealias ExposureCounters = ExposureStats
