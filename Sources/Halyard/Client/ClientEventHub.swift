@@ -92,17 +92,7 @@ final class ClientEventHub: Sendable {
         bufferingPolicy: AsyncStream<Set<String>>.Continuation.BufferingPolicy
     ) -> (AsyncStream<Set<String>>, AsyncStream<Set<String>>.Continuation) {
         let (stream, continuation) = AsyncStream<Set<String>>.makeStream(bufferingPolicy: bufferingPolicy)
-        let finished = state.withLock { s -> Bool in
-            if s.finished { return true }
-            s.nextID &+= 1
-            let id = s.nextID
-            s.changeStreams[id] = continuation
-            continuation.onTermination = { [weak self] _ in
-                self?.state.withLock { _ = $0.changeStreams.removeValue(forKey: id) }
-            }
-            return false
-        }
-        if finished { continuation.finish() }
+        register(continuation, in: \.changeStreams)
         return (stream, continuation)
     }
 
@@ -111,17 +101,26 @@ final class ClientEventHub: Sendable {
         bufferingPolicy: AsyncStream<ClientEvent>.Continuation.BufferingPolicy = .unbounded
     ) -> AsyncStream<ClientEvent> {
         let (stream, continuation) = AsyncStream<ClientEvent>.makeStream(bufferingPolicy: bufferingPolicy)
+        register(continuation, in: \.streams)
+        return stream
+    }
+
+    /// Registers `continuation` in the table `table` until it terminates (its termination
+    /// removes it); a hub that has finished finishes it at once instead.
+    private func register<Element>(
+        _ continuation: AsyncStream<Element>.Continuation,
+        in table: any WritableKeyPath<State, [UInt64: AsyncStream<Element>.Continuation]> & Sendable
+    ) {
         let finished = state.withLock { s -> Bool in
             if s.finished { return true }
             s.nextID &+= 1
             let id = s.nextID
-            s.streams[id] = continuation
+            s[keyPath: table][id] = continuation
             continuation.onTermination = { [weak self] _ in
-                self?.state.withLock { _ = $0.streams.removeValue(forKey: id) }
+                self?.state.withLock { _ = $0[keyPath: table].removeValue(forKey: id) }
             }
             return false
         }
         if finished { continuation.finish() }
-        return stream
     }
 }
