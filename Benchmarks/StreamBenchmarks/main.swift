@@ -193,7 +193,42 @@ func stopPlane(_ plane: any BenchPlane) { (plane as? LoopbackPlane)?.stop() }
 
 // MARK: - One client
 
+/// First-seen times of each version a reader observed, and the start time of each change:
+/// written from the changer and the reader, read once both have stopped.
+final class BurstLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var starts: [Int: ContinuousClock.Instant] = [:]
+    private var seen: [Int: ContinuousClock.Instant] = [:]
+    func started(_ version: Int, at instant: ContinuousClock.Instant) { lock.withLock { starts[version] = instant } }
+    func saw(_ version: Int, at instant: ContinuousClock.Instant) {
+        lock.withLock { if seen[version] == nil { seen[version] = instant } }
+    }
+    /// Each change's latency: from its start to the first read of it or of a later version.
+    func latencies() -> [Double] {
+        lock.withLock {
+            let seenVersions = seen.keys.sorted()
+            return starts.keys.sorted().compactMap { version -> Double? in
+                guard let start = starts[version] else { return nil }
+                // The first read of this version or of a later one.
+                let firsts = seenVersions.filter { $0 >= version }.compactMap { seen[$0] }
+                guard let first = firsts.min() else { return nil }
+                return seconds(first - start)
+            }
+        }
+    }
+}
+
+/// One client's client-side pipeline under two workloads that users meet:
+/// - **isolated** changes, each made after the previous one was seen and the client's event-fetch
+///   spacing (SPEC §14: the first event fetch at once, then at most 5 per second) has passed: the
+///   latency of a kill switch;
+/// - a **burst**, a change every 10 ms: each change's latency is bounded by the spacing, and the
+///   requests per change show the coalescing.
+/// Back-to-back changes (the next one as soon as the previous is seen) would measure the spacing
+/// itself (~200 ms each), not the pipeline.
 let clientChanges = quick ? 40 : 300
+let burstChanges = quick ? 50 : 300
+let spacing = 0.2  // EventStreamMachine's minEventFetchSpacing
 do {
     let plane = try await makePlane()
     var o = FlagClientOptions(baseURL: plane.baseURL, key: "cli-bench")
@@ -210,17 +245,55 @@ do {
     var fetchTimes: [Double] = []
     let fetchesBefore = await plane.fetchCount()
     let sentBefore = client.stats.sync.requestsSent
+    var lastFetchStart = ContinuousClock.now
     for _ in 0..<clientChanges {
+        // Isolated: past the spacing since the previous change's fetch began (+ 50 ms of margin).
+        let wait = lastFetchStart + .milliseconds(Int64(spacing * 1000) + 50) - ContinuousClock.now
+        if wait > .zero { try? await Task.sleep(for: wait) }
         let start = ContinuousClock.now
         let target = await plane.change()
         guard await spin({ client.int("version", default: 0) == target }) else { fatalError("change not seen") }
         latencies.append(seconds(ContinuousClock.now - start))
+        lastFetchStart = start
         // Let the coalesced fetch settle so that changes do not overlap.
         let answered = await plane.fetchCount()
         _ = await spin { client.stats.sync.requestsSent - sentBefore >= answered - fetchesBefore }
-        try? await Task.sleep(for: .milliseconds(2))
     }
     let perChange = Double(await plane.fetchCount() - fetchesBefore) / Double(clientChanges)
+
+    // Burst: a change every 10 ms while a reader records the first read of every version.
+    try? await Task.sleep(for: .milliseconds(Int64(spacing * 1000) + 50))
+    let log = BurstLog()
+    let burstFetchesBefore = await plane.fetchCount()
+    let changer = Task {
+        for _ in 0..<burstChanges {
+            let start = ContinuousClock.now
+            let version = await plane.change()
+            log.started(version, at: start)
+            try? await Task.sleep(until: start + .milliseconds(10), clock: .continuous)
+        }
+        return await plane.change()  // unmeasured: its version ends the reader
+    }
+    let reader = Task.detached {
+        let limit = ContinuousClock.now + .seconds(Int64(Double(burstChanges) * 0.01 + 30))
+        var last = client.int("version", default: 0)
+        while ContinuousClock.now < limit {
+            let version = client.int("version", default: 0)
+            if version != last {
+                log.saw(version, at: ContinuousClock.now)
+                last = version
+            }
+            if Task.isCancelled { break }
+            try? await Task.sleep(for: .microseconds(50))
+        }
+    }
+    let finalVersion = await changer.value
+    _ = await spin(upTo: .seconds(30)) { client.int("version", default: 0) >= finalVersion }
+    reader.cancel()
+    _ = await reader.value
+    let burst = log.latencies()
+    let burstPerChange = Double(await plane.fetchCount() - burstFetchesBefore) / Double(burstChanges + 1)
+
     // A plain fetch, for the simulated polling figure.
     for _ in 0..<50 {
         let start = ContinuousClock.now
@@ -231,6 +304,8 @@ do {
     stopPlane(plane)
     let p50 = percentile(latencies, 0.5)
     let p99 = percentile(latencies, 0.99)
+    let burstP50 = percentile(burst, 0.5)
+    let burstP99 = percentile(burst, 0.99)
     // Polling at 30 s ± 10 %, simulated: wait for the next poll + a measured fetch.
     var rng = SystemRandomNumberGenerator()
     var polled: [Double] = []
@@ -239,16 +314,25 @@ do {
         let period = 30 * Double.random(in: 0.9...1.1, using: &rng)
         polled.append(Double.random(in: 0..<period, using: &rng) + fetch)
     }
-    say("\n## one client (\(clientChanges) changes)")
-    say("streaming: p50 \(ms(p50)), p99 \(ms(p99)), requests per change \(String(format: "%.2f", perChange))")
+    say("\n## one client")
+    say(
+        "isolated changes (\(clientChanges), each past the \(Int(spacing * 1000)) ms event-fetch spacing): "
+            + "p50 \(ms(p50)), p99 \(ms(p99)), requests per change \(String(format: "%.2f", perChange))")
+    say(
+        "burst (\(burstChanges) changes, one every 10 ms; \(burst.count) measured): p50 \(ms(burstP50)), "
+            + "p99 \(ms(burstP99)), requests per change \(String(format: "%.2f", burstPerChange))")
     say(
         "polling 30 s (simulated): p50 \(ms(percentile(polled, 0.5))), p99 \(ms(percentile(polled, 0.99))), "
             + "requests: 1 per poll whatever the changes")
     results["client"] = [
         "changes": clientChanges, "streamP50": p50, "streamP99": p99, "requestsPerChange": perChange,
+        "burstChanges": burstChanges, "burstMeasured": burst.count, "burstP50": burstP50, "burstP99": burstP99,
+        "burstRequestsPerChange": burstPerChange,
         "pollingSimulatedP50": percentile(polled, 0.5), "pollingSimulatedP99": percentile(polled, 0.99),
     ]
-    verdicts.append(("one client streaming p99 <= 250 ms", p99 <= 0.25, ms(p99)))
+    verdicts.append(("one client, isolated changes p99 <= 10 ms", p99 <= 0.010, ms(p99)))
+    verdicts.append(("one client, burst p99 <= 250 ms", burstP99 <= 0.25, ms(burstP99)))
+    verdicts.append(("one client, burst: every change measured", burst.count == burstChanges, "\(burst.count)"))
 }
 
 // MARK: - Service
@@ -321,7 +405,12 @@ do {
         try? await Task.sleep(for: .milliseconds(520))
     }
     let perChange = Double(await plane.fetchCount() - before) / Double(serviceChanges)
-    // All held: one change after every held context was used.
+    // All held: one change after every held context was used. A use of a context that an
+    // earlier change marked stale refreshes it in the background, and a refresh after the use
+    // takes it out of the next wave ("used since its last refresh"): use them all, let those
+    // refreshes end, then use them all again.
+    for context in contexts { _ = service.flagsIfCached(for: context) }
+    await settle()
     for context in contexts { _ = service.flagsIfCached(for: context) }
     _ = await spin { service.stats.fetching.inFlight == 0 }
     let allBefore = await plane.fetchCount()
@@ -348,7 +437,9 @@ do {
         "held": held, "changes": serviceChanges, "hot100P50": percentile(hotAll, 0.5),
         "hot100P99": percentile(hotAll, 0.99), "requestsPerChange": perChange, "allHeldSeconds": allTime,
     ]
-    verdicts.append(("service hottest 100 p99 <= 1 s", percentile(hotAll, 0.99) <= 1, ms(percentile(hotAll, 0.99))))
+    let hotP99 = percentile(hotAll, 0.99)
+    verdicts.append(("service hottest 100 p99 <= 250 ms", hotP99 <= 0.25, ms(hotP99)))
+    verdicts.append(("service hottest 100 p99 <= 100 ms (stretch)", hotP99 <= 0.1, ms(hotP99)))
 }
 
 say("\n## verdicts")

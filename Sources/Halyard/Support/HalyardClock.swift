@@ -23,7 +23,15 @@ public struct SystemClock: HalyardClock {
     public var monotonicNow: Duration { ContinuousClock.now - Self.origin }
     public var wallNow: Date { Date() }
 
+    /// On Linux, sleeps on a Dispatch timer that is freed as soon as the task is cancelled (a
+    /// cancelled `Task.sleep` keeps its memory until the time it would have woken; see
+    /// `TimerSleep`). Elsewhere `Task.sleep`, whose continuous clock keeps counting while an
+    /// Apple device sleeps (Dispatch's uptime clock does not).
     public func sleep(for duration: Duration) async throws {
-        try await Task.sleep(for: duration)
+        #if os(Linux)
+            try await TimerSleep.sleep(for: duration)
+        #else
+            try await TimerSleep.sleep(for: duration)
+        #endif
     }
 }
