@@ -422,6 +422,11 @@ do {
         return allSent >= held && service.stats.fetching.inFlight == 0
     }
     let allTime = seconds(ContinuousClock.now - start)
+    let st = service.stats
+    say(
+        "stats after it: held \(st.cache.contextsHeld), bytes \(st.cache.bytesHeld), evictions \(st.cache.evictions), "
+            + "shed \(st.fetching.shed), dropped \(st.fetching.dropped), waves \(st.streaming.waves), "
+            + "wave refreshes \(st.streaming.refreshes), background \(st.fetching.backgroundRefreshes)")
     service.close()
     stopPlane(plane)
     say("\n## service holding \(held) contexts (\(serviceChanges) changes, hottest 100 used between changes)")

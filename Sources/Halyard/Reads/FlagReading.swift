@@ -1,9 +1,9 @@
 /// Something that reads flags: the read API of SPEC §2 (`bool`, `int`, `double`, `string`,
 /// `json`, `detail`, the typed details and `evaluation`), the same for every reader.
 ///
-/// ``FlagClient`` (the current snapshot, under a hazard slot) and ``ContextFlags`` (a snapshot
-/// a service view holds) conform; so does `HalyardTesting`'s `StaticFlags`, a test double over
-/// fixed values. Code that only reads flags can take any of them:
+/// ``FlagClient`` (the current snapshot, under a hazard slot), ``ContextFlags`` (a snapshot
+/// a service view holds) and `ObservableFlags` (a client's reads, tracked by Observation)
+/// conform; so does `HalyardTesting`'s `StaticFlags`, a test double over fixed values. Code that only reads flags can take any of them:
 ///
 /// ```swift
 /// func checkoutTitle(_ flags: some FlagReading) -> String {
@@ -18,7 +18,7 @@
 /// existential (docs/architecture.md, "One read surface").
 ///
 /// The protocol is closed to conformers outside Halyard (docs/public-api.md): take
-/// `some FlagReading` and pass one of the three conformers, never conform a type of your own.
+/// `some FlagReading` and pass one of Halyard's conformers, never conform a type of your own.
 /// Its requirements are the read path's calling convention (leading underscore: not API), and
 /// they change with it.
 public protocol FlagReading: Sendable {
