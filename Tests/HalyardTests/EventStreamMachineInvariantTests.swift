@@ -13,7 +13,7 @@ struct EventStreamMachineInvariantTests {
             StreamScenario.self,
             reaching: [
                 "idle", "waiting", "connecting", "connected", "suspended", "stopped", "healthy", "degraded",
-                "fetch pending", "activated pending", "inactive", "fetch held",
+                "fetch pending", "activated pending", "inactive", "fetch held", "suspended owing a Retry-After",
             ])
     }
 }
@@ -65,10 +65,13 @@ struct StreamScenario: RandomScenario {
         if case .connecting = machine.phase { connecting = true }
         var connected = false
         if case .connected = machine.phase { connected = true }
+        // Suspended: activation is what matters next (a Retry-After owed across it, issue 47).
+        var suspended = false
+        if case .suspended = machine.phase { suspended = true }
         let kind = random.pick([
             (6, Kind.advertised), (2, .withdrawn), (connecting ? 20 : 2, .opened), (12, .bytes),
             (connected ? 40 : 8, .message),
-            (8, .closed), (invariants.fetchesInFlight > 0 ? 20 : 0, .fetchFinished), (6, .setActive), (28, .timer),
+            (8, .closed), (invariants.fetchesInFlight > 0 ? 20 : 0, .fetchFinished), (suspended ? 30 : 6, .setActive), (28, .timer),
             (1, .stop),
         ])
         if kind == .timer, random.chance(0.8), let wake = machine.nextWake {
@@ -102,7 +105,9 @@ struct StreamScenario: RandomScenario {
                 connection: connection,
                 random.element(of: [EventStreamMachine.CloseReason.ended, .transportError, .garbage]))
         case .fetchFinished: return .fetchFinished
-        case .setActive: return .setActive(random.chance(0.5))
+        case .setActive:
+            let active = random.chance(0.5)
+            return .setActive(suspended || active)
         case .timer: return .timer
         case .stop: return .stop
         }
@@ -115,7 +120,9 @@ struct StreamScenario: RandomScenario {
         case .waiting: coverage.insert("waiting")
         case .connecting: coverage.insert("connecting")
         case .connected: coverage.insert("connected")
-        case .suspended: coverage.insert("suspended")
+        case .suspended(_, _, let owed):
+            coverage.insert("suspended")
+            if owed != nil { coverage.insert("suspended owing a Retry-After") }
         case .stopped: coverage.insert("stopped")
         }
         if machine.isHealthy { coverage.insert("healthy") }
@@ -142,6 +149,10 @@ struct StreamInvariants {
     var lastConnection: UInt64 = 0
     /// The polling interval last asked for.
     var announced: Duration?
+    /// The reconnect a stream URL's `Retry-After` deferred (issue 47 item 5): no connect before
+    /// it, whatever `setActive` does meanwhile; forgotten when the stream is withdrawn (another
+    /// URL may follow).
+    var retryAfterUntil: Duration?
 
     /// The broken rules after the step (empty when every rule holds).
     mutating func check(
@@ -190,6 +201,13 @@ struct StreamInvariants {
         {
             broken.append("reconnects at \(until) before the Retry-After of \(retryAfter) from \(now)")
         }
+        if case .opened(let id, let status, _, let retryAfter?) = input, EventStreamMachine.honoursRetryAfter(status),
+            retryAfter > .zero, id == before.connection, case .connecting = before.phase,
+            case .waiting(let until, _) = after.phase
+        {
+            retryAfterUntil = until
+        }
+        if case .withdrawn = input { retryAfterUntil = nil }
         for action in actions {
             switch action {
             case .fetch(let fetch):
@@ -221,6 +239,10 @@ struct StreamInvariants {
                     broken.append("a \(fetch.reason) fetch for \(input)")
                 }
             case .connect(let connection):
+                if let until = retryAfterUntil {
+                    if now < until { broken.append("connect \(connection) at \(now), before the Retry-After's \(until)") }
+                    retryAfterUntil = nil
+                }
                 if connection != lastConnection + 1 {
                     broken.append("connection \(connection) after \(lastConnection)")
                 }
@@ -309,3 +331,4 @@ struct StreamInvariants {
         }
     }
 }
+

@@ -421,7 +421,7 @@ struct EventStreamMachineTests {
         #expect(d.fetches.last?.reason == .activated)
     }
 
-    @Test("a 429 or 503 with Retry-After is not reconnected before it (capped at 1 h); other statuses ignore it")
+    @Test("a 429 or 503 with Retry-After is not reconnected before it (capped at 1 h, jittered); other statuses ignore it")
     func retryAfterOnTheStreamURL() throws {
         for (status, retryAfter, expected) in [
             (429, Duration.seconds(600), Duration.seconds(600)),
@@ -434,7 +434,10 @@ struct EventStreamMachineTests {
             d.feed(.opened(connection: 1, status: status, isEventStream: false, retryAfter: retryAfter))
             let wait = try #require(d.machine.nextWake) - d.now
             if let expected {
-                #expect(wait == expected, "\(status) Retry-After \(retryAfter): waits \(wait)")
+                // The floor keeps its jitter: [RA, RA + max(1 s, RA / 10)].
+                #expect(
+                    wait >= expected && wait <= expected + max(.seconds(1), expected / 10),
+                    "\(status) Retry-After \(retryAfter): waits \(wait)")
             } else {
                 #expect(wait <= .seconds(1), "\(status): waits \(wait), the first backoff step")
             }
@@ -445,6 +448,133 @@ struct EventStreamMachineTests {
             try d.fireTimer()
             #expect(d.connects == [1, 2])
         }
+    }
+
+    /// Issue 47 item 6: ten clients whose streams answered 503 with one HTTP-date all
+    /// reconnected within 10 ms of it (`max(jittered, retryAfter)`): the herd SPEC §14 forbids,
+    /// moved to the date. The floor keeps its jitter: uniform in [RA, RA + max(1 s, RA / 10)].
+    @Test("a fleet given one Retry-After does not reconnect at one instant: spread over [RA, RA + RA/10]")
+    func retryAfterFloorIsJittered() throws {
+        var waits: [Duration] = []
+        for seed in UInt64(1)...10 {
+            var d = StreamDriver()
+            d.random = SplitMix64(seed: seed &* 0x9E37_79B9)
+            d.feed(.advertised(inactivityDelay: nil))
+            d.feed(.opened(connection: 1, status: 503, isEventStream: false, retryAfter: .seconds(600)))
+            waits.append(try #require(d.machine.nextWake) - d.now)
+        }
+        #expect(waits.allSatisfy { $0 >= .seconds(600) && $0 <= .seconds(660) }, "\(waits)")
+        let spread = try #require(waits.max()) - (try #require(waits.min()))
+        #expect(spread >= .seconds(20), "ten reconnects within \(spread) of each other: \(waits)")
+    }
+
+    /// Issue 47 item 5: a stream answered 503 with `Retry-After: 600`; `setActive(false)`,
+    /// 2.5 s, `setActive(true)`: the client reconnected at once (the suspension turned the
+    /// wait into `.suspended`, and activation started again from 0 failures).
+    @Test("a stream's Retry-After survives background/foreground: no reconnect before it, failures kept")
+    func retryAfterSurvivesSuspension() throws {
+        var d = StreamDriver { $0.inactivityDelayOverride = .seconds(1) }
+        d.feed(.advertised(inactivityDelay: nil))
+        d.feed(.opened(connection: 1, status: 503, isEventStream: false, retryAfter: .seconds(600)))
+        let refusedAt = d.now
+        let until = try #require(d.machine.nextWake)
+        #expect(until - refusedAt >= .seconds(600))
+        d.feed(.setActive(false))
+        d.now += .milliseconds(2_500)
+        d.feed(.timer)
+        if case .suspended = d.machine.phase {} else { Issue.record("not suspended: \(d.machine.phase)") }
+        d.feed(.setActive(true))
+        #expect(d.connects == [1], "reconnected \(d.now - refusedAt) after a Retry-After of 600 s")
+        #expect(d.fetches.last == .init(reason: .activated), "the activation's bulk re-fetch still goes")
+        #expect(d.machine.failures == 1, "activation reset the failures of a Retry-After refusal")
+        #expect(d.machine.nextWake == until)
+        try d.fireTimer()
+        #expect(d.connects == [1, 2])
+        #expect(d.now == until)
+
+        // Foreground after the Retry-After has passed: reconnects at once, failures still counted.
+        var late = StreamDriver { $0.inactivityDelayOverride = .seconds(1) }
+        late.feed(.advertised(inactivityDelay: nil))
+        late.feed(.opened(connection: 1, status: 429, isEventStream: false, retryAfter: .seconds(5)))
+        late.feed(.setActive(false))
+        late.now += .seconds(2)
+        late.feed(.timer)
+        late.now += .seconds(60)
+        late.feed(.setActive(true))
+        #expect(late.connects == [1, 2])
+        #expect(late.machine.failures == 1)
+
+        // A suspension after a failure without Retry-After: activation reconnects at once, as before.
+        var plain = StreamDriver { $0.inactivityDelayOverride = .seconds(1) }
+        plain.feed(.advertised(inactivityDelay: nil))
+        plain.feed(.opened(connection: 1, status: 500, isEventStream: false, retryAfter: .seconds(600)))
+        plain.feed(.setActive(false))
+        plain.now += .seconds(2)
+        plain.feed(.timer)
+        plain.feed(.setActive(true))
+        #expect(plain.connects == [1, 2])
+        #expect(plain.machine.failures == 0)
+    }
+
+    /// Issue 47 item 7: a connect's, an activation's or a re-learn's fetch merged with a
+    /// pending or held event fetch erased the event's `flagConfig*` values; the fetch that went
+    /// out could be answered from a cache that predates the change.
+    @Test("an event's flagConfig values survive being merged with a connect, activation or re-learn fetch")
+    func eventParametersSurviveMerges() throws {
+        let x = #""x""#  // JSON text: the string x
+        // Pending behind the connect fetch, then an activation: the activation's fetch carries them.
+        var activation = StreamDriver()
+        activation.connected()
+        activation.feed(.message(connection: 1, data: StreamDriver.refetch(etag: x)))
+        activation.feed(.setActive(false))
+        activation.feed(.setActive(true))
+        activation.feed(.fetchFinished)
+        #expect(activation.fetches.last?.reason == .activated)
+        #expect(activation.fetches.last?.unconditional == true)
+        #expect(activation.fetches.last?.flagConfig?.etag == "x", "\(activation.fetches)")
+
+        // Pending, then the stream drops and reconnects: the reconnect's fetch carries them.
+        var reconnect = StreamDriver()
+        reconnect.connected()
+        reconnect.feed(.message(connection: 1, data: StreamDriver.refetch(etag: x)))
+        reconnect.feed(.closed(connection: 1, .ended))
+        try reconnect.fireTimer()
+        reconnect.feed(.opened(connection: 2, status: 200, isEventStream: true))
+        reconnect.feed(.fetchFinished)
+        #expect(reconnect.fetches.last?.reason == .connected)
+        #expect(reconnect.fetches.last?.flagConfig?.etag == "x", "\(reconnect.fetches)")
+
+        // Pending, then the stream URL is refused: the re-learn fetch carries them.
+        var relearn = StreamDriver()
+        relearn.connected()
+        relearn.feed(.message(connection: 1, data: StreamDriver.refetch(etag: x)))
+        relearn.feed(.closed(connection: 1, .ended))
+        try relearn.fireTimer()
+        relearn.feed(.opened(connection: 2, status: 401, isEventStream: false))
+        relearn.feed(.fetchFinished)
+        #expect(relearn.fetches.last?.reason == .relearn)
+        #expect(relearn.fetches.last?.flagConfig?.etag == "x", "\(relearn.fetches)")
+
+        // Held by the rate limit, then an activation: sent at once, with them.
+        var held = StreamDriver()
+        held.connected()
+        held.feed(.fetchFinished)
+        held.feed(.message(connection: 1, data: StreamDriver.refetch(etag: #""a""#)))
+        held.feed(.fetchFinished)
+        held.feed(.message(connection: 1, data: StreamDriver.refetch(etag: x)))
+        if case .held = held.machine.fetch {} else { Issue.record("not held: \(held.machine.fetch)") }
+        held.feed(.setActive(false))
+        held.feed(.setActive(true))
+        #expect(held.fetches.last?.reason == .activated)
+        #expect(held.fetches.last?.flagConfig?.etag == "x", "\(held.fetches)")
+
+        // The latest event's values win, even when it names none (an older version is stale).
+        var latest = StreamDriver()
+        latest.connected()
+        latest.feed(.message(connection: 1, data: StreamDriver.refetch(etag: x)))
+        latest.feed(.message(connection: 1, data: StreamDriver.refetch()))
+        latest.feed(.fetchFinished)
+        #expect(latest.fetches.last == .init(reason: .event))
     }
 
     @Test("401, 403, 404 and 410 on the stream URL re-fetch once, unconditionally, per failing step")

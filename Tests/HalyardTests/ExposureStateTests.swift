@@ -219,8 +219,10 @@ import Testing
             let f = s.finish(first, outcome: outcome, now: .seconds(100), unit: 0.5)
             #expect(f.stop && f.failed && f.sent == 0 && f.dropped == 0)
             #expect(s.counters.pending == 5 && s.counters.failed == 1)
-            // Backoff: base 1 s, first failure, unit 0.5 → 0.5 s; Retry-After 7 → 7 s.
-            let expectedWait: Duration = outcome == .retry(retryAfter: .seconds(7)) ? .seconds(7) : .milliseconds(500)
+            // Backoff: base 1 s, first failure, unit 0.5 → 0.5 s; Retry-After 7 → its window
+            // [7 s, 8 s] at 0.5 → 7.5 s.
+            let expectedWait: Duration =
+                outcome == .retry(retryAfter: .seconds(7)) ? .milliseconds(7_500) : .milliseconds(500)
             #expect(s.notBefore == .seconds(100) + expectedWait)
             let deferred = s.nextBatch(now: .seconds(100))
             #expect(deferred == .deferred(until: .seconds(100) + expectedWait))
@@ -307,8 +309,9 @@ import Testing
         #expect(b.delay(failures: 4, retryAfter: nil, unit: 0.5) == .seconds(4))
         #expect(b.delay(failures: 30, retryAfter: nil, unit: 0.5) == .seconds(150))
         #expect(b.delay(failures: 1_000, retryAfter: nil, unit: 0.999_999) <= .seconds(300))
-        #expect(b.delay(failures: 3, retryAfter: .seconds(42), unit: 0.1) == .seconds(42))
-        #expect(b.delay(failures: 3, retryAfter: .seconds(86_400), unit: 0.1) == .seconds(3_600))
+        // Retry-After: capped at 1 h, spread over [RA, RA + max(1 s, RA / 10)] by the same unit.
+        #expect(b.delay(failures: 3, retryAfter: .seconds(42), unit: 0.1) == .milliseconds(42_420))
+        #expect(b.delay(failures: 3, retryAfter: .seconds(86_400), unit: 0.1) == .seconds(3_636))
     }
 
     @Test func closeIgnoresLaterRecordsAndAbandonsWhatIsLeft() {

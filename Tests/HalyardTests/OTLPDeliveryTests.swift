@@ -155,9 +155,10 @@ import Testing
         #expect(result.failedBatches == 1 && r.counters.pending == 10)
         clock.advance(by: try #require(result.retryAfter))
         result = await r.flush()
-        // Retry-After: 30 is used as given (no jitter).
-        #expect(result.retryAfter == .seconds(30))
-        clock.advance(by: .seconds(30))
+        // Retry-After: 30 is a floor spread over its window, [30 s, 33 s] (SPEC §5).
+        let wait = try #require(result.retryAfter)
+        #expect(wait >= .seconds(30) && wait <= .seconds(33), "\(wait)")
+        clock.advance(by: wait)
         result = await r.flush()
         #expect(r.counters.pending == 10)
         clock.advance(by: try #require(result.retryAfter))

@@ -65,7 +65,7 @@ import Testing
         #expect(
             await waitUntil(seconds: 2) { clock.sleeperCount >= 1 },
             "nothing is scheduled: the deferred fetch was forgotten")
-        clock.advance(by: .seconds(61))
+        clock.advance(by: .seconds(67))  // past the Retry-After's window, [60 s, 66 s]
         #expect(await waitUntil { transport.count == 2 }, "no fetch after the Retry-After ended")
         #expect(await waitUntil { client.status == .ready })
         #expect(client.bool("a", default: false))
@@ -115,7 +115,7 @@ import Testing
         #expect(await waitUntil(seconds: 2) { answer.value != nil }, "identify waits for the Retry-After to end")
         #expect(answer.value == false)
         #expect(await waitUntil(seconds: 2) { clock.sleeperCount >= 1 }, "the owed fetch is not scheduled")
-        clock.advance(by: .seconds(61))
+        clock.advance(by: .seconds(67))  // past the Retry-After's window, [60 s, 66 s]
         #expect(await events.wait { $0.contains(.contextChanged) }, "no contextChanged after the Retry-After")
         #expect(client.bool("a", default: false))
         _ = await identify.value

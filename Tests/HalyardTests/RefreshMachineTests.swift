@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Halyard
@@ -195,7 +196,8 @@ struct MachineDriver {
             #expect(d.sent.count == sentAfter429)
         }
         let wake = try d.nextWake
-        #expect(wake >= t429 + .seconds(120))
+        // The floor keeps its jitter: the retry falls in [120 s, 132 s].
+        #expect(wake >= t429 + .seconds(120) && wake <= t429 + .seconds(132))
         d.now = t429 + .seconds(119)
         #expect(d.feed(.refresh).wait == .none)
         #expect(d.feed(.refreshIfStale).wait == .none)
@@ -204,7 +206,10 @@ struct MachineDriver {
         d.feed(.identify(fingerprint: "other"))
         #expect(d.sent.count == sentBefore)  // owed, not sent
         #expect(d.machine.status == .reconciling)
-        d.now = t429 + .seconds(120)
+        d.now = wake - .milliseconds(1)
+        d.feed(.timer)
+        #expect(d.sent.count == sentBefore)  // not a moment before the drawn instant
+        d.now = wake
         d.feed(.timer)
         #expect(d.sent.count == sentBefore + 1)
         #expect(d.sent.last?.trigger == .identify)
@@ -412,9 +417,45 @@ struct MachineDriver {
             d.feed(.timer)
             #expect(d.machine.status == .stale)
             #expect(d.sent.count == sentBefore)
-            d.now = confirmed + .seconds(320)
+            // The Retry-After ends at confirmed + 320 s, its jittered floor by 350 s.
+            d.now = confirmed + .seconds(350)
             d.feed(.timer)
             #expect(d.sent.count == sentBefore + 1, "the owed \(trigger) fetch was not sent")
         }
+    }
+
+    /// Issue 47 item 6: the retry after a `Retry-After` was `max(backoff, RA)`, i.e. RA itself
+    /// for every client given one date. It is spread over [RA, RA + max(1 s, RA / 10)].
+    @Test func retryAfterFloorIsJittered() throws {
+        var waits: [Duration] = []
+        for seed in UInt64(1)...10 {
+            var d = MachineDriver()
+            d.random = SplitMix64(seed: seed)
+            d.feed(.start(fingerprint: "fp"))
+            let answeredAt = d.now
+            try d.respond(.rateLimited(retryAfter: .seconds(120)))
+            waits.append(try d.nextWake - answeredAt)
+        }
+        #expect(waits.allSatisfy { $0 >= .seconds(120) && $0 <= .seconds(132) }, "\(waits)")
+        let spread = try #require(waits.max()) - (try #require(waits.min()))
+        #expect(spread >= .seconds(4), "ten clients retry within \(spread) of each other: \(waits)")
+    }
+
+    /// Issue 47 item 4: one 503 with `Retry-After: 86400` blocked a client's polls, `identify`,
+    /// `refresh()` and `setKey` for a day. Capped at 1 h (and its window, 6 min more).
+    @Test func aDayLongRetryAfterHoldsAClientAnHourAtMost() throws {
+        let response = TransportResponse(status: 503, headers: ["Retry-After": "86400"])
+        let (outcome, _) = RefreshMachine.Outcome.classify(response, maxResponseBytes: 1 << 20, wallNow: Date())
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        try d.respond(.updated(etag: nil))
+        d.feed(.refresh)
+        let answeredAt = d.now
+        try d.respond(outcome)
+        d.feed(.identify(fingerprint: "other"))
+        #expect(d.machine.pendingFetch, "the identify is owed to the Retry-After")
+        let wake = try d.nextWake
+        #expect(wake - answeredAt >= .seconds(3_600))
+        #expect(wake - answeredAt <= .seconds(3_960), "held \(wake - answeredAt) by a day-long Retry-After")
     }
 }

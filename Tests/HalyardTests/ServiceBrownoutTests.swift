@@ -194,13 +194,68 @@ final class FailingSleepClock: HalyardClock, Sendable {
         #expect(transport.received["status 503"] == 1)
     }
 
+    /// Issue 47 item 4: a cold context's failure record took a 503's `Retry-After` as it came
+    /// (a day); SPEC §5 caps it at 1 h wherever it is honoured (then its window: 6 min more).
+    @Test func aColdContextsDayLongRetryAfterIsCappedAtAnHour() async throws {
+        let plane = Self.perContextPlane()
+        let refused = Locked(false)
+        let transport = ServiceFaultTransport(plane) { key in
+            guard key == "user-1" else { return nil }
+            return refused.withLock { done in
+                defer { done = true }
+                return done ? nil : .status(503, headers: ["Retry-After": "86400"])
+            }
+        }
+        let clock = ManualClock()
+        var options = plane.makeServiceOptions()
+        options.transport = transport
+        options.clock = clock
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        #expect(await service.flags(for: serviceContext(1)).hasValues == false)
+        clock.advance(by: .seconds(3_599))
+        #expect(await service.flags(for: serviceContext(1)).hasValues == false, "the floor holds for its hour")
+        #expect(transport.received["pass"] == nil)
+        clock.advance(by: .seconds(362))  // 3,961 s: past the hour and its window
+        #expect(
+            await service.flags(for: serviceContext(1)).hasValues,
+            "a day-long Retry-After still holds the context after 3,961 s")
+        #expect(transport.received["pass"] == 1)
+    }
+
+    /// Issue 47 item 6: services given one `Retry-After` all paused until that very instant
+    /// (`max(backoff, retryAfter)`): the fleet came back at once. Each draws its own instant
+    /// in [RA, RA + max(1 s, RA / 10)].
+    @Test func servicesGivenOneRetryAfterResumeSpreadOverItsWindow() async throws {
+        var pauses: [Duration] = []
+        for _ in 0..<10 {
+            let plane = Self.perContextPlane()
+            let transport = ServiceFaultTransport(plane) { _ in .status(429, headers: ["Retry-After": "600"]) }
+            let clock = ManualClock()
+            var options = plane.makeServiceOptions()
+            options.transport = transport
+            options.clock = clock
+            let service = try FlagService(options: options)
+            defer { service.close() }
+            _ = await service.flags(for: serviceContext(1))
+            let until = try #require(service.fetcher.gate(now: clock.monotonicNow).pausedUntil)
+            pauses.append(until - clock.monotonicNow)
+        }
+        #expect(pauses.allSatisfy { $0 >= .seconds(600) && $0 <= .seconds(660) }, "\(pauses)")
+        let spread = try #require(pauses.max()) - (try #require(pauses.min()))
+        // Ten uniform draws over 60 s all within 10 s of each other: about one chance in a million.
+        #expect(spread >= .seconds(10), "ten services resume within \(spread) of each other: \(pauses)")
+    }
+
     /// Bug 2, in `Backoff` itself (its other users: exposure uploads): a floor, not a replacement.
     @Test func retryAfterIsAFloorOfTheBackoff() {
         let b = Backoff(base: .seconds(1), maximum: .seconds(300))
         #expect(b.delay(failures: 3, retryAfter: .zero, unit: 0.5) == .seconds(2))
         #expect(b.delay(failures: 3, retryAfter: .seconds(-5), unit: 0.5) == .seconds(2))
         #expect(b.delay(failures: 3, retryAfter: .milliseconds(1), unit: 0.5) == .seconds(2))
-        #expect(b.delay(failures: 3, retryAfter: .seconds(42), unit: 0.5) == .seconds(42))
+        // A floor that keeps its jitter: [42 s, 46.2 s] by the same unit (issue 47 item 6).
+        #expect(b.delay(failures: 3, retryAfter: .seconds(42), unit: 0.5) == .milliseconds(44_100))
+        #expect(b.delay(failures: 3, retryAfter: .seconds(86_400), unit: 0) == .seconds(3_600))
     }
 
     static func bigPlane(_ big: Locked<Int>) -> InMemoryControlPlane {
@@ -375,7 +430,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         #expect(stats.fetching.inFlight == 0 && stats.fetching.paused >= 100)
         // A failure record for the 429 context only: nothing for the others.
         #expect(stats.cache.contextsHeld == held && stats.cache.failureRecords == 1)
-        clock.advance(by: .seconds(61))
+        clock.advance(by: .seconds(67))  // past the Retry-After's window, [60 s, 66 s]
         #expect(service.status == .error)  // the pause is over, nothing has succeeded since
         #expect(await service.flags(for: serviceContext(7)).hasValues)
         #expect(service.status == .ready)

@@ -202,7 +202,7 @@ import Testing
         // Another context, during the pause: nothing is sent, defaults are served at once.
         #expect(await service.flags(for: serviceContext(2)).unavailableReason == .providerNotReady)
         #expect(transport.received["pass"] == nil && service.stats.fetching.paused >= 1)
-        clock.advance(by: .seconds(61))
+        clock.advance(by: .seconds(67))  // past the Retry-After's window, [60 s, 66 s]
         #expect(await service.flags(for: serviceContext(2)).hasValues)
         #expect(transport.received["pass"] == 1 && transport.received["status 429"] == 1)
     }

@@ -311,6 +311,35 @@ struct StreamServiceTests {
         #expect(transport.fetches.last?.url.query == "flagConfigEtag=v9")
     }
 
+    /// Issue 47 item 7: a connect wave set the stale mark's parameters to none, so a context an
+    /// event had marked (not yet used since) was refreshed without the event's `flagConfig*`
+    /// values after a reconnect.
+    @Test("a reconnect's wave keeps the parameters of the event whose stale mark is still owed")
+    func aConnectWaveKeepsTheEventsParameters() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        let service = try FlagService(options: try Self.options(transport, clock))
+        defer { service.close() }
+        let a = try EvaluationContext(targetingKey: "u1").fitted()
+        _ = await service.flags(for: a)
+        try await Self.connectWaveEnded(service, transport)
+        clock.advance(by: .milliseconds(1))
+        transport.change()
+        transport.pushRefetch(etag: #""v9""#)  // JSON text: the string v9
+        try await Wait.until("the event's wave") { service.stats.streaming.waves == 2 }
+        // The stream drops and comes back before a is used again: the reconnect's wave.
+        transport.drop()
+        try await Wait.until("the reconnect's wave", seconds: 30) {
+            let waves = service.stats.streaming.waves
+            if waves < 3 { clock.advance(by: .milliseconds(100)) }
+            return waves >= 3
+        }
+        let base = transport.fetches.count
+        _ = service.flagsIfCached(for: a)
+        try await Wait.until("a's background refresh") { transport.fetches.count == base + 1 }
+        #expect(transport.fetches.last?.url.query == "flagConfigEtag=v9")
+    }
+
     @Test("an event finding a fetch in flight fetches the context again when it ends (its answer predates the change)")
     func anEventDuringAFetchInFlightRefetchesAfterIt() async throws {
         let clock = ManualClock()

@@ -154,8 +154,9 @@ struct RefreshMachine: Sendable {
     private(set) var values: HeldValues?
     /// Bumped by every `identify`; requests and `identify` callers carry it.
     private(set) var generation: UInt64 = 0
-    /// The end of the latest `Retry-After` received: no request goes before it, whatever its
-    /// trigger or context (a superseded request's 429 binds too).
+    /// The end of the latest `Retry-After` received (its jittered floor: somewhere in
+    /// `[RA, RA + max(1 s, RA / 10)]`): no request goes before it, whatever its trigger or
+    /// context (a superseded request's 429 binds too).
     private(set) var retryNotBefore: Duration?
     /// The polling interval in force (the configuration's, until the event stream changes it).
     private(set) var pollInterval: Duration
@@ -346,7 +347,7 @@ struct RefreshMachine: Sendable {
                 handle(outcome, for: inFlight.request, now: now, random: &random, into: &step)
             } else if case .rateLimited(let retryAfter?) = outcome {
                 // A superseded request's 429 still binds us.
-                retryNotBefore = max(retryNotBefore ?? .zero, now + retryAfter)
+                honour(retryAfter, now: now, random: &random)
             }
         case .cachedValues(let fingerprint, let cachedETag):
             guard !isClosed, values == nil, generation == 0 else { break }
@@ -536,12 +537,12 @@ struct RefreshMachine: Sendable {
             message = "the control plane refused the key (\(statusCode)); background refresh stopped"
         case .rateLimited(let retryAfter):
             session.health = session.health.failedAgain(nextRetries(after: session.health, now: now, random: &random))
-            if let retryAfter { retryNotBefore = max(retryNotBefore ?? .zero, now + retryAfter) }
+            honour(retryAfter, now: now, random: &random)
             code = .general
             message = "rate limited (429)" + (retryAfter.map { "; retry after \($0)" } ?? "")
         case .transient(let cause, let retryAfter):
             session.health = session.health.failedAgain(nextRetries(after: session.health, now: now, random: &random))
-            if let retryAfter { retryNotBefore = max(retryNotBefore ?? .zero, now + retryAfter) }
+            honour(retryAfter, now: now, random: &random)
             code = .general
             message =
                 switch cause {
@@ -558,6 +559,17 @@ struct RefreshMachine: Sendable {
         step.effects.append(.log(level, message))
         step.effects.append(.emit(.error(code: code, message: message)))
         step.effects.append(.identifyResolved(generation: request.generation, false))
+    }
+
+    /// Holds every request until the server's `Retry-After` has passed: capped at 1 h and
+    /// spread over its window (``RetryAfter/jitteredFloor(_:unit:)``), so clients given one
+    /// HTTP-date do not all come back at that instant. Zero or a past date holds nothing (the
+    /// backoff alone applies); a later floor already in force stays.
+    private mutating func honour(_ retryAfter: Duration?, now: Duration, random: inout SplitMix64) {
+        guard let retryAfter, retryAfter > .zero,
+            let floor = RetryAfter.jitteredFloor(retryAfter, unit: random.unit())
+        else { return }
+        retryNotBefore = max(retryNotBefore ?? .zero, now + floor)
     }
 
     /// One more transient failure: its count and the end of its jittered backoff.

@@ -62,6 +62,26 @@ struct EventStreamMachine: Sendable {
 
         /// Whether the fetch must go without `If-None-Match`.
         var unconditional: Bool { reason == .activated || reason == .relearn }
+
+        /// The one fetch that stands for this one (held, or pending after the one in flight)
+        /// and `next`, asked for after it (SPEC §14, "Through a process's life"): an
+        /// unconditional fetch stays unconditional; the `flagConfig*` values are the latest
+        /// event's (an event that names none clears them: an older version would be stale),
+        /// and a connect's, an activation's or a re-learn's fetch keeps them, since the change
+        /// the event announced is not seen until a fetch carrying them is answered.
+        func merged(with next: Fetch) -> Fetch {
+            var merged = unconditional && !next.unconditional ? self : next
+            merged.flagConfig = Self.flagConfig(flagConfig, then: next)
+            return merged
+        }
+
+        /// The `flagConfig*` values owed after `held` (those of an earlier fetch not yet
+        /// answered) once `next` is asked for: `next`'s own when it is an event's (the latest
+        /// event describes the configuration to fetch), else `held` unless `next` names some.
+        /// A service's waves follow the same rule (``ServiceStreaming``).
+        static func flagConfig(_ held: FlagConfigVersion?, then next: Fetch) -> FlagConfigVersion? {
+            next.reason == .event ? next.flagConfig : next.flagConfig ?? held
+        }
     }
 
     enum Input: Sendable, Hashable {
@@ -105,6 +125,9 @@ struct EventStreamMachine: Sendable {
     struct Following: Sendable, Hashable {
         /// Consecutive failures since the stream last stayed connected for `resetAfter`.
         var failures = 0
+        /// The last failure was a 429 or 503 carrying `Retry-After`: the reconnect it waits
+        /// for is owed to the server, kept across suspension (``RetryAfterWait``).
+        var refusedWithRetryAfter = false
         /// The stream failed (refused, non-2xx, garbage, closed repeatedly) and has not stayed
         /// connected for `resetAfter` since: polling runs at `pollInterval`.
         var degraded = false
@@ -127,10 +150,23 @@ struct EventStreamMachine: Sendable {
         case connected(since: Duration, lastByteAt: Duration, Following)
         /// Closed by `setActive(false)` (at `inactiveSince`) after the inactivity delay;
         /// `degraded` as in ``Following``, kept for the reconnect that activation makes (its
-        /// failures start again from 0).
-        case suspended(inactiveSince: Duration, degraded: Bool)
+        /// failures start again from 0). `retryAfter`: the stream was waiting out a
+        /// `Retry-After` when it was suspended; activation keeps that wait and its failures.
+        case suspended(inactiveSince: Duration, degraded: Bool, retryAfter: RetryAfterWait? = nil)
         /// Stopped for good.
         case stopped
+    }
+
+    /// A reconnect a `Retry-After` deferred, kept while the stream is suspended (SPEC §14: a
+    /// stream answered 429 or 503 with `Retry-After` is not reconnected before it, also across
+    /// `setActive(false)`/`setActive(true)`; docs/protocol.md, "Event streams").
+    struct RetryAfterWait: Sendable, Hashable {
+        /// The reconnect drawn when the refusal arrived (its jittered floor, or the backoff
+        /// when that was later): activation before it waits until it.
+        var until: Duration
+        /// The failures counted then: activation does not reset them (the next refusal backs
+        /// off from there).
+        var failures: Int
     }
 
     /// The one bulk re-fetch the stream may have in flight, and the one it may owe after it.
@@ -191,7 +227,7 @@ struct EventStreamMachine: Sendable {
 
     /// Whether the stream failed and has not recovered (see ``Following/degraded``).
     var degraded: Bool {
-        if case .suspended(_, let degraded) = phase { return degraded }
+        if case .suspended(_, let degraded, _) = phase { return degraded }
         return following?.degraded ?? false
     }
 
@@ -199,7 +235,7 @@ struct EventStreamMachine: Sendable {
     var inactiveSince: Duration? {
         switch phase {
         case .idle(let since): since
-        case .suspended(let since, _): since
+        case .suspended(let since, _, _): since
         case .waiting, .connecting, .connected: following?.inactiveSince
         case .stopped: nil
         }
@@ -290,7 +326,7 @@ struct EventStreamMachine: Sendable {
                 actions.append(.disconnect(connection: id))
                 fail(
                     following, hard: true, message: "the event stream answered \(why)", now: now, random: &random,
-                    notBefore: Self.honoursRetryAfter(status) ? retryAfter.map { min($0, Self.maxRetryAfter) } : nil,
+                    retryAfter: Self.honoursRetryAfter(status) ? retryAfter : nil,
                     into: &actions)
                 // The URL may have been rotated or its credential refused: one unconditional
                 // bulk fetch per failing step learns the current advertisement (a new URL
@@ -349,11 +385,23 @@ struct EventStreamMachine: Sendable {
             let since = isActive ? nil : now
             switch phase {
             case .idle: phase = .idle(inactiveSince: since)
-            case .suspended(_, let degraded):
+            case .suspended(_, let degraded, let retryAfter):
                 // Only a client that follows a stream re-fetches on activation (polling-only
                 // and `.none` clients keep their own triggers).
                 requestFetch(Fetch(reason: .activated), now: now, into: &actions)
-                connect(now: now, following: Following(degraded: degraded), into: &actions)
+                if let retryAfter {
+                    // The server's `Retry-After` outlives the suspension: wait for it, and
+                    // keep counting from the failures it came with.
+                    let following = Following(
+                        failures: retryAfter.failures, refusedWithRetryAfter: true, degraded: degraded)
+                    if now < retryAfter.until {
+                        phase = .waiting(until: retryAfter.until, following)
+                    } else {
+                        connect(now: now, following: following, into: &actions)
+                    }
+                } else {
+                    connect(now: now, following: Following(degraded: degraded), into: &actions)
+                }
             case .waiting, .connecting, .connected:
                 updateFollowing { $0.inactiveSince = since }
                 if isActive { requestFetch(Fetch(reason: .activated), now: now, into: &actions) }
@@ -363,7 +411,11 @@ struct EventStreamMachine: Sendable {
             if case .held(let held, let until) = fetch, now >= until { send(held, now: now, into: &actions) }
             if let following, let since = following.inactiveSince, now >= since + inactivityDelay {
                 disconnect(into: &actions)
-                phase = .suspended(inactiveSince: since, degraded: following.degraded)
+                var owed: RetryAfterWait?
+                if case .waiting(let until, _) = phase, following.refusedWithRetryAfter {
+                    owed = RetryAfterWait(until: until, failures: following.failures)
+                }
+                phase = .suspended(inactiveSince: since, degraded: following.degraded, retryAfter: owed)
                 actions.append(.log(.debug, "event stream closed while inactive"))
                 return finish(actions)
             }
@@ -456,36 +508,36 @@ struct EventStreamMachine: Sendable {
         let lower = max(configuration.initialReconnectDelay, .milliseconds(1))
         let upper = max(configuration.maxReconnectDelay, lower)
         let base = min(max(serverRetry ?? lower, lower), upper)
-        var ceiling = base
-        var n = 1
-        while n < failures && ceiling < upper {
-            ceiling = ceiling * 2
-            n += 1
-        }
-        ceiling = min(ceiling, upper)
+        let ceiling = Backoff.doubling(from: base, steps: failures, cap: upper)
         let u = unit.isNaN ? 0 : min(max(unit, 0), 1)
         return ceiling / 2 + (ceiling / 2) * u
     }
 
     /// Statuses of a stream URL after which the advertisement is learned again.
     static let relearnStatuses: Set<Int> = [401, 403, 404, 410]
-    /// The longest `Retry-After` a stream URL's answer is honoured for (SPEC §14: 1 h).
-    static let maxRetryAfter: Duration = .seconds(3_600)
+    /// The longest `Retry-After` a stream URL's answer is honoured for (SPEC §14: 1 h, the one
+    /// constant ``RetryAfter/maxDelay``).
+    static var maxRetryAfter: Duration { RetryAfter.maxDelay }
 
     /// Whether a stream URL's `status` carries a `Retry-After` to honour (429, 503).
     static func honoursRetryAfter(_ status: Int) -> Bool { status == 429 || status == 503 }
 
-    /// Counts a failure and waits the jittered backoff before reconnecting, or until
-    /// `notBefore` from now when that is later (a `Retry-After`).
+    /// Counts a failure and waits the jittered backoff before reconnecting, or the server's
+    /// `retryAfter` when that is later: capped at 1 h and spread over its window
+    /// (``RetryAfter/jitteredFloor(_:unit:)``), so a fleet given one date does not reconnect at
+    /// one instant.
     private mutating func fail(
         _ following: Following, hard: Bool, message: String, now: Duration, random: inout SplitMix64,
-        notBefore: Duration? = nil, into actions: inout [Action]
+        retryAfter: Duration? = nil, into actions: inout [Action]
     ) {
         var following = following
         stats.failures += 1
         following.failures += 1
         if hard || following.failures >= max(configuration.closesBeforeFailed, 1) { following.degraded = true }
-        let delay = max(reconnectDelay(failures: following.failures, unit: random.unit()), notBefore ?? .zero)
+        let backoff = reconnectDelay(failures: following.failures, unit: random.unit())
+        let floor = retryAfter.flatMap { RetryAfter.jitteredFloor($0, unit: random.unit()) }
+        following.refusedWithRetryAfter = floor != nil
+        let delay = max(backoff, floor ?? .zero)
         phase = .waiting(until: now + delay, following)
         actions.append(.log(following.degraded ? .warning : .info, message + "; reconnecting in \(delay)"))
     }
@@ -494,12 +546,12 @@ struct EventStreamMachine: Sendable {
         switch fetch {
         case .inFlight(let pending):
             if pending != nil { stats.coalescedEvents += 1 }
-            // The pending one carries the latest parameters; an unconditional fetch stays so.
-            if pending?.unconditional == true && !next.unconditional { return }
-            fetch = .inFlight(pending: next)
+            // The pending one carries the latest event's parameters; an unconditional fetch
+            // stays so (``Fetch/merged(with:)``).
+            fetch = .inFlight(pending: pending.map { $0.merged(with: next) } ?? next)
         case .held(let held, let until):
             stats.coalescedEvents += 1
-            let merged = held.unconditional && !next.unconditional ? held : next
+            let merged = held.merged(with: next)
             // Only events wait for the rate limit; a connect's or an activation's fetch goes now
             // (and covers the held event's change).
             if next.reason == .event {

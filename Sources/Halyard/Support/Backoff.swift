@@ -12,9 +12,6 @@ package struct Backoff: Sendable, Hashable {
     package var maximum: Duration
     /// The shortest delay drawn.
     package var floor: Duration
-    /// The longest `Retry-After` honoured by ``delay(failures:retryAfter:unit:)``.
-    package var retryAfterCap: Duration = .seconds(3_600)
-
     /// A backoff drawing delays from `[floor, ceiling]`; `floor` defaults to `initial`.
     package init(initial: Duration, maximum: Duration, floor: Duration? = nil) {
         self.initial = initial
@@ -30,14 +27,21 @@ package struct Backoff: Sendable, Hashable {
     /// The ceiling after `failures` consecutive failures (`failures >= 1`).
     package func ceiling(failures: Int) -> Duration {
         let lower = max(initial, .milliseconds(1))
-        let upper = max(maximum, lower)
-        var c = lower
+        return Self.doubling(from: lower, steps: failures, cap: max(maximum, lower))
+    }
+
+    /// The doubling ceiling every backoff here shares: `base × 2^(steps-1)`, at most `cap`
+    /// (`base` itself for `steps <= 1`, and when `base` is already at or past `cap`, `cap`).
+    /// The client's backoff, the service's pause (``PauseState``) and the event stream's
+    /// reconnect step all grow by it; they differ only in where they draw under it.
+    package static func doubling(from base: Duration, steps: Int, cap: Duration) -> Duration {
+        var ceiling = base
         var n = 1
-        while n < failures && c < upper {
-            c = c * 2
+        while n < steps && ceiling < cap && ceiling > .zero {
+            ceiling = ceiling * 2
             n += 1
         }
-        return min(c, upper)
+        return min(ceiling, cap)
     }
 
     /// The delay after `failures` consecutive failures, with `unit` uniform in [0, 1).
@@ -48,12 +52,14 @@ package struct Backoff: Sendable, Hashable {
         return lower + (top - lower) * u
     }
 
-    /// ``delay(failures:unit:)``, or the server's `Retry-After` (capped at ``retryAfterCap``)
-    /// when that is longer: `Retry-After` is a floor, never a replacement, so `0`, a past date
-    /// (clock skew) or a tiny value never makes a failing caller retry faster than its backoff.
+    /// ``delay(failures:unit:)``, or the server's `Retry-After` when that is longer (capped at
+    /// ``RetryAfter/maxDelay`` and spread over its window by the same `unit`:
+    /// ``RetryAfter/jitteredFloor(_:unit:)``): `Retry-After` is a floor, never a replacement,
+    /// so `0`, a past date (clock skew) or a tiny value never makes a failing caller retry
+    /// faster than its backoff.
     package func delay(failures: Int, retryAfter: Duration?, unit: Double) -> Duration {
         let backoff = delay(failures: failures, unit: unit)
-        guard let retryAfter else { return backoff }
-        return max(min(max(retryAfter, .zero), retryAfterCap), backoff)
+        guard let floor = RetryAfter.jitteredFloor(retryAfter, unit: unit) else { return backoff }
+        return max(floor, backoff)
     }
 }

@@ -7,12 +7,14 @@ package import Foundation
 /// `"Wed, 21 Oct 2015 07:28:00 GMT"`, the obsolete RFC 850 and asctime forms) and an ISO-8601
 /// date-time (`"2015-10-21T07:28:00Z"`, fractional seconds and `Z`/`±hh:mm` offsets allowed). A
 /// date in the past gives `.zero`; anything else gives `nil` (the header is ignored and normal
-/// backoff applies). Delays are capped at ``maxDelay`` so a broken header cannot stop traffic for
-/// longer than a day; callers may cap further. A hand-written scanner rather than
+/// backoff applies). Delays are capped at ``maxDelay`` (1 h, SPEC §5: one constant wherever a
+/// `Retry-After` is honoured) so a broken or hostile header cannot stop traffic for longer; the
+/// retry itself is drawn by ``jitteredFloor(_:unit:)``. A hand-written scanner rather than
 /// `DateFormatter`: no locale, no shared mutable formatter, the same result on every platform.
 package enum RetryAfter {
-    /// The largest delay honoured (24 h).
-    package static let maxDelay: Duration = .seconds(86_400)
+    /// The largest delay honoured (1 h), wherever a `Retry-After` is: bulk requests, uploads,
+    /// event streams, a service's pause and its per-context failure records (SPEC §5).
+    package static let maxDelay: Duration = .seconds(3_600)
 
     /// The delay from `now` the value asks for (zero for dates in the past), or `nil` when the
     /// value is not understood.
@@ -29,7 +31,7 @@ package enum RetryAfter {
         guard let date else { return nil }
         let seconds = date - now.timeIntervalSince1970
         if !(seconds > 0) { return .zero }
-        if seconds >= 86_400 { return maxDelay }
+        if seconds >= Double(maxDelay.components.seconds) { return maxDelay }
         return .milliseconds(Int64((seconds * 1000).rounded(.up)))
     }
 

@@ -22,7 +22,8 @@ struct PauseState: Sendable, Hashable {
     mutating func pause(
         now: Duration, pausedUntil: Duration, floor: Duration, cap: Duration, retryAfter: Duration?, unit: Double
     ) -> Duration {
-        let server = min(max(retryAfter ?? .zero, .zero), .seconds(3_600))
+        // The caller draws the jittered floor (`RetryAfter.jitteredFloor`); only the cap here.
+        let server = min(max(retryAfter ?? .zero, .zero), RetryAfter.maxDelay)
         if now < pausedUntil {
             // A failure of a request sent before the pause: no new step.
             let delay = max(pausedUntil - now, server)
@@ -30,14 +31,7 @@ struct PauseState: Sendable, Hashable {
             return delay
         }
         step = min(step + 1, 62)
-        let top = max(cap, floor)
-        var ceiling = floor
-        var n = 1
-        while n < step && ceiling < top {
-            ceiling = ceiling * 2
-            n += 1
-        }
-        ceiling = min(ceiling, top)
+        let ceiling = Backoff.doubling(from: floor, steps: step, cap: max(cap, floor))
         let lower = min(max(floor, ceiling / 2), ceiling)
         let u = unit.isNaN ? 0 : min(max(unit, 0), 1)
         let delay = max(lower + (ceiling - lower) * u, server)

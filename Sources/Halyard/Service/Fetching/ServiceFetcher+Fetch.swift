@@ -59,6 +59,9 @@ extension ServiceFetcher {
     ) -> Result {
         let now = clock.monotonicNow
         let unit = Double.random(in: 0..<1)
+        // A `Retry-After` is capped at 1 h and spread over its window (SPEC §5), drawn once
+        // here for the pause, the 429 gate and the context's failure record alike.
+        let floorUnit = Double.random(in: 0..<1)
         var log: (HalyardLogLevel, String)?
         let result = state.withLock { s -> Result in
             defer { publish(s) }
@@ -96,11 +99,12 @@ extension ServiceFetcher {
             case .rateLimited(let retryAfter):
                 s.stats.rateLimited += 1
                 s.consecutiveFailures += 1
-                if let retryAfter, retryAfter > .zero {
+                let floor = RetryAfter.jitteredFloor(retryAfter, unit: floorUnit)
+                if let floor {
                     // The server's own word: not even a probe goes before it.
-                    s.retryAfterUntil = max(s.retryAfterUntil, now + min(retryAfter, .seconds(3_600)))
+                    s.retryAfterUntil = max(s.retryAfterUntil, now + floor)
                 }
-                let delay = pauseService(&s, now: now, retryAfter: retryAfter, unit: unit)
+                let delay = pauseService(&s, now: now, retryAfter: floor, unit: unit)
                 if s.status != .fatal { s.status = .error }
                 log = (.warning, "429 from the control plane: every context's fetches pause for \(delay)")
                 return .failed(retryAfter: delay)
@@ -113,11 +117,12 @@ extension ServiceFetcher {
                 case .status: break
                 }
                 s.consecutiveFailures += 1
+                let floor = RetryAfter.jitteredFloor(retryAfter, unit: floorUnit)
                 if s.consecutiveFailures >= backoffAfterFailures {
-                    _ = pauseService(&s, now: now, retryAfter: retryAfter, unit: unit)
+                    _ = pauseService(&s, now: now, retryAfter: floor, unit: unit)
                     if s.status != .fatal { s.status = .error }
                 }
-                return .failed(retryAfter: retryAfter)
+                return .failed(retryAfter: floor)
             }
         }
         if let log { logHandler?(log.0, log.1) }

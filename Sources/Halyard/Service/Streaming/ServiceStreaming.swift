@@ -20,8 +20,9 @@ final class ServiceStreaming: Sendable {
     }
 
     private struct Roster {
-        /// The version of the event that set ``ServiceStreaming/staleBefore`` (nil for a
-        /// connect's wave).
+        /// The version of the latest event's wave: what a context ``ServiceStreaming/staleBefore``
+        /// marks is fetched with (a connect's wave keeps it: the event's change may not be
+        /// seen yet).
         var staleFlagConfig: FlagConfigVersion?
         /// The contexts the waves still have to refresh, most recently used LAST (workers take
         /// from the end). A new wave merges into it, so the contexts used most recently go
@@ -39,20 +40,22 @@ final class ServiceStreaming: Sendable {
         var waveRefreshes = 0
 
         /// Merges `taken` into `pending` (a context already pending keeps one place, at its
-        /// latest use) and answers how many contexts were added.
-        mutating func merge(_ taken: [Used], flagConfig: FlagConfigVersion?) -> Int {
+        /// latest use) for the wave of `fetch`, and answers how many contexts were added.
+        mutating func merge(_ taken: [Used], fetch: EventStreamMachine.Fetch) -> Int {
             var added = 0
             var byFingerprint: [String: Used] = [:]
             byFingerprint.reserveCapacity(pending.count + taken.count)
             for var entry in pending {
-                // The latest event's parameters describe the configuration to fetch now.
-                entry.flagConfig = flagConfig
+                // The latest event's parameters describe the configuration to fetch now; a
+                // connect's wave keeps those of an event whose refresh is still owed.
+                entry.flagConfig = EventStreamMachine.Fetch.flagConfig(entry.flagConfig, then: fetch)
                 byFingerprint[entry.fitted.fingerprint] = entry
             }
             for var entry in taken {
-                entry.flagConfig = flagConfig
                 let fingerprint = entry.fitted.fingerprint
-                if let old = byFingerprint[fingerprint] {
+                let old = byFingerprint[fingerprint]
+                entry.flagConfig = EventStreamMachine.Fetch.flagConfig(old?.flagConfig, then: fetch)
+                if let old {
                     if entry.usedAt > old.usedAt { byFingerprint[fingerprint] = entry }
                 } else {
                     byFingerprint[fingerprint] = entry
@@ -146,13 +149,14 @@ final class ServiceStreaming: Sendable {
     /// Waves started and refreshes sent by them.
     var counters: (waves: Int, refreshes: Int) { roster.withLock { ($0.waves, $0.waveRefreshes) } }
 
-    /// One wave: marks every held context stale, then queues the contexts used since the
+    /// One wave (for the stream's `fetch`: its `flagConfig*` values, and whether it is an
+    /// event's): marks every held context stale, then queues the contexts used since the
     /// last wave for a refresh through `refresh` (which returns when that fetch is over), most
     /// recently used first, merged with what earlier waves still have to do. Returns once the
     /// work is queued and its workers started: the stream's next event is not held behind a
     /// long wave; it starts the next wave, whose contexts go first.
     func wave(
-        _ flagConfig: FlagConfigVersion?,
+        _ fetch: EventStreamMachine.Fetch,
         refresh: @escaping @Sendable (FittedContext, FlagConfigVersion?) async -> Void
     ) async {
         let now = clock.monotonicNow
@@ -160,10 +164,10 @@ final class ServiceStreaming: Sendable {
         let taken = cache.takeStreamUses().map { Used(fitted: $0.fitted, usedAt: $0.usedAt) }
         let start = roster.withLock { r -> [UInt64] in
             guard !r.closed else { return [] }
-            r.staleFlagConfig = flagConfig
+            r.staleFlagConfig = EventStreamMachine.Fetch.flagConfig(r.staleFlagConfig, then: fetch)
             staleBeforeNanoseconds.store(UInt64(bitPattern: Self.nanoseconds(now)))
             r.waves += 1
-            r.waveRefreshes += r.merge(taken, flagConfig: flagConfig)
+            r.waveRefreshes += r.merge(taken, fetch: fetch)
             let wanted = min(concurrency, r.pending.count) - r.running
             guard wanted > 0 else { return [] }
             r.running += wanted
