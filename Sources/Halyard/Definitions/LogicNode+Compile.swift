@@ -1,0 +1,72 @@
+extension LogicNode {
+    /// Compiles a JsonLogic rule written as JSON. `$ref` objects (`{"$ref": "name"}`) are
+    /// replaced by the named shared evaluator (compiled in place; a missing name or a cycle
+    /// becomes an ``invalid(_:)`` node). Unknown operators compile to ``invalid(_:)`` too: the
+    /// reference reports them only when they are evaluated, so an unused branch never fails.
+    static func compile(_ json: JSONValue, evaluators: [String: JSONValue]) -> LogicNode {
+        var resolving: [String] = []
+        return compile(json, evaluators: evaluators, resolving: &resolving)
+    }
+
+    private static func compile(
+        _ json: JSONValue, evaluators: [String: JSONValue], resolving: inout [String]
+    ) -> LogicNode {
+        switch json {
+        case .array(let items):
+            let nodes = items.map { compile($0, evaluators: evaluators, resolving: &resolving) }
+            let constants = nodes.compactMap(\.constant)
+            return constants.count == nodes.count ? .literal(.array(constants)) : .array(nodes)
+        case .object(let members) where members.count == 1:
+            let (name, rawArguments) = members.first!
+            if name == "$ref", case .string(let target) = rawArguments {
+                guard let rule = evaluators[target] else {
+                    return .invalid("$ref to an evaluator that does not exist: \(target)")
+                }
+                guard !resolving.contains(target) else {
+                    return .invalid("$ref cycle through evaluator \(target)")
+                }
+                resolving.append(target)
+                defer { resolving.removeLast() }
+                return compile(rule, evaluators: evaluators, resolving: &resolving)
+            }
+            let rawList: [JSONValue]
+            if case .array(let list) = rawArguments { rawList = list } else { rawList = [rawArguments] }
+            let arguments = rawList.map { compile($0, evaluators: evaluators, resolving: &resolving) }
+            return compileOperation(name, arguments: arguments, rawArguments: rawList)
+        default:
+            return .literal(json)
+        }
+    }
+
+    private static func compileOperation(_ name: String, arguments: [LogicNode], rawArguments: [JSONValue]) -> LogicNode {
+        switch name {
+        case "if", "?:": return .conditional(arguments)
+        case "and": return .and(arguments)
+        case "or": return .or(arguments)
+        case "filter", "map", "all", "some", "none":
+            let operation = ArrayOperation(rawValue: name)!
+            return .arrayOperation(
+                operation, items: arguments.first, logic: arguments.count > 1 ? arguments[1] : nil)
+        case "reduce":
+            return .reduce(
+                items: arguments.first, logic: arguments.count > 1 ? arguments[1] : nil,
+                initial: rawArguments.count > 2 ? rawArguments[2] : .null)
+        case "var":
+            let defaultValue = arguments.count > 1 ? arguments[1] : nil
+            switch arguments.first?.constant {
+            case nil where arguments.isEmpty, .some(.null):
+                return .variable(VariablePath(text: "", segments: []), defaultValue: defaultValue)
+            case .some(.string(let text)):
+                let segments = text.isEmpty ? [] : text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+                return .variable(VariablePath(text: text, segments: segments), defaultValue: defaultValue)
+            default:
+                return .apply(.var, arguments)
+            }
+        default:
+            guard let op = LogicOperator(rawValue: name) else {
+                return .invalid("unknown operator: \(name)")
+            }
+            return .apply(op, arguments)
+        }
+    }
+}
