@@ -84,7 +84,11 @@ enum CustomOperators {
         guard args.count == 2, case .string(let text) = args[0], case .string(let part) = args[1] else {
             return .null
         }
-        if suffix { return .bool(text.utf8.reversed().starts(with: part.utf8.reversed())) }
-        return .bool(text.utf8.starts(with: part.utf8))
+        return .bool(matches(text, part, suffix: suffix))
+    }
+
+    /// Whether `text` starts (or ends) with `part`, by code points (UTF-8 bytes).
+    static func matches(_ text: String, _ part: String, suffix: Bool) -> Bool {
+        suffix ? text.utf8.reversed().starts(with: part.utf8.reversed()) : text.utf8.starts(with: part.utf8)
     }
 }

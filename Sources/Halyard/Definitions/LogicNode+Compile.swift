@@ -38,6 +38,12 @@ extension LogicNode {
         }
     }
 
+    /// The operators compiled to ``binary(_:_:_:)`` when written with two arguments.
+    static let binaryOperators: Set<LogicOperator> = [
+        .equal, .notEqual, .strictEqual, .strictNotEqual, .less, .lessOrEqual, .greater, .greaterOrEqual, .in,
+        .startsWith, .endsWith,
+    ]
+
     private static func compileOperation(_ name: String, arguments: [LogicNode], rawArguments: [JSONValue]) -> LogicNode {
         switch name {
         case "if", "?:": return .conditional(arguments)
@@ -66,6 +72,7 @@ extension LogicNode {
             guard let op = LogicOperator(rawValue: name) else {
                 return .invalid("unknown operator: \(name)")
             }
+            if arguments.count == 2, binaryOperators.contains(op) { return .binary(op, arguments[0], arguments[1]) }
             return .apply(op, arguments)
         }
     }

@@ -61,6 +61,20 @@ extension LogicNode {
             arguments.reserveCapacity(nodes.count)
             for node in nodes { arguments.append(try node.evaluate(data, env)) }
             return try Self.apply(op, arguments, data, env)
+        case .binary(let op, let left, let right):
+            let a = try left.evaluate(data, env)
+            let b = try right.evaluate(data, env)
+            switch op {
+            case .equal: return .bool(LogicCoercion.looseEquals(a, b))
+            case .notEqual: return .bool(!LogicCoercion.looseEquals(a, b))
+            case .strictEqual: return .bool(LogicCoercion.strictEquals(a, b))
+            case .strictNotEqual: return .bool(!LogicCoercion.strictEquals(a, b))
+            case .less, .lessOrEqual, .greater, .greaterOrEqual: return .bool(LogicCoercion.compare(a, b, op))
+            case .startsWith, .endsWith:
+                guard case .string(let text) = a, case .string(let part) = b else { return .null }
+                return .bool(CustomOperators.matches(text, part, suffix: op == .endsWith))
+            default: return try Self.apply(op, [a, b], data, env)
+            }
         case .invalid(let message):
             throw .invalidRule(message)
         }

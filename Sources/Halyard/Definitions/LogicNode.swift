@@ -21,6 +21,9 @@ indirect enum LogicNode: Sendable {
     case reduce(items: LogicNode?, logic: LogicNode?, initial: JSONValue)
     /// An operator applied to its evaluated arguments.
     case apply(LogicOperator, [LogicNode])
+    /// A comparison or string test with exactly two arguments (`==`, `<`, `in`,
+    /// `starts_with`, ...): the same result as ``apply(_:_:)`` without an argument array.
+    case binary(LogicOperator, LogicNode, LogicNode)
     /// An expression that fails when evaluated: an unknown operator or a `$ref` to no evaluator
     /// (the flag's evaluation reports `PARSE_ERROR`).
     case invalid(String)
