@@ -84,7 +84,14 @@ enum DefinitionsCompiler {
             guard case .object(let ruleMembers) = rule else {
                 throw .invalid(path: path + ".targeting", reason: "targeting must be an object, not a \(rule.typeName)")
             }
-            if !ruleMembers.isEmpty { targeting = LogicNode.compile(rule, evaluators: evaluators) }
+            if !ruleMembers.isEmpty {
+                guard let compiled = LogicNode.compile(rule, evaluators: evaluators) else {
+                    throw .invalid(
+                        path: path + ".targeting",
+                        reason: "the rule exceeds \(LogicNode.maxCompiledNodes) nodes or depth \(LogicNode.maxCompiledDepth) once its $refs are expanded")
+                }
+                targeting = compiled
+            }
         }
         var merged = setMetadata
         for (name, value) in try metadata(members["metadata"], path: path + ".metadata") { merged[name] = value }

@@ -31,7 +31,7 @@ struct FlagDefinition: Sendable {
         if !enabled {
             staticResult = ServedFlag(key: key, value: nil, reason: .disabled, metadata: metadata)
         } else if let defaultVariant {
-            if let value = variants[defaultVariant] {
+            if let value = LogicCoercion.exactValue(variants, defaultVariant) {
                 staticResult = ServedFlag(
                     key: key, value: value, variant: defaultVariant, reason: .staticValue, metadata: metadata)
             } else {

@@ -67,7 +67,7 @@ public struct FlagDefinitions: Sendable {
     public func evaluate(
         _ key: String, context: EvaluationContext, as type: FlagDefinitionType? = nil, timestamp: Int64? = nil
     ) -> ServedFlag {
-        guard let flag = flags[key] else {
+        guard let flag = LogicCoercion.exactValue(flags, key) else {
             return ServedFlag(
                 key: key, value: nil, reason: .error, errorCode: .flagNotFound,
                 errorMessage: "flag \(key) is not in the definitions")
@@ -100,7 +100,7 @@ public struct FlagDefinitions: Sendable {
         case .array, .object:
             return Self.failure(flag, .general, "targeting gave a \(result.typeName), not a variant name")
         }
-        guard !variant.isEmpty, let value = flag.variants[variant] else {
+        guard !variant.isEmpty, let value = LogicCoercion.exactValue(flag.variants, variant) else {
             return Self.failure(flag, .general, "targeting gave variant \"\(variant)\", which the flag does not have")
         }
         return Self.checked(

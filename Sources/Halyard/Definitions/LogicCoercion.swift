@@ -165,6 +165,14 @@ enum LogicCoercion {
         a.utf8.elementsEqual(b.utf8)
     }
 
+    /// `dictionary[key]` with names compared by code points: Swift's `String` keys match
+    /// canonically equivalent spellings (`é` and `e` + U+0301), the reference's do not.
+    static func exactValue<Value>(_ dictionary: [String: Value], _ key: String) -> Value? {
+        guard let index = dictionary.index(forKey: key) else { return nil }
+        let entry = dictionary[index]
+        return stringsEqual(entry.key, key) ? entry.value : nil
+    }
+
     /// Code-point order of two strings (UTF-8 byte order is code-point order).
     static func stringLess(_ a: String, _ b: String) -> Bool {
         a.utf8.lexicographicallyPrecedes(b.utf8)

@@ -34,7 +34,7 @@ struct LogicEnvironment: Sendable {
         switch name {
         case "$flagd": flagdObject
         case "targetingKey": targetingKey.isEmpty ? nil : .string(targetingKey)
-        default: attributes[name]
+        default: LogicCoercion.exactValue(attributes, name)
         }
     }
 }

@@ -1,40 +1,65 @@
 extension LogicNode {
+    /// The most nodes one rule may have once its `$ref`s are expanded.
+    static let maxCompiledNodes = 100_000
+    /// The deepest one rule may nest once its `$ref`s are expanded (evaluation recurses this
+    /// deep, on whatever thread reads).
+    static let maxCompiledDepth = 128
+
     /// Compiles a JsonLogic rule written as JSON. `$ref` objects (`{"$ref": "name"}`) are
     /// replaced by the named shared evaluator (compiled in place; a missing name or a cycle
     /// becomes an ``invalid(_:)`` node). Unknown operators compile to ``invalid(_:)`` too: the
     /// reference reports them only when they are evaluated, so an unused branch never fails.
-    static func compile(_ json: JSONValue, evaluators: [String: JSONValue]) -> LogicNode {
-        var resolving: [String] = []
-        return compile(json, evaluators: evaluators, resolving: &resolving)
+    /// Nil when the expanded rule exceeds ``maxCompiledNodes`` or ``maxCompiledDepth`` (a
+    /// chain of evaluators that doubles at each step would otherwise cost exponential memory
+    /// and time).
+    static func compile(_ json: JSONValue, evaluators: [String: JSONValue]) -> LogicNode? {
+        var compiler = Compiler(evaluators: evaluators)
+        let node = compiler.compile(json, depth: 0)
+        return compiler.exceeded ? nil : node
     }
 
-    private static func compile(
-        _ json: JSONValue, evaluators: [String: JSONValue], resolving: inout [String]
-    ) -> LogicNode {
-        switch json {
-        case .array(let items):
-            let nodes = items.map { compile($0, evaluators: evaluators, resolving: &resolving) }
-            let constants = nodes.compactMap(\.constant)
-            return constants.count == nodes.count ? .literal(.array(constants)) : .array(nodes)
-        case .object(let members) where members.count == 1:
-            let (name, rawArguments) = members.first!
-            if name == "$ref", case .string(let target) = rawArguments {
-                guard let rule = evaluators[target] else {
-                    return .invalid("$ref to an evaluator that does not exist: \(target)")
-                }
-                guard !resolving.contains(target) else {
-                    return .invalid("$ref cycle through evaluator \(target)")
-                }
-                resolving.append(target)
-                defer { resolving.removeLast() }
-                return compile(rule, evaluators: evaluators, resolving: &resolving)
+    /// One rule's compilation: the `$ref`s being expanded and the budget spent.
+    private struct Compiler {
+        let evaluators: [String: JSONValue]
+        var resolving: [String] = []
+        var nodes = 0
+        var exceeded = false
+
+        mutating func compile(_ json: JSONValue, depth: Int) -> LogicNode {
+            nodes += 1
+            guard !exceeded, nodes <= LogicNode.maxCompiledNodes, depth <= LogicNode.maxCompiledDepth else {
+                exceeded = true
+                return .invalid("the rule is too large")
             }
-            let rawList: [JSONValue]
-            if case .array(let list) = rawArguments { rawList = list } else { rawList = [rawArguments] }
-            let arguments = rawList.map { compile($0, evaluators: evaluators, resolving: &resolving) }
-            return compileOperation(name, arguments: arguments, rawArguments: rawList)
-        default:
-            return .literal(json)
+            switch json {
+            case .array(let items):
+                var compiled: [LogicNode] = []
+                compiled.reserveCapacity(items.count)
+                for item in items { compiled.append(compile(item, depth: depth + 1)) }
+                let constants = compiled.compactMap(\.constant)
+                return constants.count == compiled.count ? .literal(.array(constants)) : .array(compiled)
+            case .object(let members) where members.count == 1:
+                let (name, rawArguments) = members.first!
+                if name == "$ref", case .string(let target) = rawArguments {
+                    guard let rule = evaluators[target] else {
+                        return .invalid("$ref to an evaluator that does not exist: \(target)")
+                    }
+                    guard !resolving.contains(target) else {
+                        return .invalid("$ref cycle through evaluator \(target)")
+                    }
+                    resolving.append(target)
+                    defer { resolving.removeLast() }
+                    return compile(rule, depth: depth + 1)
+                }
+                let rawList: [JSONValue]
+                if case .array(let list) = rawArguments { rawList = list } else { rawList = [rawArguments] }
+                var arguments: [LogicNode] = []
+                arguments.reserveCapacity(rawList.count)
+                for raw in rawList { arguments.append(compile(raw, depth: depth + 1)) }
+                return LogicNode.compileOperation(name, arguments: arguments, rawArguments: rawList)
+            default:
+                return .literal(json)
+            }
         }
     }
 
@@ -44,7 +69,7 @@ extension LogicNode {
         .startsWith, .endsWith,
     ]
 
-    private static func compileOperation(_ name: String, arguments: [LogicNode], rawArguments: [JSONValue]) -> LogicNode {
+    fileprivate static func compileOperation(_ name: String, arguments: [LogicNode], rawArguments: [JSONValue]) -> LogicNode {
         switch name {
         case "if", "?:": return .conditional(arguments)
         case "and": return .and(arguments)

@@ -132,7 +132,7 @@ extension LogicNode {
         for segment in rest {
             switch current {
             case .object(let members):
-                guard let next = members[segment] else { return nil }
+                guard let next = LogicCoercion.exactValue(members, segment) else { return nil }
                 current = next
             case .array(let items):
                 if segment == "length" { return .int(Int64(items.count)) }

@@ -71,6 +71,30 @@ import Testing
         #expect(defs.evaluate("stamp", context: free).variant == "new", "the current time by default")
     }
 
+    @Test func namesMatchByCodePointsNotCanonicalEquivalence() throws {
+        // Found by the differential test (seed 1010): a rule giving "e" + U+0301 named the
+        // variant "é" (U+00E9) through Swift's canonical-equivalence String equality; the
+        // reference finds no such variant (GENERAL).
+        let defs = try FlagDefinitions(parsing: #"""
+            {"flags": {"f": {"state": "ENABLED", "variants": {"é": 1, "x": 2}, "defaultVariant": "x",
+              "targeting": {"cat": [{"var": "name"}]}}}}
+            """#)
+        let decomposed = EvaluationContext(targetingKey: "", attributes: ["name": "e\u{301}"])
+        let precomposed = EvaluationContext(targetingKey: "", attributes: ["name": "\u{e9}"])
+        #expect(defs.evaluate("f", context: decomposed).errorCode == .general)
+        #expect(defs.evaluate("f", context: precomposed).variant == "\u{e9}")
+        #expect(defs.evaluate("f", context: precomposed).value == 1)
+        // Flag keys and attribute names likewise.
+        #expect(defs.evaluate("f", context: precomposed).errorCode == nil)
+        let named = try FlagDefinitions(parsing: #"""
+            {"flags": {"é": {"state": "ENABLED", "variants": {"a": "A", "b": "B"}, "defaultVariant": "b",
+              "targeting": {"if": [{"var": "é"}, "a", null]}}}}
+            """#)
+        #expect(named.evaluate("e\u{301}", context: .anonymous).errorCode == .flagNotFound)
+        #expect(named.evaluate("\u{e9}", context: EvaluationContext(targetingKey: "", attributes: ["\u{e9}": true])).variant == "b")
+        #expect(named.evaluate("\u{e9}", context: EvaluationContext(targetingKey: "", attributes: ["e\u{301}": true])).variant == "a")
+    }
+
     @Test func typedEvaluation() throws {
         let defs = try Self.definitions()
         let ctx = EvaluationContext.anonymous
@@ -145,6 +169,35 @@ import Testing
                 for key in defs.keys { _ = defs.evaluate(key, context: .anonymous) }
             }
         }
+    }
+
+    @Test func anEvaluatorChainThatDoublesIsRefusedNotExpanded() throws {
+        // e0 = [e1, e1], e1 = [e2, e2], ...: 2^40 nodes if expanded.
+        var evaluators: [String: JSONValue] = [:]
+        for i in 0..<40 { evaluators["e\(i)"] = ["and": [["$ref": .string("e\(i + 1)")], ["$ref": .string("e\(i + 1)")]]] }
+        evaluators["e40"] = true
+        let bomb: JSONValue = [
+            "flags": ["f": ["state": "ENABLED", "variants": ["a": 1], "targeting": ["$ref": "e0"]]],
+            "$evaluators": .object(evaluators),
+        ]
+        #expect {
+            _ = try FlagDefinitions(json: bomb)
+        } throws: { error in
+            guard case FlagDefinitionsError.invalid(let path, _) = error else { return false }
+            return path == "flags.f.targeting"
+        }
+        // A deep chain of single references (depth over the limit) is refused the same way.
+        var chain: [String: JSONValue] = [:]
+        for i in 0..<200 { chain["c\(i)"] = ["!": [["$ref": .string("c\(i + 1)")]]] }
+        chain["c200"] = true
+        let deep: JSONValue = [
+            "flags": ["f": ["state": "ENABLED", "variants": ["a": 1], "targeting": ["$ref": "c0"]]],
+            "$evaluators": .object(chain),
+        ]
+        #expect(throws: FlagDefinitionsError.self) { _ = try FlagDefinitions(json: deep) }
+        // An evaluator no flag uses costs nothing.
+        let unused: JSONValue = ["flags": [:], "$evaluators": .object(evaluators)]
+        #expect(try FlagDefinitions(json: unused).count == 0)
     }
 
     @Test func unknownMembersAreIgnored() throws {

@@ -76,6 +76,10 @@ struct FlagdDifferentialTests {
             request += JSONValue.object(item).pythonJSON
         }
         request += "]}"
+        if let folder = environment["HALYARD_FLAGD_DIFF_DUMP"] {
+            // The request as sent, to replay a disagreement with the script alone.
+            try Data(request.utf8).write(to: URL(fileURLWithPath: folder).appendingPathComponent("flagd-diff-\(seed).json"))
+        }
         let (status, output) = try ExternalTool.filter(python, [script], input: Data(request.utf8))
         guard status == 0, case .array(let results) = try JSONValue(parsing: output, limits: .ofrepResponse),
             results.count == cases.count

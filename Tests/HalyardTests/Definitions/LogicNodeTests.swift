@@ -10,7 +10,7 @@ import Testing
         _ rule: String, _ attributes: [String: JSONValue] = [:], targetingKey: String = "", flagKey: String = "flag",
         evaluators: [String: JSONValue] = [:]
     ) throws -> JSONValue {
-        let node = LogicNode.compile(try JSONValue(parsing: rule), evaluators: evaluators)
+        let node = try #require(LogicNode.compile(try JSONValue(parsing: rule), evaluators: evaluators))
         let env = LogicEnvironment(attributes: attributes, targetingKey: targetingKey, flagKey: flagKey, timestamp: 1_700_000_000)
         return try node.evaluate(.root, env)
     }
