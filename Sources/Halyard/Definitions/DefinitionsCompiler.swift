@@ -12,7 +12,8 @@ enum DefinitionsCompiler {
         guard case .object(let flagMembers) = flagsValue else {
             throw .invalid(path: "flags", reason: "flags is a \(flagsValue.typeName), not an object")
         }
-        if let schema = root["$schema"], case .string = schema {} else if root["$schema"] != nil {
+        if let schema = root["$schema"], case .string = schema {
+        } else if root["$schema"] != nil {
             throw .invalid(path: "$schema", reason: "$schema is not a string")
         }
         let setMetadata = try metadata(root["metadata"], path: "metadata")
@@ -43,7 +44,8 @@ enum DefinitionsCompiler {
         case .string("ENABLED")?: enabled = true
         case .string("DISABLED")?: enabled = false
         case nil: throw .invalid(path: path + ".state", reason: "state is missing")
-        case let other?: throw .invalid(path: path + ".state", reason: "state must be ENABLED or DISABLED, not \(other)")
+        case let other?:
+            throw .invalid(path: path + ".state", reason: "state must be ENABLED or DISABLED, not \(other)")
         }
         guard let variantsValue = members["variants"] else {
             throw .invalid(path: path + ".variants", reason: "variants are missing")
@@ -77,7 +79,9 @@ enum DefinitionsCompiler {
         case nil, .null?: defaultVariant = nil
         case .string(let name)?: defaultVariant = name.isEmpty ? nil : name
         case let other?:
-            throw .invalid(path: path + ".defaultVariant", reason: "defaultVariant must be a string or null, not a \(other.typeName)")
+            throw .invalid(
+                path: path + ".defaultVariant",
+                reason: "defaultVariant must be a string or null, not a \(other.typeName)")
         }
         var targeting: LogicNode?
         if let rule = members["targeting"] {
@@ -88,7 +92,9 @@ enum DefinitionsCompiler {
                 guard let compiled = LogicNode.compile(rule, evaluators: evaluators) else {
                     throw .invalid(
                         path: path + ".targeting",
-                        reason: "the rule exceeds \(LogicNode.maxCompiledNodes) nodes or depth \(LogicNode.maxCompiledDepth) once its $refs are expanded")
+                        reason:
+                            "the rule exceeds \(LogicNode.maxCompiledNodes) nodes or depth \(LogicNode.maxCompiledDepth) once its $refs are expanded"
+                    )
                 }
                 targeting = compiled
             }
@@ -116,7 +122,8 @@ enum DefinitionsCompiler {
             case .double(let d): result[name] = .number(d)
             default:
                 throw .invalid(
-                    path: "\(path).\(name)", reason: "metadata values are booleans, strings or numbers, not a \(value.typeName)")
+                    path: "\(path).\(name)",
+                    reason: "metadata values are booleans, strings or numbers, not a \(value.typeName)")
             }
         }
         return result

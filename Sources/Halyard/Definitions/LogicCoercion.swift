@@ -235,7 +235,9 @@ enum LogicCoercion {
             default: return numberLess(y, x) || numbersEqual(x, y)
             }
         }
-        if case .string = a {} else if case .string = b {} else {
+        if case .string = a {
+        } else if case .string = b {
+        } else {
             let x = number(a)
             let y = number(b)
             if x.isNaN || y.isNaN { return false }

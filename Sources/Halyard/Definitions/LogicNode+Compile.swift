@@ -69,7 +69,9 @@ extension LogicNode {
         .startsWith, .endsWith,
     ]
 
-    fileprivate static func compileOperation(_ name: String, arguments: [LogicNode], rawArguments: [JSONValue]) -> LogicNode {
+    fileprivate static func compileOperation(_ name: String, arguments: [LogicNode], rawArguments: [JSONValue])
+        -> LogicNode
+    {
         switch name {
         case "if", "?:": return .conditional(arguments)
         case "and": return .and(arguments)
@@ -88,7 +90,8 @@ extension LogicNode {
             case nil where arguments.isEmpty, .some(.null):
                 return .variable(VariablePath(text: "", segments: []), defaultValue: defaultValue)
             case .some(.string(let text)):
-                let segments = text.isEmpty ? [] : text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+                let segments =
+                    text.isEmpty ? [] : text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
                 return .variable(VariablePath(text: text, segments: segments), defaultValue: defaultValue)
             default:
                 return .apply(.var, arguments)

@@ -118,7 +118,9 @@ extension LogicNode {
     }
 
     /// The reference's remainder: the sign of the divisor (floored division); zero divisor fails.
-    private static func remainder(_ a: LogicCoercion.Number, _ b: LogicCoercion.Number) throws(LogicError) -> LogicCoercion.Number {
+    private static func remainder(_ a: LogicCoercion.Number, _ b: LogicCoercion.Number) throws(LogicError)
+        -> LogicCoercion.Number
+    {
         if case .int(let x) = a, case .int(let y) = b {
             guard y != 0 else { throw .failed("modulo by zero") }
             if y == -1 { return .int(0) }
@@ -203,7 +205,9 @@ extension LogicNode {
     }
 
     /// `var` with a computed key.
-    static func variable(_ key: JSONValue, defaultValue: JSONValue, _ data: LogicData, _ env: LogicEnvironment) -> JSONValue {
+    static func variable(_ key: JSONValue, defaultValue: JSONValue, _ data: LogicData, _ env: LogicEnvironment)
+        -> JSONValue
+    {
         switch key {
         case .null:
             if case .item(let value) = data { return value }

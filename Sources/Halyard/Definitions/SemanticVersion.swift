@@ -21,7 +21,8 @@ struct SemanticVersion: Sendable, Comparable {
         let numeric = beforeDash.split(separator: "+", maxSplits: 1, omittingEmptySubsequences: false)[0]
         let dots = numeric.filter { $0 == "." }.count
         if dots < 2 {
-            version = Substring(String(numeric) + String(repeating: ".0", count: 2 - dots) + version[numeric.endIndex...])
+            version = Substring(
+                String(numeric) + String(repeating: ".0", count: 2 - dots) + version[numeric.endIndex...])
         }
         var rest = version
         var build: Substring?
@@ -46,7 +47,9 @@ struct SemanticVersion: Sendable, Comparable {
         }
         if let build {
             let identifiers = build.split(separator: ".", omittingEmptySubsequences: false)
-            guard identifiers.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy(Self.isIdentifierByte) }) else { return nil }
+            guard identifiers.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy(Self.isIdentifierByte) }) else {
+                return nil
+            }
         }
     }
 

@@ -24,7 +24,9 @@ import Testing
     @Test func fractionalShorthandUsesFlagKeyAndTargetingKey() {
         let key = "my-flag" + "user-1"
         let expected = (UInt64(MurmurHash3.hash(key)) * 2) >> 32 == 0 ? "x" : "y"
-        #expect(CustomOperators.fractional([["x", 1], ["y", 1]], Self.env("user-1", flagKey: "my-flag")) == .string(expected))
+        #expect(
+            CustomOperators.fractional([["x", 1], ["y", 1]], Self.env("user-1", flagKey: "my-flag"))
+                == .string(expected))
         // No targeting key: null (the default variant).
         #expect(CustomOperators.fractional([["x", 1], ["y", 1]], Self.env()) == nil)
         // A first argument that is not a string (null from a missing var) falls to the
@@ -38,19 +40,23 @@ import Testing
         #expect(CustomOperators.fractional(["k"], env) == nil, "no buckets")
         #expect(CustomOperators.fractional(["", ["a", 1]], env) == nil, "empty bucket key")
         #expect(CustomOperators.fractional(["k", ["a", 0], ["b", 0]], env) == nil, "total weight 0")
-        #expect(CustomOperators.fractional(["k", ["a", -50], ["b", 100]], env) == "b", "negative weight clamped to 0")
+        #expect(
+            CustomOperators.fractional(["k", ["a", -50], ["b", 100]], env) == "b", "negative weight clamped to 0")
         #expect(CustomOperators.fractional(["k", ["a"]], env) == "a", "weight defaults to 1")
         #expect(CustomOperators.fractional(["k", ["a", 1.5]], env) == nil, "fractional weight")
         #expect(CustomOperators.fractional(["k", ["a", true]], env) == nil, "boolean weight")
         #expect(CustomOperators.fractional(["k", ["a", 1, 2]], env) == nil, "three-item bucket")
         #expect(CustomOperators.fractional(["k", "a"], env) == nil, "bucket not an array")
         #expect(CustomOperators.fractional(["k", ["a", 2_147_483_647]], env) == "a", "total Int32.max")
-        #expect(CustomOperators.fractional(["k", ["a", 2_147_483_647], ["b", 1]], env) == nil, "total above Int32.max")
+        #expect(
+            CustomOperators.fractional(["k", ["a", 2_147_483_647], ["b", 1]], env) == nil, "total above Int32.max")
         #expect(CustomOperators.fractional(["k", [true, 1]], env) == true, "a variant may be any value")
     }
 
     @Test func semVerOperators() {
-        func sv(_ a: JSONValue, _ op: String, _ b: JSONValue) -> JSONValue { CustomOperators.semVer([a, .string(op), b]) }
+        func sv(_ a: JSONValue, _ op: String, _ b: JSONValue) -> JSONValue {
+            CustomOperators.semVer([a, .string(op), b])
+        }
         #expect(sv("1.0.0", "=", "1.0.0") == true)
         #expect(sv("1.0.0", "!=", "1.0.1") == true)
         #expect(sv("1.0.0-alpha", "<", "1.0.0") == true)

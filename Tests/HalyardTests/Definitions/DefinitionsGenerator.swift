@@ -56,8 +56,11 @@ struct DefinitionsGenerator {
     }
 
     mutating func variable() -> JSONValue {
-        let path = pick(Self.attributeNames + ["user.name", "user.id", "tags.0", "tags.length", "targetingKey",
-            "$flagd.flagKey", "missing", "user.missing"])
+        let path = pick(
+            Self.attributeNames + [
+                "user.name", "user.id", "tags.0", "tags.length", "targetingKey",
+                "$flagd.flagKey", "missing", "user.missing",
+            ])
         return chance(20) ? ["var": [.string(path), literal()]] : ["var": .string(path)]
     }
 
@@ -99,8 +102,12 @@ struct DefinitionsGenerator {
         case 3: return ["in": [pick(["a", "example", "é", ""]), variable()]]
         case 4: return [pick(["starts_with", "ends_with"]): [variable(), pick(Self.strings)]]
         case 5:
-            return ["sem_ver": [["var": "version"], .string(pick(["=", "!=", "<", "<=", ">", ">=", "^", "~", "==="])),
-                pick(Self.versions)]]
+            return [
+                "sem_ver": [
+                    ["var": "version"], .string(pick(["=", "!=", "<", "<=", ">", ">=", "^", "~", "==="])),
+                    pick(Self.versions),
+                ]
+            ]
         case 6: return ["<": [.int(Int64(below(30))), numeric(depth - 1), .int(Int64(30 + below(60)))]]
         case 7: return ["and": .array((0..<(1 + below(3))).map { _ in condition(depth - 1) })]
         case 8: return ["or": .array((0..<(1 + below(3))).map { _ in condition(depth - 1) })]
@@ -113,7 +120,9 @@ struct DefinitionsGenerator {
 
     /// A targeting rule for a flag with `variants` (names).
     mutating func targeting(_ variantNames: [String], depth: Int) -> JSONValue {
-        func name() -> JSONValue { chance(90) ? .string(pick(variantNames)) : chance(50) ? .null : .string(pick(Self.names)) }
+        func name() -> JSONValue {
+            chance(90) ? .string(pick(variantNames)) : chance(50) ? .null : .string(pick(Self.names))
+        }
         switch below(10) {
         case 0, 1, 2:
             var arguments: [JSONValue] = []
@@ -125,12 +134,13 @@ struct DefinitionsGenerator {
             for _ in 0..<(1 + below(4)) {
                 buckets.append(chance(15) ? [name()] : [name(), .int(Int64(below(60)) - (chance(10) ? 20 : 0))])
             }
-            let key: [JSONValue] = switch below(4) {
-            case 0: []
-            case 1: [["var": "targetingKey"]]
-            case 2: [["cat": [["var": "$flagd.flagKey"], ["var": "email"]]]]
-            default: [["var": "user.name"]]
-            }
+            let key: [JSONValue] =
+                switch below(4) {
+                case 0: []
+                case 1: [["var": "targetingKey"]]
+                case 2: [["cat": [["var": "$flagd.flagKey"], ["var": "email"]]]]
+                default: [["var": "user.name"]]
+                }
             return ["fractional": .array(key + buckets)]
         case 5: return ["cat": [value(0), value(0)]]
         case 6: return ["sem_ver": [["var": "version"], .string(pick([">=", "<", "^", "~"])), pick(Self.versions)]]
@@ -147,13 +157,14 @@ struct DefinitionsGenerator {
         if variantNames.isEmpty { variantNames = ["a"] }
         var variants: [String: JSONValue] = [:]
         for name in variantNames {
-            variants[name] = switch type {
-            case .boolean: .bool(chance(50))
-            case .string: pick(Self.strings)
-            case .integer: chance(85) ? .int(Int64(below(100))) : .double(0.5)
-            case .float: chance(50) ? .int(Int64(below(100))) : pick([0.5, 1.0, 2.25])
-            case .object: chance(80) ? ["k": pick(Self.strings)] : [:]
-            }
+            variants[name] =
+                switch type {
+                case .boolean: .bool(chance(50))
+                case .string: pick(Self.strings)
+                case .integer: chance(85) ? .int(Int64(below(100))) : .double(0.5)
+                case .float: chance(50) ? .int(Int64(below(100))) : pick([0.5, 1.0, 2.25])
+                case .object: chance(80) ? ["k": pick(Self.strings)] : [:]
+                }
         }
         var flag: [String: JSONValue] = [
             "state": chance(90) ? "ENABLED" : "DISABLED",
@@ -188,7 +199,10 @@ extension JSONValue {
         case .string: jsonString
         case .array(let items): "[" + items.map(\.pythonJSON).joined(separator: ",") + "]"
         case .object(let members):
-            "{" + members.sorted { $0.key < $1.key }.map { JSONValue.string($0.key).jsonString + ":" + $0.value.pythonJSON }
+            "{"
+                + members.sorted { $0.key < $1.key }.map {
+                    JSONValue.string($0.key).jsonString + ":" + $0.value.pythonJSON
+                }
                 .joined(separator: ",") + "}"
         }
     }

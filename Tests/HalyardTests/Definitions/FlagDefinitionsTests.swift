@@ -61,7 +61,8 @@ import Testing
         #expect(defs.evaluate("divide", context: free).errorCode == .general)
 
         let nullDefault = defs.evaluate("null-default", context: free)
-        #expect(nullDefault.value == nil && nullDefault.reason == .defaultValue && nullDefault.errorCode == nil,
+        #expect(
+            nullDefault.value == nil && nullDefault.reason == .defaultValue && nullDefault.errorCode == nil,
             "empty targeting is no targeting; a null default variant serves the code default")
 
         #expect(defs.evaluate("bool-result", context: free).value == "yes")
@@ -75,10 +76,11 @@ import Testing
         // Found by the differential test (seed 1010): a rule giving "e" + U+0301 named the
         // variant "é" (U+00E9) through Swift's canonical-equivalence String equality; the
         // reference finds no such variant (GENERAL).
-        let defs = try FlagDefinitions(parsing: #"""
-            {"flags": {"f": {"state": "ENABLED", "variants": {"é": 1, "x": 2}, "defaultVariant": "x",
-              "targeting": {"cat": [{"var": "name"}]}}}}
-            """#)
+        let defs = try FlagDefinitions(
+            parsing: #"""
+                {"flags": {"f": {"state": "ENABLED", "variants": {"é": 1, "x": 2}, "defaultVariant": "x",
+                  "targeting": {"cat": [{"var": "name"}]}}}}
+                """#)
         let decomposed = EvaluationContext(targetingKey: "", attributes: ["name": "e\u{301}"])
         let precomposed = EvaluationContext(targetingKey: "", attributes: ["name": "\u{e9}"])
         #expect(defs.evaluate("f", context: decomposed).errorCode == .general)
@@ -86,13 +88,18 @@ import Testing
         #expect(defs.evaluate("f", context: precomposed).value == 1)
         // Flag keys and attribute names likewise.
         #expect(defs.evaluate("f", context: precomposed).errorCode == nil)
-        let named = try FlagDefinitions(parsing: #"""
-            {"flags": {"é": {"state": "ENABLED", "variants": {"a": "A", "b": "B"}, "defaultVariant": "b",
-              "targeting": {"if": [{"var": "é"}, "a", null]}}}}
-            """#)
+        let named = try FlagDefinitions(
+            parsing: #"""
+                {"flags": {"é": {"state": "ENABLED", "variants": {"a": "A", "b": "B"}, "defaultVariant": "b",
+                  "targeting": {"if": [{"var": "é"}, "a", null]}}}}
+                """#)
         #expect(named.evaluate("e\u{301}", context: .anonymous).errorCode == .flagNotFound)
-        #expect(named.evaluate("\u{e9}", context: EvaluationContext(targetingKey: "", attributes: ["\u{e9}": true])).variant == "b")
-        #expect(named.evaluate("\u{e9}", context: EvaluationContext(targetingKey: "", attributes: ["e\u{301}": true])).variant == "a")
+        #expect(
+            named.evaluate("\u{e9}", context: EvaluationContext(targetingKey: "", attributes: ["\u{e9}": true])).variant
+                == "b")
+        #expect(
+            named.evaluate("\u{e9}", context: EvaluationContext(targetingKey: "", attributes: ["e\u{301}": true]))
+                .variant == "a")
     }
 
     @Test func typedEvaluation() throws {
@@ -129,9 +136,15 @@ import Testing
         (#"{"flags": {"f": {"state": "ENABLED", "variants": {"a": 1, "b": "x"}}}}"#, "flags.f.variants.b"),
         (#"{"flags": {"f": {"state": "ENABLED", "variants": {"a": null}}}}"#, "flags.f.variants.a"),
         (#"{"flags": {"f": {"state": "ENABLED", "variants": {"a": [1]}}}}"#, "flags.f.variants.a"),
-        (#"{"flags": {"f": {"state": "ENABLED", "variants": {"a": 1}, "defaultVariant": 1}}}"#, "flags.f.defaultVariant"),
+        (
+            #"{"flags": {"f": {"state": "ENABLED", "variants": {"a": 1}, "defaultVariant": 1}}}"#,
+            "flags.f.defaultVariant"
+        ),
         (#"{"flags": {"f": {"state": "ENABLED", "variants": {"a": 1}, "targeting": "a"}}}"#, "flags.f.targeting"),
-        (#"{"flags": {"f": {"state": "ENABLED", "variants": {"a": 1}, "metadata": {"m": null}}}}"#, "flags.f.metadata.m"),
+        (
+            #"{"flags": {"f": {"state": "ENABLED", "variants": {"a": 1}, "metadata": {"m": null}}}}"#,
+            "flags.f.metadata.m"
+        ),
         (#"{"flags": {"f": {"state": "ENABLED", "variants": {"a": 1}, "metadata": []}}}"#, "flags.f.metadata"),
         (#"{"flags": {}, "metadata": {"": 1}}"#, "metadata"),
         (#"{"flags": {}, "$evaluators": []}"#, "$evaluators"),
@@ -174,7 +187,9 @@ import Testing
     @Test func anEvaluatorChainThatDoublesIsRefusedNotExpanded() throws {
         // e0 = [e1, e1], e1 = [e2, e2], ...: 2^40 nodes if expanded.
         var evaluators: [String: JSONValue] = [:]
-        for i in 0..<40 { evaluators["e\(i)"] = ["and": [["$ref": .string("e\(i + 1)")], ["$ref": .string("e\(i + 1)")]]] }
+        for i in 0..<40 {
+            evaluators["e\(i)"] = ["and": [["$ref": .string("e\(i + 1)")], ["$ref": .string("e\(i + 1)")]]]
+        }
         evaluators["e40"] = true
         let bomb: JSONValue = [
             "flags": ["f": ["state": "ENABLED", "variants": ["a": 1], "targeting": ["$ref": "e0"]]],
@@ -201,7 +216,10 @@ import Testing
     }
 
     @Test func unknownMembersAreIgnored() throws {
-        let defs = try FlagDefinitions(parsing: #"{"flags": {"f": {"state": "ENABLED", "variants": {"a": 1}, "defaultVariant": "a", "source": "x"}}, "extra": 1}"#)
+        let defs = try FlagDefinitions(
+            parsing:
+                #"{"flags": {"f": {"state": "ENABLED", "variants": {"a": 1}, "defaultVariant": "a", "source": "x"}}, "extra": 1}"#
+        )
         #expect(defs.keys == ["f"])
         #expect(FlagDefinitions.empty.evaluate("f", context: .anonymous).errorCode == .flagNotFound)
     }

@@ -40,7 +40,9 @@ struct FlagdDifferentialTests {
     }
 
     /// One batch: `flags` generated flags, `contexts` contexts, every pair evaluated.
-    static func batch(seed: UInt64, flags flagCount: Int, contexts contextCount: Int, python: String) throws -> (pairs: Int, disagreements: [String]) {
+    static func batch(seed: UInt64, flags flagCount: Int, contexts contextCount: Int, python: String) throws -> (
+        pairs: Int, disagreements: [String]
+    ) {
         var generator = DefinitionsGenerator(seed: seed)
         var flags: [String: JSONValue] = [:]
         var types: [String: FlagDefinitionType] = [:]
@@ -78,17 +80,22 @@ struct FlagdDifferentialTests {
         request += "]}"
         if let folder = environment["HALYARD_FLAGD_DIFF_DUMP"] {
             // The request as sent, to replay a disagreement with the script alone.
-            try Data(request.utf8).write(to: URL(fileURLWithPath: folder).appendingPathComponent("flagd-diff-\(seed).json"))
+            try Data(request.utf8).write(
+                to: URL(fileURLWithPath: folder).appendingPathComponent("flagd-diff-\(seed).json"))
         }
         let (status, output) = try ExternalTool.filter(python, [script], input: Data(request.utf8))
         guard status == 0, case .array(let results) = try JSONValue(parsing: output, limits: .ofrepResponse),
             results.count == cases.count
         else {
-            return (cases.count, ["the reference failed (status \(status)): \(String(decoding: output.prefix(500), as: UTF8.self))"])
+            return (
+                cases.count,
+                ["the reference failed (status \(status)): \(String(decoding: output.prefix(500), as: UTF8.self))"]
+            )
         }
         var disagreements: [String] = []
         for (c, reference) in zip(cases, results) {
-            let served = definitions.evaluate(c.flag, context: c.context, as: c.type, timestamp: Int64(Date().timeIntervalSince1970))
+            let served = definitions.evaluate(
+                c.flag, context: c.context, as: c.type, timestamp: Int64(Date().timeIntervalSince1970))
             let mine: JSONValue = [
                 "value": served.value ?? c.fallback,
                 "variant": served.variant.map(JSONValue.string) ?? .null,
@@ -97,13 +104,18 @@ struct FlagdDifferentialTests {
             ]
             if mine != reference {
                 disagreements.append(
-                    "seed \(seed) \(c.flag) as \(c.type.rawValue) \(flags[c.flag]?.pythonJSON ?? "-") context \(JSONValue.object(c.context.attributes).pythonJSON) key \(c.context.targetingKey): Halyard \(mine.pythonJSON), reference \(reference.pythonJSON)")
+                    "seed \(seed) \(c.flag) as \(c.type.rawValue) \(flags[c.flag]?.pythonJSON ?? "-") context \(JSONValue.object(c.context.attributes).pythonJSON) key \(c.context.targetingKey): Halyard \(mine.pythonJSON), reference \(reference.pythonJSON)"
+                )
             }
         }
         return (cases.count, disagreements)
     }
 
-    @Test("generated definitions agree with the reference", .enabled(if: FlagdDifferentialTests.python != nil, "set HALYARD_FLAGD_PYTHON to a Python with openfeature-flagd-core==1.0.0"))
+    @Test(
+        "generated definitions agree with the reference",
+        .enabled(
+            if: FlagdDifferentialTests.python != nil,
+            "set HALYARD_FLAGD_PYTHON to a Python with openfeature-flagd-core==1.0.0"))
     func generatedDefinitionsAgree() throws {
         let python = try #require(Self.python)
         let wanted = Int(Self.environment["HALYARD_FLAGD_DIFF_PAIRS"] ?? "") ?? 10_000
@@ -118,7 +130,11 @@ struct FlagdDifferentialTests {
             seed += 1
             if disagreements.count > 20 { break }
         }
-        print("flagd differential: \(pairs) (flag, context) pairs from seed \(firstSeed), \(disagreements.count) disagreements")
-        #expect(disagreements.isEmpty, "\(disagreements.count) disagreements:\n\(disagreements.prefix(20).joined(separator: "\n"))")
+        print(
+            "flagd differential: \(pairs) (flag, context) pairs from seed \(firstSeed), \(disagreements.count) disagreements"
+        )
+        #expect(
+            disagreements.isEmpty,
+            "\(disagreements.count) disagreements:\n\(disagreements.prefix(20).joined(separator: "\n"))")
     }
 }

@@ -20,7 +20,8 @@ struct FlagdTestbedTests {
     }
 
     static var available: Bool {
-        FileManager.default.fileExists(atPath: testbed.appendingPathComponent("evaluator/flags/testkit-flags.json").path)
+        FileManager.default.fileExists(
+            atPath: testbed.appendingPathComponent("evaluator/flags/testkit-flags.json").path)
     }
 
     /// Every case of every feature, in file order.
@@ -87,7 +88,9 @@ struct FlagdTestbedTests {
                 world.definitions = testkit
             case _ where template.hasPrefix("a ") && template.hasSuffix("-flag with key {} and a fallback value {}"):
                 let typeName = String(template.dropFirst(2).prefix { $0 != "-" })
-                guard let type = flagType(typeName), values.count == 2 else { return .skipped("unknown flag type in: \(step.text)") }
+                guard let type = flagType(typeName), values.count == 2 else {
+                    return .skipped("unknown flag type in: \(step.text)")
+                }
                 guard let fallback = typed(values[1], typeName) else {
                     return .failed("fallback \(values[1]) is not a \(typeName)")
                 }
@@ -105,34 +108,49 @@ struct FlagdTestbedTests {
                 world.context.attributes[values[0]] = .object([values[1]: .string(values[2])])
             case "the flag was evaluated with details":
                 guard let definitions = world.definitions else { return .failed("no evaluator before evaluation") }
-                world.served = definitions.evaluate(world.key, context: world.context, as: world.type, timestamp: 1_700_000_000)
+                world.served = definitions.evaluate(
+                    world.key, context: world.context, as: world.type, timestamp: 1_700_000_000)
             case "the resolved details value should be {}":
                 guard let served = world.served else { return .failed("no evaluation") }
-                guard let expected = typed(values[0], world.type == .boolean ? "Boolean" : world.type == .integer ? "Integer" : world.type == .float ? "Float" : world.type == .object ? "Object" : "String") else {
+                guard
+                    let expected = typed(
+                        values[0],
+                        world.type == .boolean
+                            ? "Boolean"
+                            : world.type == .integer
+                                ? "Integer"
+                                : world.type == .float ? "Float" : world.type == .object ? "Object" : "String")
+                else {
                     return .failed("expected value \(values[0]) does not parse")
                 }
                 let actual = served.value ?? world.fallback
                 if !sameValue(actual, expected) { return .failed("value \(actual), expected \(expected) (\(served))") }
             case "the reason should be {}":
                 guard let served = world.served else { return .failed("no evaluation") }
-                if served.reason.rawValue != values[0] { return .failed("reason \(served.reason), expected \(values[0]) (\(served))") }
+                if served.reason.rawValue != values[0] {
+                    return .failed("reason \(served.reason), expected \(values[0]) (\(served))")
+                }
             case "the error-code should be {}":
                 guard let served = world.served else { return .failed("no evaluation") }
                 if served.errorCode?.rawValue != values[0] {
-                    return .failed("error code \(String(describing: served.errorCode)), expected \(values[0]) (\(served))")
+                    return .failed(
+                        "error code \(String(describing: served.errorCode)), expected \(values[0]) (\(served))")
                 }
             case "the resolved metadata should contain":
                 guard let served = world.served else { return .failed("no evaluation") }
                 for row in step.table.dropFirst() where row.count == 3 {
-                    let expected: FlagMetadataValue? = switch row[1] {
-                    case "String": .string(row[2])
-                    case "Integer": Int64(row[2]).map(FlagMetadataValue.int)
-                    case "Float": Double(row[2]).map(FlagMetadataValue.number)
-                    case "Boolean": row[2] == "true" ? .bool(true) : row[2] == "false" ? .bool(false) : nil
-                    default: nil
-                    }
+                    let expected: FlagMetadataValue? =
+                        switch row[1] {
+                        case "String": .string(row[2])
+                        case "Integer": Int64(row[2]).map(FlagMetadataValue.int)
+                        case "Float": Double(row[2]).map(FlagMetadataValue.number)
+                        case "Boolean": row[2] == "true" ? .bool(true) : row[2] == "false" ? .bool(false) : nil
+                        default: nil
+                        }
                     if served.metadata[row[0]] != expected || expected == nil {
-                        return .failed("metadata \(row[0]) is \(String(describing: served.metadata[row[0]])), expected \(row[1]) \(row[2])")
+                        return .failed(
+                            "metadata \(row[0]) is \(String(describing: served.metadata[row[0]])), expected \(row[1]) \(row[2])"
+                        )
                     }
                 }
             case "the resolved metadata is empty":
@@ -145,7 +163,11 @@ struct FlagdTestbedTests {
         return .passed
     }
 
-    @Test("every evaluator scenario of the testbed", .enabled(if: FlagdTestbedTests.available, "flagd testbed not found (HALYARD_FLAGD_TESTBED or ../shared/flagd-testbed)"))
+    @Test(
+        "every evaluator scenario of the testbed",
+        .enabled(
+            if: FlagdTestbedTests.available,
+            "flagd testbed not found (HALYARD_FLAGD_TESTBED or ../shared/flagd-testbed)"))
     func testbedScenarios() throws {
         let data = try Data(contentsOf: Self.testbed.appendingPathComponent("evaluator/flags/testkit-flags.json"))
         let testkit = try FlagDefinitions(parsing: data)
@@ -160,7 +182,8 @@ struct FlagdTestbedTests {
             case .skipped(let why): skipped.append("\(testCase): \(why)")
             }
         }
-        print("flagd testbed: \(cases.count) cases: \(passed) passed, \(failures.count) failed, \(skipped.count) skipped")
+        print(
+            "flagd testbed: \(cases.count) cases: \(passed) passed, \(failures.count) failed, \(skipped.count) skipped")
         for line in skipped { print("  skipped \(line)") }
         for line in failures { print("  FAILED \(line)") }
         #expect(failures.isEmpty, "\(failures.count) testbed cases failed:\n\(failures.joined(separator: "\n"))")

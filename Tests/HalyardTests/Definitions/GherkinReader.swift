@@ -59,7 +59,9 @@ struct GherkinReader {
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.isEmpty || line.hasPrefix("#") { continue }
             if line.hasPrefix("@") {
-                for tag in line.split(separator: " ") where tag.hasPrefix("@") { pendingTags.insert(String(tag.dropFirst())) }
+                for tag in line.split(separator: " ") where tag.hasPrefix("@") {
+                    pendingTags.insert(String(tag.dropFirst()))
+                }
                 continue
             }
             if let rest = after(line, "Feature:") {
@@ -69,11 +71,13 @@ struct GherkinReader {
             } else if after(line, "Background:") != nil {
                 section = .background
             } else if let rest = after(line, "Scenario Outline:") ?? after(line, "Scenario Template:") {
-                scenarios.append(Scenario(name: rest, line: offset + 1, tags: featureTags.union(pendingTags), outline: true))
+                scenarios.append(
+                    Scenario(name: rest, line: offset + 1, tags: featureTags.union(pendingTags), outline: true))
                 pendingTags = []
                 section = .scenario
             } else if let rest = after(line, "Scenario:") ?? after(line, "Example:") {
-                scenarios.append(Scenario(name: rest, line: offset + 1, tags: featureTags.union(pendingTags), outline: false))
+                scenarios.append(
+                    Scenario(name: rest, line: offset + 1, tags: featureTags.union(pendingTags), outline: false))
                 pendingTags = []
                 section = .scenario
             } else if after(line, "Examples:") != nil || after(line, "Scenarios:") != nil {
@@ -102,9 +106,10 @@ struct GherkinReader {
         var result: [Case] = []
         for scenario in scenarios {
             if !scenario.outline {
-                result.append(Case(
-                    feature: feature, file: file, name: scenario.name, line: scenario.line, tags: scenario.tags,
-                    steps: background + scenario.steps))
+                result.append(
+                    Case(
+                        feature: feature, file: file, name: scenario.name, line: scenario.line, tags: scenario.tags,
+                        steps: background + scenario.steps))
                 continue
             }
             for examples in scenario.examples {
@@ -120,9 +125,11 @@ struct GherkinReader {
                     let steps = (background + scenario.steps).map { step in
                         Step(keyword: step.keyword, text: fill(step.text), table: step.table.map { $0.map(fill) })
                     }
-                    result.append(Case(
-                        feature: feature, file: file, name: "\(scenario.name) [\(row.cells.joined(separator: ", "))]",
-                        line: row.line, tags: scenario.tags.union(examples.tags), steps: steps))
+                    result.append(
+                        Case(
+                            feature: feature, file: file,
+                            name: "\(scenario.name) [\(row.cells.joined(separator: ", "))]",
+                            line: row.line, tags: scenario.tags.union(examples.tags), steps: steps))
                 }
             }
         }

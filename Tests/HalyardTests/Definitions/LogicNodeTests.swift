@@ -11,12 +11,15 @@ import Testing
         evaluators: [String: JSONValue] = [:]
     ) throws -> JSONValue {
         let node = try #require(LogicNode.compile(try JSONValue(parsing: rule), evaluators: evaluators))
-        let env = LogicEnvironment(attributes: attributes, targetingKey: targetingKey, flagKey: flagKey, timestamp: 1_700_000_000)
+        let env = LogicEnvironment(
+            attributes: attributes, targetingKey: targetingKey, flagKey: flagKey, timestamp: 1_700_000_000)
         return try node.evaluate(.root, env)
     }
 
-    static func check(_ rule: String, _ expected: JSONValue, _ attributes: [String: JSONValue] = [:], targetingKey: String = "",
-        sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func check(
+        _ rule: String, _ expected: JSONValue, _ attributes: [String: JSONValue] = [:], targetingKey: String = "",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let value = try evaluate(rule, attributes, targetingKey: targetingKey)
         #expect(value == expected, "\(rule)", sourceLocation: sourceLocation)
     }
