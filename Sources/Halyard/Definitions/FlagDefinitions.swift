@@ -1,0 +1,133 @@
+public import Foundation
+
+/// Flag definitions in flagd's format (SPEC §17, docs/definitions.md), validated and compiled
+/// once: an immutable value that evaluates flags for a context in process, without parsing
+/// JSON and without a request.
+///
+/// ```swift
+/// let definitions = try FlagDefinitions(parsing: data)
+/// let served = definitions.evaluate("new-checkout", context: ctx, as: .boolean)
+/// served.value      // nil: the caller's default (see `reason` / `errorCode`)
+/// ```
+///
+/// A document that is not JSON or not schema-valid throws ``FlagDefinitionsError``; whoever
+/// holds definitions keeps the previous ones.
+public struct FlagDefinitions: Sendable {
+    let flags: [String: FlagDefinition]
+    /// The document's own `metadata` (flag-set metadata); each flag's metadata is merged over it.
+    public let metadata: FlagMetadata
+
+    /// The parsing limits of a definitions document: 16 MiB, depth 64, 100,000 members per object.
+    public static let parsingLimits = JSONParsingLimits(
+        maxInputBytes: 16 << 20, maxDepth: 64, maxObjectMembers: 100_000)
+
+    /// No flags: every evaluation is `FLAG_NOT_FOUND`.
+    public static let empty = FlagDefinitions(flags: [:], metadata: [:])
+
+    init(flags: [String: FlagDefinition], metadata: FlagMetadata) {
+        self.flags = flags
+        self.metadata = metadata
+    }
+
+    /// Parses, validates and compiles a definitions document (UTF-8 JSON).
+    /// - Throws: ``FlagDefinitionsError``.
+    public init(parsing data: Data) throws(FlagDefinitionsError) {
+        let json: JSONValue
+        do {
+            json = try JSONValue(parsing: data, limits: Self.parsingLimits)
+        } catch {
+            throw .malformedJSON(error)
+        }
+        try self.init(json: json)
+    }
+
+    /// Parses, validates and compiles a definitions document given as text.
+    /// - Throws: ``FlagDefinitionsError``.
+    public init(parsing text: String) throws(FlagDefinitionsError) {
+        try self.init(parsing: Data(text.utf8))
+    }
+
+    /// Validates and compiles a definitions document already parsed.
+    /// - Throws: ``FlagDefinitionsError``.
+    public init(json: JSONValue) throws(FlagDefinitionsError) {
+        self = try DefinitionsCompiler.compile(json)
+    }
+
+    /// The flag keys, sorted.
+    public var keys: [String] { flags.keys.sorted() }
+
+    /// The number of flags.
+    public var count: Int { flags.count }
+
+    /// Evaluates flag `key` for `context` with flagd's semantics (docs/definitions.md,
+    /// "Evaluation"). The result's `value` is nil when the caller's default is served (a
+    /// disabled flag, a null default variant, an error); `reason`, `variant`, `errorCode` and
+    /// `metadata` are flagd's. With `type`, a value of another type is `TYPE_MISMATCH`.
+    /// `timestamp` (seconds since 1970) is `$flagd.timestamp`; the current time when nil.
+    public func evaluate(
+        _ key: String, context: EvaluationContext, as type: FlagDefinitionType? = nil, timestamp: Int64? = nil
+    ) -> ServedFlag {
+        guard let flag = LogicCoercion.exactValue(flags, key) else {
+            return ServedFlag(
+                key: key, value: nil, reason: .error, errorCode: .flagNotFound,
+                errorMessage: "flag \(key) is not in the definitions")
+        }
+        guard flag.enabled, let rule = flag.targeting else { return Self.checked(flag.staticResult, type) }
+        let env = LogicEnvironment(
+            attributes: context.attributes, targetingKey: context.targetingKey, flagKey: key,
+            timestamp: timestamp ?? Int64(Date().timeIntervalSince1970))
+        let result: JSONValue
+        do {
+            result = try rule.evaluate(.root, env)
+        } catch {
+            switch error {
+            case .invalidRule(let message):
+                return Self.failure(flag, .parseError, "invalid targeting: \(message)")
+            case .failed(let message):
+                return Self.failure(flag, .general, "targeting failed: \(message)")
+            }
+        }
+        let variant: String
+        switch result {
+        case .null:
+            var served = flag.staticResult
+            if served.errorCode == nil { served.reason = .defaultValue }
+            return Self.checked(served, type)
+        case .string(let s): variant = s
+        case .bool(let b): variant = b ? "true" : "false"
+        case .int, .double:
+            variant = LogicCoercion.plainString(result) ?? ""
+        case .array, .object:
+            return Self.failure(flag, .general, "targeting gave a \(result.typeName), not a variant name")
+        }
+        guard !variant.isEmpty, let value = LogicCoercion.exactValue(flag.variants, variant) else {
+            return Self.failure(flag, .general, "targeting gave variant \"\(variant)\", which the flag does not have")
+        }
+        return Self.checked(
+            ServedFlag(key: key, value: value, variant: variant, reason: .targetingMatch, metadata: flag.metadata),
+            type)
+    }
+
+    private static func failure(_ flag: FlagDefinition, _ code: FlagErrorCode, _ message: String) -> ServedFlag {
+        ServedFlag(
+            key: flag.key, value: nil, reason: .error, errorCode: code, errorMessage: message, metadata: flag.metadata)
+    }
+
+    /// The type check of a typed evaluation: skipped when the caller's default is served; a
+    /// float read of an integer is served as a double.
+    private static func checked(_ served: ServedFlag, _ type: FlagDefinitionType?) -> ServedFlag {
+        guard let type, let value = served.value else { return served }
+        guard type.accepts(value) else {
+            return ServedFlag(
+                key: served.key, value: nil, variant: nil, reason: .error, errorCode: .typeMismatch,
+                errorMessage: "the flag's value is a \(value.typeName), not a \(type.rawValue)",
+                metadata: served.metadata)
+        }
+        if type == .float, case .int(let i) = value {
+            var converted = served
+            converted.value = .double(Double(i))
+            return converted
+        }
+        return served
+    }
+}

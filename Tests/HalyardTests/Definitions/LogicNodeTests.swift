@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+
+@testable import Halyard
+
+/// JsonLogic as the flagd reference evaluator has it: each operator, its coercions and its
+/// edge cases, through the compiled form.
+@Suite struct LogicNodeTests {
+    static func evaluate(
+        _ rule: String, _ attributes: [String: JSONValue] = [:], targetingKey: String = "", flagKey: String = "flag",
+        evaluators: [String: JSONValue] = [:]
+    ) throws -> JSONValue {
+        let node = try #require(LogicNode.compile(try JSONValue(parsing: rule), evaluators: evaluators))
+        let env = LogicEnvironment(
+            attributes: attributes, targetingKey: targetingKey, flagKey: flagKey, timestamp: 1_700_000_000)
+        return try node.evaluate(.root, env)
+    }
+
+    static func check(
+        _ rule: String, _ expected: JSONValue, _ attributes: [String: JSONValue] = [:], targetingKey: String = "",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let value = try evaluate(rule, attributes, targetingKey: targetingKey)
+        #expect(value == expected, "\(rule)", sourceLocation: sourceLocation)
+    }
+
+    @Test func variablesReadPathsDefaultsAndFlagdProperties() throws {
+        let user: JSONValue = ["name": "ada", "tags": ["a", "b"], "nothing": nil]
+        try Self.check(#"{"var": "user.name"}"#, "ada", ["user": user])
+        try Self.check(#"{"var": ["user.missing", "dflt"]}"#, "dflt", ["user": user])
+        try Self.check(#"{"var": ["user.nothing", 7]}"#, 7, ["user": user])
+        try Self.check(#"{"var": "user.tags.1"}"#, "b", ["user": user])
+        try Self.check(#"{"var": "user.tags.length"}"#, 2, ["user": user])
+        try Self.check(#"{"var": "user.tags.01"}"#, nil, ["user": user])
+        try Self.check(#"{"var": "user.name.0"}"#, "a", ["user": user])
+        try Self.check(#"{"var": "user.name.x"}"#, nil, ["user": user])
+        try Self.check(#"{"var": "targetingKey"}"#, "u-1", targetingKey: "u-1")
+        try Self.check(#"{"var": "targetingKey"}"#, nil)
+        try Self.check(#"{"var": "$flagd.flagKey"}"#, "flag")
+        try Self.check(#"{"var": "$flagd.timestamp"}"#, 1_700_000_000)
+        try Self.check(#"{"var": {"cat": ["us", "er.name"]}}"#, "ada", ["user": user])
+        try Self.check(#"{"var": 0}"#, nil)
+        let whole = try Self.evaluate(#"{"var": ""}"#, ["a": 1], targetingKey: "t")
+        #expect(whole == ["a": 1, "targetingKey": "t", "$flagd": ["flagKey": "flag", "timestamp": 1_700_000_000]])
+        // A user attribute named $flagd is shadowed, as in the reference.
+        try Self.check(#"{"var": "$flagd.flagKey"}"#, "flag", ["$flagd": ["flagKey": "mine"]])
+    }
+
+    @Test func conditionalsAndLogic() throws {
+        try Self.check(#"{"if": [true, "a", "b"]}"#, "a")
+        try Self.check(#"{"if": [false, "a", "b"]}"#, "b")
+        try Self.check(#"{"if": [false, "a"]}"#, nil)
+        try Self.check(#"{"if": [false, "a", 0, "b", "c"]}"#, "c")
+        try Self.check(#"{"if": []}"#, nil)
+        try Self.check(#"{"if": ["only"]}"#, "only")
+        try Self.check(#"{"?:": [[], "a", "b"]}"#, "b")
+        try Self.check(#"{"and": [1, "x", 0, "y"]}"#, 0)
+        try Self.check(#"{"and": [1, "x"]}"#, "x")
+        try Self.check(#"{"and": []}"#, nil)
+        try Self.check(#"{"or": [0, "", "z", "w"]}"#, "z")
+        try Self.check(#"{"or": [0, false]}"#, false)
+        try Self.check(#"{"!": [[]]}"#, true)
+        try Self.check(#"{"!": {}}"#, false)
+        try Self.check(#"{"!!": ["0"]}"#, true)
+        try Self.check(#"{"!!": [0.0]}"#, false)
+        // Laziness: the branch not taken never runs (an unknown operator there is no error).
+        try Self.check(#"{"if": [true, "a", {"nope": 1}]}"#, "a")
+        try Self.check(#"{"or": [1, {"nope": 1}]}"#, 1)
+        #expect(throws: LogicError.self) { try Self.evaluate(#"{"if": [false, "a", {"nope": 1}]}"#) }
+    }
+
+    @Test func equalityLooseAndStrict() throws {
+        try Self.check(#"{"==": [1, "1"]}"#, true)
+        try Self.check(#"{"==": [1, 1.0]}"#, true)
+        try Self.check(#"{"==": [true, 1]}"#, true)
+        try Self.check(#"{"==": ["true", true]}"#, false)
+        try Self.check(#"{"==": [null, null]}"#, true)
+        try Self.check(#"{"==": ["", null]}"#, false)
+        try Self.check(#"{"==": [0, null]}"#, true)
+        try Self.check(#"{"==": ["a,b", ["a", "b"]]}"#, true)
+        try Self.check(#"{"==": [[1], [1]]}"#, false)
+        try Self.check(#"{"!=": ["a", "b"]}"#, true)
+        try Self.check(#"{"===": [1, "1"]}"#, false)
+        try Self.check(#"{"===": [1, 1.0]}"#, true)
+        try Self.check(#"{"===": [[1, "a"], [1, "a"]]}"#, true)
+        try Self.check(#"{"!==": ["a", "a"]}"#, false)
+        // Code points, not canonical equivalence: precomposed é is not e + U+0301.
+        try Self.check(#"{"==": ["\u00e9", "e\u0301"]}"#, false)
+    }
+
+    @Test func ordering() throws {
+        try Self.check(#"{"<": [1, 2]}"#, true)
+        try Self.check(#"{"<": ["10", 9]}"#, false)
+        try Self.check(#"{"<": ["a", "b"]}"#, true)
+        try Self.check(#"{"<": ["B", "a"]}"#, true)
+        try Self.check(#"{"<": [1, 2, 3]}"#, true)
+        try Self.check(#"{"<": [1, 3, 2]}"#, false)
+        try Self.check(#"{"<=": [2, 2, 3]}"#, true)
+        try Self.check(#"{">": [3, 2]}"#, true)
+        try Self.check(#"{">=": [2, "2"]}"#, true)
+        try Self.check(#"{"<": ["x", 1]}"#, false)
+        try Self.check(#"{">": ["x", 1]}"#, false)
+        try Self.check(#"{"<": [null, 1]}"#, true)
+    }
+
+    @Test func arithmetic() throws {
+        try Self.check(#"{"+": [1, 2]}"#, 3)
+        try Self.check(#"{"+": [1, "2"]}"#, 3.0)
+        try Self.check(#"{"+": []}"#, 0)
+        try Self.check(#"{"+": "3.5"}"#, 3.5)
+        try Self.check(#"{"-": [5, 2]}"#, 3)
+        try Self.check(#"{"-": [5]}"#, -5)
+        try Self.check(#"{"*": [2, 2.5]}"#, 5.0)
+        try Self.check(#"{"/": [4, 2]}"#, 2.0)
+        try Self.check(#"{"%": [7, 3]}"#, 1)
+        try Self.check(#"{"%": [-1, 3]}"#, 2)
+        try Self.check(#"{"%": [1, -3]}"#, -2)
+        try Self.check(#"{"min": [3, 1, 2]}"#, 1)
+        try Self.check(#"{"max": [3, "4", 2]}"#, 4.0)
+        try Self.check(#"{"min": [true, 2.5]}"#, true)
+        try Self.check(#"{"min": [2, false, "1"]}"#, false)
+        try Self.check(#"{"+": [9223372036854775807, 1]}"#, .double(9.223372036854775808e18))
+        #expect(throws: LogicError.failed("division by zero")) { try Self.evaluate(#"{"/": [1, 0]}"#) }
+        #expect(throws: LogicError.failed("modulo by zero")) { try Self.evaluate(#"{"%": [1, 0]}"#) }
+        guard case .double(let nan) = try Self.evaluate(#"{"+": ["x"]}"#) else { Issue.record("not a double"); return }
+        #expect(nan.isNaN)
+    }
+
+    @Test func stringsAndArrays() throws {
+        try Self.check(#"{"cat": ["a", 1, 2.5, true, null, [1, 2]]}"#, "a12.5Truenull1,2")
+        try Self.check(#"{"in": [false, "is False"]}"#, true)
+        try Self.check(#"{"cat": [0.1, 1.0, 1e21]}"#, "0.111e+21")
+        try Self.check(#"{"substr": ["jsonlogic", 4]}"#, "logic")
+        try Self.check(#"{"substr": ["jsonlogic", -5]}"#, "logic")
+        try Self.check(#"{"substr": ["jsonlogic", 1, 3]}"#, "son")
+        try Self.check(#"{"substr": ["jsonlogic", 4, -2]}"#, "log")
+        try Self.check(#"{"substr": ["héllo😀", 1, 5]}"#, "éllo😀")
+        try Self.check(#"{"in": ["Spring", "Springfield"]}"#, true)
+        try Self.check(#"{"in": [1, [1.0, 2]]}"#, true)
+        try Self.check(#"{"in": ["x", 5]}"#, false)
+        try Self.check(#"{"merge": [[1, 2], 3, [[4]]]}"#, [1, 2, 3, [4]])
+        try Self.check(#"{"missing": ["a", "b"]}"#, ["b"], ["a": 1])
+        try Self.check(#"{"missing": [["a", "b"]]}"#, ["a", "b"], ["a": ""])
+        try Self.check(#"{"missing_some": [1, ["a", "b"]]}"#, [], ["a": 1])
+        try Self.check(#"{"missing_some": [2, ["a", "b"]]}"#, ["b"], ["a": 1])
+        try Self.check(#"{"map": [[1, 2], {"*": [{"var": ""}, 2]}]}"#, [2, 4])
+        try Self.check(#"{"filter": [[1, 2, 3], {"%": [{"var": ""}, 2]}]}"#, [1, 3])
+        try Self.check(#"{"reduce": [[1, 2, 3], {"+": [{"var": "current"}, {"var": "accumulator"}]}, 10]}"#, 16)
+        try Self.check(#"{"all": [[1, 2], {">": [{"var": ""}, 0]}]}"#, true)
+        try Self.check(#"{"all": [[], {">": [{"var": ""}, 0]}]}"#, false)
+        try Self.check(#"{"some": [[0, 2], {">": [{"var": ""}, 1]}]}"#, true)
+        try Self.check(#"{"none": [[0, 1], {">": [{"var": ""}, 1]}]}"#, true)
+        try Self.check(#"{"map": [{"var": "xs"}, {"var": "n"}]}"#, ["a", nil], ["xs": [["n": "a"], ["m": 1]]])
+        try Self.check(#"{"log": "x"}"#, "x")
+        // An object of more than one member is a value, not an operation.
+        try Self.check(#"{"a": 1, "b": 2}"#, ["a": 1, "b": 2])
+    }
+
+    @Test func referencesToSharedEvaluators() throws {
+        let evaluators: [String: JSONValue] = [
+            "is_ada": ["==": [["var": "name"], "ada"]],
+            "loop": ["$ref": "loop"],
+        ]
+        #expect(try Self.evaluate(#"{"$ref": "is_ada"}"#, ["name": "ada"], evaluators: evaluators) == true)
+        #expect(throws: LogicError.self) { try Self.evaluate(#"{"$ref": "missing"}"#, evaluators: evaluators) }
+        #expect(throws: LogicError.self) { try Self.evaluate(#"{"$ref": "loop"}"#, evaluators: evaluators) }
+    }
+}

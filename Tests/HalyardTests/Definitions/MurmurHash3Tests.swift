@@ -1,0 +1,34 @@
+import Testing
+
+@testable import Halyard
+
+/// MurmurHash3 x86-32 against published vectors and the reference (`mmh3`) on flagd keys.
+@Suite struct MurmurHash3Tests {
+    @Test(arguments: [
+        ("", UInt32(0), UInt32(0)),
+        ("", 1, 0x514e_28b7),
+        ("", 0xffff_ffff, 0x81f1_6f39),
+        ("\0\0\0\0", 0, 0x2362_f9de),
+        ("aaaa", 0x9747_b28c, 0x5a97_808a),
+        ("aaa", 0x9747_b28c, 0x283e_0130),
+        ("aa", 0x9747_b28c, 0x5d21_1726),
+        ("a", 0x9747_b28c, 0x7fa0_9ea6),
+        ("abcd", 0x9747_b28c, 0xf047_8627),
+        ("Hello, world!", 0x9747_b28c, 0x2488_4cba),
+        ("The quick brown fox jumps over the lazy dog", 0x9747_b28c, 0x2fa8_26cd),
+    ])
+    func publishedVectors(input: String, seed: UInt32, expected: UInt32) {
+        #expect(MurmurHash3.x86_32(Array(input.utf8), seed: seed) == expected)
+    }
+
+    @Test(arguments: [
+        ("hello", UInt32(0x248b_fa47)),
+        ("fractional-flagjack", 0x9fe8_43e0),
+        ("jon@company.com", 0x5cd9_1845),
+        ("ünïcødé ✓", 0x94ef_05c7),
+        ("😀", 0xbeb4_2efa),
+    ])
+    func seedZeroOverUTF8(input: String, expected: UInt32) {
+        #expect(MurmurHash3.hash(input) == expected)
+    }
+}
