@@ -13,8 +13,16 @@ import Testing
     final class Outcomes: @unchecked Sendable {
         private let lock = NSLock()
         private var list: [HalyardService.Outcome] = []
-        func append(_ outcome: HalyardService.Outcome) { lock.withLock { list.append(outcome) } }
-        var all: [HalyardService.Outcome] { lock.withLock { list } }
+        func append(_ outcome: HalyardService.Outcome) {
+            lock.lock()  // NSLock's withLock is newer than macOS 13
+            defer { lock.unlock() }
+            list.append(outcome)
+        }
+        var all: [HalyardService.Outcome] {
+            lock.lock()
+            defer { lock.unlock() }
+            return list
+        }
     }
 
     /// The plane, with exposure uploads that take 2 s (real time): longer than a deadline.
