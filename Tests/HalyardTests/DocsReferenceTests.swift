@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Keeps the docs' pointers true. In `docs/*.md`, `README.md` and the comments of the sources
-/// (`Sources`, `Tests`, `Benchmarks`, `Fuzz`: Swift and C), every `.swift` file named exists,
+/// (`Sources`, `Tests`, `Benchmarks`, `Fuzz`, `Integrations`: Swift and C), every `.swift` file named exists,
 /// every `docs/<name>.md` named exists, and every section cited as `docs/<name>.md, "<Section>"`,
 /// `docs/<name>.md ("<Section>")` or `docs/<name>.md "<Section>"` is a heading of that file.
 @Suite struct DocsReferenceTests {
@@ -141,7 +141,7 @@ import Testing
         }
         let readme = try read("README.md")
         texts.append(Text(path: "README.md", lines: lines(of: readme)))
-        let folders = ["Sources", "Tests", "Benchmarks", "Fuzz"]
+        let folders = ["Sources", "Tests", "Benchmarks", "Fuzz", "Integrations"]
         for path in files(under: folders, endingIn: [".swift", ".c", ".h"]) {
             texts.append(Text(path: path, lines: comments(of: try read(path))))
         }

@@ -99,6 +99,25 @@ import Testing
         #expect(freshClient.readCounters.stats == freshView.environment.counters.stats)
     }
 
+    /// `FlagClient.pinnedFlags()` answers every read from the values served when it was taken,
+    /// after the client has published others, with the client's read rules and counters; before
+    /// any values it serves defaults with `PROVIDER_NOT_READY`.
+    @Test func aPinnedViewAnswersFromTheValuesOfItsMomentWithTheClientsRules() {
+        let client = Self.client()
+        let pinned = client.pinnedFlags()
+        for key in Self.keys { #expect(Self.everyRead(pinned, key) == Self.everyRead(client, key), "\(key)") }
+        client.store.publish(Snapshot(flags: [ServedFlag(key: "max.items", value: .int(8))], source: .network))
+        #expect(client.int("max.items", default: 0) == 8 && client.string("banner.text", default: "d") == "d")
+        #expect(pinned.int("max.items", default: 0) == 7 && pinned.string("banner.text", default: "d") == "Hello")
+        #expect(pinned.hasValues && pinned.flagCount == Self.served.count)
+        let before = client.stats.reads.flagNotFound
+        _ = pinned.bool("nope", default: false)
+        #expect(client.stats.reads.flagNotFound == before + 1)
+        let empty = FlagClient(mode: .online, exposureSink: nil).pinnedFlags()
+        #expect(!empty.hasValues && empty.unavailableReason == .providerNotReady)
+        #expect(empty.boolDetail("checkout.new", default: true).errorCode == .providerNotReady)
+    }
+
     @Test func staticFlagsServeDictionaryValuesWithStaticReason() {
         let flags = StaticFlags(["checkout.new": .bool(true), "max.items": .int(3), "title": .string("Pay")])
         #expect(flags.bool("checkout.new", default: false) && flags.int("max.items", default: 0) == 3)
