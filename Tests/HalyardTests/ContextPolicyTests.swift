@@ -113,7 +113,9 @@ struct ContextPolicyScenario: RandomScenario {
             violations += checkAnswer(before: before, outcome: outcome, action: action)
         case .event:
             machine.event(now: now)
-            if case .fetching(let flight) = machine.state, !flight.marked { violations.append("an event left a flight unmarked") }
+            if case .fetching(let flight) = machine.state, !flight.marked {
+                violations.append("an event left a flight unmarked")
+            }
         case .setKey:
             machine.setKey()
         case .evict:
@@ -159,7 +161,9 @@ struct ContextPolicyScenario: RandomScenario {
         }
         switch action {
         case .fetch, .serveAndRefresh(probe: false):
-            if gate.closed || gate.fatal || gate.pausedUntil != nil { violations.append("a fetch created through a shut gate") }
+            if gate.closed || gate.fatal || gate.pausedUntil != nil {
+                violations.append("a fetch created through a shut gate")
+            }
         case .serveAndRefresh(probe: true):
             coverage.insert("probe")
             if !gate.admitsProbe { violations.append("a probe through a 429 or a shut gate") }
@@ -172,8 +176,11 @@ struct ContextPolicyScenario: RandomScenario {
             servable != nil, action == .serve
         {
             let barred = now < held.retryAt || !gate.admits(.refresh)
-            if !barred { violations.append("values confirmed before the last event served with no refresh") }
-            else { coverage.insert("stale served while refreshing") }
+            if !barred {
+                violations.append("values confirmed before the last event served with no refresh")
+            } else {
+                coverage.insert("stale served while refreshing")
+            }
         }
         if case .fetching = before.state, case .held = machine.state {
             violations.append("a read ended a flight")

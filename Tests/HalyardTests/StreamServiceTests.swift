@@ -344,7 +344,9 @@ struct StreamServiceTests {
         }
     }
 
-    @Test("two events closer than one round trip end with the later value: a refresh sent before the second change is stale to its event")
+    @Test(
+        "two events closer than one round trip end with the later value: a refresh sent before the second change is stale to its event"
+    )
     func twoEventsCloserThanARoundTripEndWithTheLaterValue() async throws {
         let clock = ManualClock()
         let transport = ScriptedStreamTransport(clock: clock)

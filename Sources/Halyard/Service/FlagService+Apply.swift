@@ -42,7 +42,8 @@ extension FlagService {
         }
         if !started {
             fetcher.ended(priority)
-            flight.complete(apply(.init(result: .skipped(until: nil)), fitted.fingerprint, previous: previous, flight: flight))
+            flight.complete(
+                apply(.init(result: .skipped(until: nil)), fitted.fingerprint, previous: previous, flight: flight))
         }
     }
 

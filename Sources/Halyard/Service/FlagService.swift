@@ -209,7 +209,9 @@ public final class FlagService: Sendable {
         // One step: the request key, its generation and the shared cache's names change
         // together, so an answer to the old key is never applied nor written under the new
         // key's names (SPEC §12, §15; docs/service.md, "Key rotation").
-        let tierKeys = sharedTier.map { ($0, SharedTier.Keys(baseURL: options.baseURL, key: key, appID: options.appID)) }
+        let tierKeys = sharedTier.map {
+            ($0, SharedTier.Keys(baseURL: options.baseURL, key: key, appID: options.appID))
+        }
         fetcher.setKey(key, tier: tierKeys)
     }
 

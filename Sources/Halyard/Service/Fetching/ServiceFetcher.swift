@@ -260,7 +260,9 @@ final class ServiceFetcher: Sendable {
     }
 
     /// The per-context backoffs, as the policy draws them (``ContextPolicy/Backoffs``).
-    var backoffs: ContextPolicy.Backoffs { ContextPolicy.Backoffs(context: contextBackoff, recoveryInterval: recoveryInterval) }
+    var backoffs: ContextPolicy.Backoffs {
+        ContextPolicy.Backoffs(context: contextBackoff, recoveryInterval: recoveryInterval)
+    }
 
     /// The retry step of a held context whose refresh was shed for want of room, after `sheds`
     /// sheds in a row: drawn like ``contextDelay(failures:unit:held:)``, its ceiling doubling
