@@ -408,6 +408,32 @@ final class FailingSleepClock: HalyardClock, Sendable {
         #expect(service.status == .ready)
     }
 
+    /// After `setKey`, an answer to a request sent with the old key is never applied, whatever
+    /// its status (SPEC §12): a 200 is not served nor cached (before: the old environment's
+    /// value, served and held), a 429 or 503 pauses nothing (before: the new key's fetches
+    /// paused and the service in `error`).
+    @Test(arguments: [200, 429, 503])
+    func oldKeyAnswersAfterSetKeyAreIgnored(status: Int) async throws {
+        let transport = OldKeyTransport(oldKeyStatus: status)
+        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "old-key")
+        options.transport = transport
+        options.exposures.enabled = false
+        options.coldFetchTimeout = .seconds(120)
+        options.requestTimeout = .seconds(120)
+        options.backoffAfterFailures = 1
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        let pending = Task { await service.flags(for: serviceContext(1)).string("env", default: "none") }
+        try await Wait.until("an old-key fetch in flight") { transport.held == 1 }
+        try await service.setKey("new-key")
+        transport.releaseOne()
+        #expect(await pending.value != "old", "the old key's 200 was served after setKey")
+        #expect(service.status != .error, "the old key's \(status) paused the new key's fetches")
+        #expect(await service.flags(for: serviceContext(1)).string("env", default: "none") == "new")
+        #expect(await service.flags(for: serviceContext(2)).string("env", default: "none") == "new")
+        #expect(service.stats.fetching.requests == 3)
+    }
+
     /// During a 429 pause a miss creates nothing and stores nothing; status is `error` until a
     /// success after the pause.
     @Test func aPauseCreatesNoFlightAndStoresNothing() async throws {

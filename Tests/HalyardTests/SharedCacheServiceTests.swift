@@ -41,6 +41,38 @@ import Testing
         return keys.entryKey(keys.id(try context.fitted().fingerprint))
     }
 
+    /// An answer to a request sent with the old key, arriving after `setKey`, is never written
+    /// to Redis under the new key's names and MAC (SPEC §15): a pod holding only the new key
+    /// must not read the old environment's values (before: the write read the tier's names at
+    /// write time, which `setKey` had already replaced).
+    @Test(.needsRedisServer) func anOldKeyAnswerNeverLandsUnderTheNewKeysNamespace() async throws {
+        let redis = try RedisTestServer()
+        let transport = OldKeyTransport(oldKeyStatus: 200)
+        func service(key: String) throws -> FlagService {
+            var options = FlagServiceOptions(baseURL: InMemoryControlPlane.baseURL, key: key)
+            options.transport = transport
+            options.sharedCache = .redis(url: URL(string: "redis://127.0.0.1:\(redis.port)")!)
+            options.changeDetection = .polling
+            options.exposures.enabled = false
+            options.coldFetchTimeout = .seconds(120)
+            options.requestTimeout = .seconds(120)
+            return try FlagService(options: options)
+        }
+        let rotating = try service(key: "old-key")
+        defer { rotating.close() }
+        let context = serviceContext(7)
+        let pending = Task { await rotating.flags(for: context).string("env", default: "none") }
+        try await Wait.until("an old-key fetch in flight") { transport.held == 1 }
+        try await rotating.setKey("new-key")
+        transport.releaseOne()
+        #expect(await pending.value != "old")
+        // The flight (and its write) is over once its waiter has its answer.
+        let fresh = try service(key: "new-key")
+        defer { fresh.close() }
+        #expect(await fresh.flags(for: context).string("env", default: "none") == "new")
+        #expect(await rotating.flags(for: context).string("env", default: "none") == "new")
+    }
+
     @Test(.needsRedisServer) func theSecondServiceIsServedWithoutAControlPlaneRequest() async throws {
         let redis = try RedisTestServer()
         let plane = Self.plane()

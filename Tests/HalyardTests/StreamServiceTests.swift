@@ -281,7 +281,10 @@ struct StreamServiceTests {
         } catch {
             Issue.record(error, "\(sent) of 1,000 refreshes sent; waves \(service.stats.streaming.waves)")
         }
-        #expect(transport.fetches.count - before <= 1_000, "each context refreshed once: merged, not repeated")
+        // Merged, not repeated: each context once, plus the refetch owed by each of the (at
+        // most 4) refreshes in flight when the second event came (their answers may predate
+        // the change: SPEC §14, "two events closer than one round trip").
+        #expect(transport.fetches.count - before <= 1_000 + 4, "each context refreshed once: merged, not repeated")
     }
 
     @Test("an event's wave, and the refreshes its stale mark starts, carry the event's flagConfig parameters")
@@ -367,6 +370,70 @@ struct StreamServiceTests {
         // The other held context was marked stale by the wave: its next use refreshes it.
         try await Wait.until("the first context to read version 2") {
             service.flagsIfCached(for: first).int("version", default: 0) == 2
+        }
+    }
+
+    @Test(
+        "two events closer than one round trip end with the later value: a refresh sent before the second change is stale to its event"
+    )
+    func twoEventsCloserThanARoundTripEndWithTheLaterValue() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        let service = try FlagService(options: try Self.options(transport, clock))
+        defer { service.close() }
+        let context = try EvaluationContext(targetingKey: "u0").fitted()
+        _ = await service.flags(for: context)
+        try await Self.connectWaveEnded(service, transport)
+        clock.advance(by: .milliseconds(1))
+        _ = service.flagsIfCached(for: context)  // a use: the next wave refreshes it
+        // The first change; its wave's refresh is on its way, its answer computed before the
+        // second change.
+        transport.hold(answeringAsSent: true)
+        transport.change()
+        transport.pushRefetch()
+        try await Wait.until("the first event's refresh in flight") { transport.heldFetches == 1 }
+        // The second change and its event arrive while that refresh is in flight (the context
+        // was not used since the first wave: it is not in the second wave's uses).
+        clock.advance(by: .milliseconds(1))
+        transport.change()
+        transport.pushRefetch()
+        try await Wait.until("the second event's wave") { service.stats.streaming.waves == 3 }
+        transport.release()
+        // No clock movement (refreshAfter is an hour): the answer that crossed the second event
+        // must not be the last word.
+        try await Wait.until("the context to read the second change's value") {
+            service.flagsIfCached(for: context).int("version", default: 0) == 3
+        }
+    }
+
+    @Test("a refetch owed after a marked flight waits out a pause: it is never dropped")
+    func anOwedRefetchWaitsOutAPause() async throws {
+        let clock = ManualClock()
+        let transport = ScriptedStreamTransport(clock: clock)
+        let service = try FlagService(options: try Self.options(transport, clock))
+        defer { service.close() }
+        _ = await service.flags(for: try EvaluationContext(targetingKey: "u0").fitted())
+        try await Self.connectWaveEnded(service, transport)
+        transport.hold(answeringAsSent: true)
+        let late = try EvaluationContext(targetingKey: "u1").fitted()
+        let cold = Task { await service.flags(for: late).int("version", default: 0) }
+        try await Wait.until("the cold fetch in flight") { transport.heldFetches == 1 }
+        clock.advance(by: .milliseconds(1))
+        transport.change()
+        transport.pushRefetch()
+        try await Wait.until("the event's wave") { service.stats.streaming.waves == 2 }
+        // Another context's 429 pauses the service before the marked fetch ends.
+        transport.fail(bodyContaining: "u2", status: 429, headers: ["Retry-After": "30"])
+        _ = service.flagsIfCached(for: try EvaluationContext(targetingKey: "u2").fitted())
+        try await Wait.until("the 429's pause") { service.status == .error }
+        transport.release()
+        #expect(await cold.value == 1, "the cold fetch's answer was sent before the change")
+        let lateFetches = { transport.fetches.filter { $0.body.contains(#""u1""#) }.count }
+        clock.advance(by: .seconds(120))  // past the pause; refreshAfter is an hour
+        // No read of the late context: only the owed refetch can fetch it again.
+        try await Wait.until("the owed refetch after the pause") { lateFetches() == 2 }
+        try await Wait.until("the late context to read version 2") {
+            service.flagsIfCached(for: late).int("version", default: 0) == 2
         }
     }
 

@@ -7,8 +7,8 @@ extension FlagService {
     /// cancels this task and refuses the queued ones). Also the stream's refresh waves' entry
     /// (FlagService+Streaming.swift).
     func run(_ start: Start, _ fitted: FittedContext) {
-        if start.background { _ = hal_fetch_add(words + 4, 1) }
-        if start.probe { _ = hal_fetch_add(words + 5, 1) }
+        if start.background { _ = hal_fetch_add(word(.backgroundRefreshes), 1) }
+        if start.probe { _ = hal_fetch_add(word(.probes), 1) }
         let flight = start.flight
         let previous = start.previous
         let fetcher = self.fetcher
@@ -17,11 +17,11 @@ extension FlagService {
         let tier = sharedTier
         let plan = tier == nil ? nil : SharedFetchPlan(options: options, streamLearning: streamLearning)
         let started = fetcher.track { [weak self] in
-            let result: ServiceFetcher.Result
+            let answer: ServiceFetcher.Answer
             if let tier, let plan {
-                result = await plan.fetch(fitted, start, priority: priority, tier: tier, fetcher: fetcher)
+                answer = await plan.fetch(fitted, start, priority: priority, tier: tier, fetcher: fetcher)
             } else {
-                result = await fetcher.fetch(
+                answer = await fetcher.send(
                     fitted, etag: previous?.etag, priority: priority, flight: flight, flagConfig: start.flagConfig,
                     probe: start.probe)
             }
@@ -30,32 +30,44 @@ extension FlagService {
                 flight.complete(.unavailable(.providerNotReady))
                 return
             }
-            flight.complete(self.apply(result, fitted.fingerprint, previous: previous, flight: flight))
+            flight.complete(self.apply(answer, fitted.fingerprint, previous: previous, flight: flight))
             // An event found this fetch in flight: fetch again (apply removed the flight under
-            // the shard lock the mark was set under, so no mark is lost).
-            if let refetch = flight.takeRefetch() { await self.refreshHeld(fitted, flagConfig: refetch.flagConfig) }
+            // the shard lock the mark was set under, so no mark is lost). A refetch that was
+            // owed and not sent (shed, or a pause began) is owed still: never dropped.
+            if let refetch = flight.takeRefetch() {
+                await self.refetchOwed(fitted, flagConfig: refetch.flagConfig)
+            } else if start.owed, answer.sent == nil, answer.result.wasNotSent {
+                await self.refetchOwed(fitted, flagConfig: start.flagConfig)
+            }
         }
         if !started {
             fetcher.ended(priority)
-            flight.complete(apply(.skipped(until: nil), fitted.fingerprint, previous: previous, flight: flight))
+            flight.complete(
+                apply(.init(result: .skipped(until: nil)), fitted.fingerprint, previous: previous, flight: flight))
         }
     }
 
     /// Applies a fetch's result to the cache and ends the flight's entry there; returns what
     /// the flight's waiters get. Snapshots are built, measured and released outside the shard
     /// lock; the random draw of a backoff too.
+    ///
+    /// Values are confirmed as of when their request was SENT, not when the answer arrived
+    /// (SPEC §12): an answer computed before a change whose event arrived while it was on its
+    /// way is older than that event's stale mark, so the context is refreshed again.
     private func apply(
-        _ result: ServiceFetcher.Result, _ fingerprint: String, previous: Snapshot?, flight: ContextFlight
+        _ answer: ServiceFetcher.Answer, _ fingerprint: String, previous: Snapshot?, flight: ContextFlight
     ) -> ContextFlight.Result {
+        let result = answer.result
         let now = clock.monotonicNow
         var fresh: Snapshot?
         var freshBytes = 0
-        var confirmedAt = now
+        let sentAt = min(answer.sent?.at ?? now, now)
+        var confirmedAt = sentAt
         var served: (flags: [ServedFlag], etag: String?, wall: Date)?
         switch result {
         case .updated(let response, let etag):
             streaming?.advertised(response.eventStreams)
-            served = (response.flags, etag, clock.wallNow)
+            served = (response.flags, etag, answer.sent?.wallAt ?? clock.wallNow)
         case .shared(let entry):
             // Confirmed when the entry was: it is as old here as in the fleet's cache.
             let wall = clock.wallNow
@@ -80,114 +92,87 @@ extension FlagService {
         var previousBytes = 0
         if case .notModified = result, let previous { previousBytes = previous.estimatedBytes() }
         let overhead = ContextCache.entryOverhead
-        let maxStaleness = options.maxStaleness
-        let refreshAfter = options.refreshAfter
+        let policy = self.policy
         let fatal = fetcher.isFatal
-        let fetcher = self.fetcher
         let unit = Double.random(in: 0..<1)
         let budget = cache.budget
         var dropped: [Snapshot] = []
         var pending: (node: ContextCache.Node, needed: Int)?
         let home = cache.shardIndex(for: fingerprint)
-        let outcome = cache.shards[home].withLock { s -> ContextFlight.Result in
+        let outcome: ContextPolicy.Outcome
+        switch result {
+        case .updated, .shared: outcome = .updated
+        case .notModified: outcome = .notModified
+        case .badRequest: outcome = .badRequest
+        case .forbidden: outcome = .forbidden
+        case .unauthorized: outcome = .unauthorized
+        case .skipped: outcome = .skipped
+        case .shed: outcome = .shed
+        case .failed(let retryAfter): outcome = .failed(retryAfter: retryAfter)
+        }
+        // The fetcher turned an answer to a replaced key into `.skipped` already: this one
+        // was sent with the key in use.
+        let generation = answer.sent?.keyGeneration ?? 0
+        let delivered = cache.shards[home].withLock { s -> ContextFlight.Result in
             if s.flights[fingerprint] === flight { s.flights.removeValue(forKey: fingerprint) }
             let index = s.find(fingerprint)
-            let node = index.map { s.nodes[Int($0)] }
-            let record = s.failureRecords[fingerprint]
-            func servable(_ n: ContextCache.Node?) -> Snapshot? {
-                guard let n, let snapshot = n.snapshot, now - n.confirmedAt <= maxStaleness else { return nil }
+            let held = index.flatMap { s.nodes[Int($0)].snapshot == nil ? nil : s.nodes[Int($0)].held }
+            /// The entry's values while servable after the answer.
+            func servable() -> Snapshot? {
+                guard let i = index, let snapshot = s.nodes[Int(i)].snapshot,
+                    policy.servable(s.nodes[Int(i)].held, now: now)
+                else { return nil }
                 return snapshot
             }
-            func store(_ n: ContextCache.Node) {
-                s.failureRecords.removeValue(forKey: fingerprint)
-                let change = s.upsert(n, budget: budget)
-                dropped += change.dropped
-                if change.needsRoom > 0 { pending = (n, change.needsRoom) }
-            }
-            /// A context left without values: its entry (expired or refused values) goes, and a
-            /// failure record holds its code and backoff (never evicting an entry).
-            func fail(_ code: FlagErrorCode, retryAt: Duration, failures: Int) {
-                if let snapshot = s.drop(fingerprint, budget: budget) { dropped.append(snapshot) }
-                s.recordFailure(fingerprint, FailureRecord(code: code, retryAt: retryAt, failures: failures))
-            }
-            switch result {
-            case .updated, .shared:
-                guard let fresh else { return .unavailable(.providerNotReady) }
-                store(
-                    ContextCache.Node(
-                        key: fingerprint, snapshot: fresh, confirmedAt: confirmedAt, retryAt: .zero,
-                        failures: 0, bytes: freshBytes + overhead, prev: -1, next: -1))
-                return .values(fresh)
-            case .notModified:
-                if let i = index, let snapshot = s.nodes[Int(i)].snapshot {
-                    s.nodes[Int(i)].confirmedAt = now
-                    s.nodes[Int(i)].retryAt = .zero
-                    s.nodes[Int(i)].failures = 0
-                    s.nodes[Int(i)].probed = false
-                    s.nodes[Int(i)].sheds = 0
-                    s.failureRecords.removeValue(forKey: fingerprint)
-                    return .values(snapshot)
-                }
-                guard let previous else { return .unavailable(.providerNotReady) }
-                store(
-                    ContextCache.Node(
-                        key: fingerprint, snapshot: previous, confirmedAt: now,
-                        retryAt: .zero, failures: 0, bytes: previousBytes + overhead, prev: -1, next: -1))
-                return .values(previous)
-            case .badRequest:
-                // SPEC §5: 400 keeps serving held values; otherwise remembered as invalid.
-                if let i = index, let snapshot = servable(node) {
-                    s.nodes[Int(i)].retryAt = now + refreshAfter
-                    return .values(snapshot)
-                }
-                fail(.invalidContext, retryAt: now + refreshAfter, failures: 0)
-                return .unavailable(.invalidContext)
-            case .forbidden:
-                // This context was refused (SPEC §12): defaults until maxStaleness, then retried.
-                fail(.providerFatal, retryAt: now + maxStaleness, failures: (record?.failures ?? 0) + 1)
-                return .unavailable(.providerFatal)
-            case .unauthorized:
-                if let snapshot = servable(node) { return .values(snapshot) }
-                return .unavailable(.providerFatal)
-            case .skipped:
-                // Nothing was sent (paused, dropped, closed, fatal, cancelled): nothing is
-                // learnt about this context, so nothing is stored and nothing evicted.
-                if let snapshot = servable(node) { return .values(snapshot) }
-                return .unavailable(fatal ? .providerFatal : .providerNotReady)
-            case .shed:
-                // No room in the queue: a held context gets a retry time (one refresh task per
-                // backoff step, not one per request); a shed probe may be sent again after it.
-                if let i = index, s.nodes[Int(i)].snapshot != nil {
-                    Self.noteShed(&s.nodes[Int(i)], now: now, unit: unit, fetcher: fetcher, maxStaleness: maxStaleness)
-                    s.nodes[Int(i)].probed = false
-                }
-                if let snapshot = servable(node) { return .values(snapshot) }
-                return .unavailable(.providerNotReady)
-            case .failed(let retryAfter):
-                // Retry-After is a floor of the context's own backoff, never a replacement. A
-                // context whose values are held waits at most the recovery interval.
-                if let i = index {
-                    let failures = s.nodes[Int(i)].failures + 1
-                    let delay = max(
-                        retryAfter ?? .zero, fetcher.contextDelay(failures: failures, unit: unit, held: true))
-                    s.nodes[Int(i)].failures = failures
-                    s.nodes[Int(i)].sheds = 0
-                    s.nodes[Int(i)].retryAt = Self.retryTime(
-                        now: now, delay: delay, confirmedAt: s.nodes[Int(i)].confirmedAt, maxStaleness: maxStaleness)
-                    if let snapshot = servable(s.nodes[Int(i)]) { return .values(snapshot) }
+            let action = policy.answer(
+                outcome, held: held, record: s.failureRecords[fingerprint], sentAt: confirmedAt,
+                keyGeneration: generation, currentKey: generation, now: now, unit: unit)
+            switch action {
+            case .store(let facts):
+                // New values, or the previous ones a 304 confirmed after the entry left.
+                let snapshot: Snapshot
+                let bytes: Int
+                if let fresh {
+                    (snapshot, bytes) = (fresh, freshBytes)
+                } else if let previous {
+                    (snapshot, bytes) = (previous, previousBytes)
+                } else {
                     return .unavailable(.providerNotReady)
                 }
-                let failures = (record?.failures ?? 0) + 1
-                let delay = max(retryAfter ?? .zero, fetcher.contextDelay(failures: failures, unit: unit))
-                s.recordFailure(
-                    fingerprint, FailureRecord(code: .providerNotReady, retryAt: now + delay, failures: failures))
+                var node = ContextCache.Node(
+                    key: fingerprint, snapshot: snapshot, confirmedAt: facts.confirmedAt, retryAt: .zero,
+                    failures: 0, bytes: bytes + overhead, prev: -1, next: -1)
+                node.held = facts
+                s.failureRecords.removeValue(forKey: fingerprint)
+                let change = s.upsert(node, budget: budget)
+                dropped += change.dropped
+                if change.needsRoom > 0 { pending = (node, change.needsRoom) }
+                return .values(snapshot)
+            case .update(let facts):
+                if let i = index {
+                    s.nodes[Int(i)].held = facts
+                    if case .notModified = outcome { s.failureRecords.removeValue(forKey: fingerprint) }
+                }
+                if let snapshot = servable() { return .values(snapshot) }
                 return .unavailable(.providerNotReady)
+            case .fail(let record):
+                // A context left without values: its entry (expired or refused values) goes, and
+                // a failure record holds its code and backoff (never evicting an entry).
+                if let snapshot = s.drop(fingerprint, budget: budget) { dropped.append(snapshot) }
+                s.recordFailure(fingerprint, record)
+                return .unavailable(record.code)
+            case .none:
+                // Nothing was learnt (nothing sent, a replaced key's answer, a 401): nothing is
+                // stored and nothing evicted.
+                if let snapshot = servable() { return .values(snapshot) }
+                if case .unauthorized = outcome { return .unavailable(.providerFatal) }
+                return .unavailable(fatal ? .providerFatal : .providerNotReady)
             }
         }
         if let pending {
             dropped += cache.storeMakingRoom(pending.node, home: home, needed: pending.needed).dropped
         }
         dropped.removeAll()  // evicted snapshots are released here, outside the locks
-        return outcome
+        return delivered
     }
 }

@@ -16,6 +16,9 @@ extension FlagService {
         /// The one request let through before the entry expires (passes the service-wide
         /// pause and the context's backoff; docs/service.md, "Recovery").
         var probe = false
+        /// A refetch owed after a flight an event marked (``FlagService/refetchOwed(_:flagConfig:)``):
+        /// not sent (shed, paused meanwhile), it is owed again.
+        var owed = false
     }
 
     /// The one decision of a request, under its shard's lock: serve held values (and maybe
@@ -35,12 +38,11 @@ extension FlagService {
         var refused = false
         /// A held context whose refresh the gate shed for want of room: it gets a retry time.
         var shed = false
-        let maxStaleness = options.maxStaleness
-        let probeLead = self.probeLead
+        let policy = self.policy
         // Held values confirmed before the last stream wave are stale (two atomic loads: no
         // global lock on the lookup path, SPEC §12; the use is recorded in the shard below).
         let tracking = streaming?.isTracking ?? false
-        let staleBefore = streaming?.staleBefore ?? .zero
+        let staleBefore = streaming?.staleBefore
         var marked = false
         let decision = cache.shard(for: fingerprint).withLock { s -> Decision in
             var previous: Snapshot?
@@ -51,52 +53,61 @@ extension FlagService {
                 if tracking { s.noteStreamUse(i, fitted, now: now, budget: cache.budget) }
                 s.touch(i)
                 let node = s.nodes[Int(i)]
-                if let snapshot = node.snapshot, now - node.confirmedAt <= maxStaleness {
-                    s.hits += 1
-                    // A context a wave holds is not marked (its refresh is queued or running).
-                    marked = node.confirmedAt < staleBefore && !s.streamQueued.contains(fingerprint)
-                    if now - node.confirmedAt > options.refreshAfter || marked, s.flights[fingerprint] == nil {
-                        if now >= node.retryAt && gate.admits(.refresh) {
-                            let flight = ContextFlight()
-                            s.flights[fingerprint] = flight
-                            start = Start(flight: flight, previous: snapshot, background: true)
-                        } else if !node.probed, now >= node.confirmedAt + maxStaleness - probeLead,
-                            node.sheds == 0 || now >= node.retryAt, gate.admitsProbe
-                        {
-                            // Its expiry is near and its backoff or the pause would outlast
-                            // it: one request goes anyway.
-                            s.nodes[Int(i)].probed = true
-                            let flight = ContextFlight()
-                            s.flights[fingerprint] = flight
-                            start = Start(flight: flight, previous: snapshot, background: true, probe: true)
-                        } else if now >= node.retryAt && gate.shedsRefresh {
-                            shed = true
+                if let snapshot = node.snapshot {
+                    // The policy's read (ContextPolicy): serve, due for a refresh, or expired.
+                    switch policy.read(
+                        node.held, now: now, staleBefore: staleBefore, queued: s.streamQueued.contains(fingerprint))
+                    {
+                    case .serve:
+                        s.hits += 1
+                        return .view(ContextFlags(snapshot: snapshot, environment: environment))
+                    case .due(let isMarked):
+                        s.hits += 1
+                        marked = isMarked
+                        if s.flights[fingerprint] == nil {
+                            var held = node.held
+                            let refresh = policy.start(&held, now: now, gate: gate)
+                            switch refresh {
+                            case .start, .probe:
+                                // The probe: its expiry is near and its backoff or the pause
+                                // would outlast it, so one request goes anyway.
+                                s.nodes[Int(i)].held = held
+                                let flight = ContextFlight()
+                                s.flights[fingerprint] = flight
+                                start = Start(
+                                    flight: flight, previous: snapshot, background: true, probe: refresh == .probe)
+                            case .shed:
+                                shed = true
+                            case .none:
+                                break
+                            }
                         }
+                        return .view(ContextFlags(snapshot: snapshot, environment: environment))
+                    case .expired:
+                        break
                     }
-                    return .view(ContextFlags(snapshot: snapshot, environment: environment))
                 }
                 s.misses += 1
-                if now < node.retryAt {
-                    return .view(
-                        ContextFlags(unavailable: .providerNotReady, fingerprint: fingerprint, environment: environment)
-                    )
+                if case .backingOff(let code) = policy.miss(held: node.held, record: nil, now: now) {
+                    return .view(ContextFlags(unavailable: code, fingerprint: fingerprint, environment: environment))
                 }
                 previous = node.snapshot
             } else {
                 s.misses += 1
-                if let record = s.failureRecords[fingerprint], now < record.retryAt {
-                    return .view(
-                        ContextFlags(unavailable: record.code, fingerprint: fingerprint, environment: environment))
+                if case .backingOff(let code) = policy.miss(
+                    held: nil, record: s.failureRecords[fingerprint], now: now)
+                {
+                    return .view(ContextFlags(unavailable: code, fingerprint: fingerprint, environment: environment))
                 }
                 // Not held (yet): a cold fetch, perhaps in flight during the next event, whose
                 // wave must then fetch it again.
                 if tracking { s.noteStreamMiss(fitted, now: now, budget: cache.budget) }
             }
             if let flight = s.flights[fingerprint] { return .join(flight) }
-            // A held (expired) context re-fetches as a refresh: it has a user being served.
-            guard gate.admits(previous == nil ? .cold : .refresh) else {
+            let admission = policy.admit(previous: previous != nil, gate: gate)
+            guard admission.admitted else {
                 refused = true
-                if previous != nil && gate.shedsRefresh { shed = true }
+                shed = admission.shed
                 return .view(ContextFlags(unavailable: shutCode, fingerprint: fingerprint, environment: environment))
             }
             let flight = ContextFlight()
@@ -123,28 +134,12 @@ extension FlagService {
     /// requests read it. The random draw is made outside the shard lock.
     private func shedRefresh(_ fingerprint: String, now: Duration) {
         let unit = Double.random(in: 0..<1)
-        let fetcher = self.fetcher
-        let maxStaleness = options.maxStaleness
+        let policy = self.policy
         cache.shard(for: fingerprint).withLock { s in
             guard let i = s.find(fingerprint), s.nodes[Int(i)].snapshot != nil, now >= s.nodes[Int(i)].retryAt
             else { return }
-            Self.noteShed(&s.nodes[Int(i)], now: now, unit: unit, fetcher: fetcher, maxStaleness: maxStaleness)
+            policy.shed(&s.nodes[Int(i)].held, now: now, unit: unit)
         }
     }
 
-    /// Gives a held context whose refresh was shed its retry time.
-    static func noteShed(
-        _ node: inout ContextCache.Node, now: Duration, unit: Double, fetcher: ServiceFetcher, maxStaleness: Duration
-    ) {
-        if node.sheds < .max { node.sheds += 1 }
-        let delay = fetcher.shedDelay(sheds: Int(node.sheds), unit: unit)
-        node.retryAt = retryTime(now: now, delay: delay, confirmedAt: node.confirmedAt, maxStaleness: maxStaleness)
-    }
-
-    /// A held context's retry time: `now + delay`, clamped to its entry's expiry while the
-    /// entry is servable (the backoff never outlasts what may still be served).
-    static func retryTime(now: Duration, delay: Duration, confirmedAt: Duration, maxStaleness: Duration) -> Duration {
-        let expiry = confirmedAt + maxStaleness
-        return now < expiry ? min(now + delay, expiry) : now + delay
-    }
 }

@@ -26,6 +26,8 @@ public final class FlagService: Sendable {
     let probeLead: Duration
     let cache: ContextCache
     let fetcher: ServiceFetcher
+    /// The per-context decisions (Service/Policy/ContextPolicy.swift).
+    let policy: ContextPolicy
     let recorder: ExposureRecorder
     let environment: ServiceReadEnvironment
     let identity: ClientIdentity
@@ -45,8 +47,22 @@ public final class FlagService: Sendable {
     /// its own before it may be served from the shared cache alone (nil without a stream).
     let streamLearning: StreamLearning?
     let clock: any HalyardClock
-    /// [closed, cold waits, timeouts, invalid contexts, background refreshes, probes].
-    nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 6)
+    /// The service's own atomic counters and its closed flag: named offsets into one
+    /// allocation (``word(_:)``).
+    enum Word: Int, CaseIterable {
+        /// Non-zero once `close()` was called.
+        case closed
+        case coldWaits
+        case coldWaitTimeouts
+        case invalidContexts
+        case backgroundRefreshes
+        case probes
+    }
+
+    nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: Word.allCases.count)
+
+    /// The atomic word `w`.
+    @inline(__always) func word(_ w: Word) -> UnsafeMutablePointer<hal_atomic_word> { words + w.rawValue }
 
     /// Creates a service. Nothing is fetched until a context is asked for.
     ///
@@ -61,13 +77,17 @@ public final class FlagService: Sendable {
         probeLead = options.probeLead
         details = DetailInterner(stripes: options.sharedDetailStripes)
         clock = options.clock
-        words.initialize(repeating: hal_atomic_word(value: 0), count: 6)
+        words.initialize(repeating: hal_atomic_word(value: 0), count: Word.allCases.count)
         let transport = options.transport ?? makeDefaultTransport(logHandler: options.logHandler)
         let identity = ClientIdentity(
             baseURL: options.baseURL, key: options.key, appID: options.appID,
             installID: { [fixed = options.installID] in fixed ?? UUID().uuidString.lowercased() })
         self.identity = identity
         fetcher = ServiceFetcher(options: options, identity: identity, transport: transport)
+        policy = ContextPolicy(
+            configuration: .init(
+                refreshAfter: options.refreshAfter, maxStaleness: options.maxStaleness, probeLead: probeLead),
+            backoffs: fetcher.backoffs)
         recorder = ExposureRecorder.forControlPlane(
             options: options.exposures, clock: options.clock, transport: transport, baseURL: options.baseURL,
             appID: options.appID, serviceName: options.serviceName, identity: identity,
@@ -122,11 +142,11 @@ public final class FlagService: Sendable {
     /// A miss's wait for the fetch it joined: at most `coldFetchTimeout`, then a view serving
     /// defaults with `PROVIDER_NOT_READY` while the fetch completes.
     private func wait(_ flight: ContextFlight, _ fingerprint: String) async -> ContextFlags {
-        _ = hal_fetch_add(words + 1, 1)
+        _ = hal_fetch_add(word(.coldWaits), 1)
         if let result = await flight.wait(timeout: options.coldFetchTimeout, clock: clock) {
             return view(result, fingerprint)
         }
-        _ = hal_fetch_add(words + 2, 1)
+        _ = hal_fetch_add(word(.coldWaitTimeouts), 1)
         return unavailableView(.providerNotReady, fingerprint)
     }
 
@@ -159,7 +179,7 @@ public final class FlagService: Sendable {
     /// recorder (its final flush runs detached). Views keep answering from the values they
     /// hold; later calls serve held values and fetch nothing. Idempotent; never blocks.
     public func close() {
-        guard hal_fetch_add(words, 1) == 0 else { return }
+        guard hal_fetch_add(word(.closed), 1) == 0 else { return }
         streaming?.close()
         fetcher.close()
         sharedTier?.close()
@@ -167,7 +187,7 @@ public final class FlagService: Sendable {
     }
 
     /// Whether ``close()`` was called.
-    public var isClosed: Bool { hal_load_acquire(words) != 0 }
+    public var isClosed: Bool { hal_load_acquire(word(.closed)) != 0 }
 
     /// The service's status: `notReady` until a fetch succeeds, then `ready`; `error` from a
     /// 429 or the service-wide backoff until the next success (during a pause and after it,
@@ -186,8 +206,13 @@ public final class FlagService: Sendable {
         candidate.key = key
         try candidate.validate()
         guard !isClosed else { return }
-        sharedTier?.setKey(baseURL: options.baseURL, key: key, appID: options.appID)
-        fetcher.setKey(key)
+        // One step: the request key, its generation and the shared cache's names change
+        // together, so an answer to the old key is never applied nor written under the new
+        // key's names (SPEC §12, §15; docs/service.md, "Key rotation").
+        let tierKeys = sharedTier.map {
+            ($0, SharedTier.Keys(baseURL: options.baseURL, key: key, appID: options.appID))
+        }
+        fetcher.setKey(key, tier: tierKeys)
     }
 
     /// Counters: the cache, the fetches, the reads and the exposures.
@@ -201,14 +226,14 @@ public final class FlagService: Sendable {
         stats.cache.contextsHeld = totals.count
         stats.cache.failureRecords = totals.failures
         stats.cache.failureRecordEvictions = totals.failureEvictions
-        stats.fetching.probes = Int(hal_load_relaxed(words + 5))
+        stats.fetching.probes = Int(hal_load_relaxed(word(.probes)))
         stats.cache.bytesHeld = cache.bytesHeld
         stats.cache.peakBytesHeld = cache.peakBytesHeld
         stats.fetching.inFlight = totals.flights
-        stats.cache.coldWaits = Int(hal_load_relaxed(words + 1))
-        stats.cache.coldWaitTimeouts = Int(hal_load_relaxed(words + 2))
-        stats.cache.invalidContexts = Int(hal_load_relaxed(words + 3))
-        stats.fetching.backgroundRefreshes = Int(hal_load_relaxed(words + 4))
+        stats.cache.coldWaits = Int(hal_load_relaxed(word(.coldWaits)))
+        stats.cache.coldWaitTimeouts = Int(hal_load_relaxed(word(.coldWaitTimeouts)))
+        stats.cache.invalidContexts = Int(hal_load_relaxed(word(.invalidContexts)))
+        stats.fetching.backgroundRefreshes = Int(hal_load_relaxed(word(.backgroundRefreshes)))
         let fetches = fetcher.stats
         stats.fetching.requests = fetches.requestsSent
         stats.fetching.byStatus = fetches.responsesByStatus
@@ -242,7 +267,7 @@ public final class FlagService: Sendable {
             let limit = options.maxContextCodeUnits
             return try memo.entry(context) { (c) throws(ContextError) in try c.fitted(limit: limit) }
         } catch {
-            _ = hal_fetch_add(words + 3, 1)
+            _ = hal_fetch_add(word(.invalidContexts), 1)
             return nil
         }
     }

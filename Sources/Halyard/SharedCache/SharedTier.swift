@@ -56,6 +56,8 @@ final class SharedTier: Sendable {
 
     private struct State {
         var keys: Keys
+        /// The fetcher's key generation ``keys`` belong to (``setKeys(_:generation:)``).
+        var generation: UInt64 = 0
         var breaker = SharedCacheBreaker()
         var stats = SharedCacheStats()
         /// Whether the unavailability was logged (once per breaker opening).
@@ -100,19 +102,27 @@ final class SharedTier: Sendable {
         }
     }
 
-    /// Entries are named and MAC'd under the new key from now on (`setKey`).
-    func setKey(baseURL: URL, key: String, appID: String?) {
-        let keys = Keys(baseURL: baseURL, key: key, appID: appID)
-        state.withLock { $0.keys = keys }
+    /// Entries are named and MAC'd under the new key from now on: `setKey`, called by the
+    /// service's fetcher in the critical section that makes `generation` its key generation.
+    func setKeys(_ keys: Keys, generation: UInt64) {
+        state.withLock {
+            $0.keys = keys
+            $0.generation = generation
+        }
     }
+
+    /// The names and MAC key in use now, and the key generation they belong to: a fetch takes
+    /// them once and makes every call of its own with them.
+    var current: (keys: Keys, generation: UInt64) { state.withLock { ($0.keys, $0.generation) } }
 
     func close() { client.close() }
 
     // MARK: - Calls
 
-    /// The entry of `fingerprint`, when there is a usable one.
-    func lookup(_ fingerprint: String) async -> Lookup {
-        let keys = state.withLock { $0.keys }
+    /// The entry of `fingerprint`, when there is a usable one (under `keys`, *default* the
+    /// current ones).
+    func lookup(_ fingerprint: String, keys: Keys? = nil) async -> Lookup {
+        let keys = keys ?? state.withLock { $0.keys }
         let id = keys.id(fingerprint)
         let replies = await perform { (client) throws(RedisError) in try client.pipeline([.get(keys.entryKey(id))]) }
         guard let replies else { return .unavailable }
@@ -121,8 +131,8 @@ final class SharedTier: Sendable {
 
     /// The entry of `fingerprint` and whether its lease is still held (one round trip): what a
     /// pod waiting for another's fetch looks at.
-    func poll(_ fingerprint: String) async -> (Lookup, leaseHeld: Bool) {
-        let keys = state.withLock { $0.keys }
+    func poll(_ fingerprint: String, keys: Keys? = nil) async -> (Lookup, leaseHeld: Bool) {
+        let keys = keys ?? state.withLock { $0.keys }
         let id = keys.id(fingerprint)
         let replies = await perform { (client) throws(RedisError) in
             try client.pipeline([.get(keys.entryKey(id)), .get(keys.leaseKey(id))])
@@ -136,8 +146,8 @@ final class SharedTier: Sendable {
     /// Takes `fingerprint`'s lease (`SET … NX PX`) with a random token, and reads the entry in
     /// the same round trip: another pod may have written it and released its lease since this
     /// pod looked (then the lease just taken is given back and the entry used).
-    func acquireLease(_ fingerprint: String) async -> Lease {
-        let keys = state.withLock { $0.keys }
+    func acquireLease(_ fingerprint: String, keys: Keys? = nil) async -> Lease {
+        let keys = keys ?? state.withLock { $0.keys }
         let id = keys.id(fingerprint)
         var generator = SystemRandomNumberGenerator()
         let token = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -165,9 +175,18 @@ final class SharedTier: Sendable {
     }
 
     /// Writes `entry` for `fingerprint` (unless it is over the entry limit) and releases the
-    /// lease `token` when given, in one round trip.
-    func store(_ entry: SharedEntry?, for fingerprint: String, releasing token: [UInt8]?) async {
-        let keys = state.withLock { $0.keys }
+    /// lease `token` when given, in one round trip. The entry is written only when
+    /// `generation` (the key generation its request was sent with; nil: the current one) is
+    /// still the current one, under that key's names and MAC, never under a newer key's
+    /// (SPEC §15). The lease is released under `leaseKeys` (those it was taken with; *default*
+    /// the current ones).
+    func store(
+        _ entry: SharedEntry?, for fingerprint: String, sentWith generation: UInt64? = nil,
+        releasing token: [UInt8]?, leaseKeys: Keys? = nil
+    ) async {
+        let (current, currentGeneration) = state.withLock { ($0.keys, $0.generation) }
+        let entry = generation == nil || generation == currentGeneration ? entry : nil
+        let keys = current
         let id = keys.id(fingerprint)
         var commands: [RedisCommand] = []
         if let entry {
@@ -182,7 +201,10 @@ final class SharedTier: Sendable {
             }
         }
         let writes = commands.count
-        if let token { commands.append(.compareAndDelete(keys.leaseKey(id), token: token)) }
+        if let token {
+            let leaseKeys = leaseKeys ?? keys
+            commands.append(.compareAndDelete(leaseKeys.leaseKey(leaseKeys.id(fingerprint)), token: token))
+        }
         guard !commands.isEmpty else { return }
         let pipeline = commands
         let replies = await perform { (client) throws(RedisError) in try client.pipeline(pipeline) }

@@ -45,6 +45,8 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
         var waiting: [CheckedContinuation<Void, Never>] = []
         var opensHeld = false
         var openWaiting: [CheckedContinuation<Void, Never>] = []
+        /// Bulk requests whose body contains `match` are answered `status` at once (not held).
+        var failing: (match: String, status: Int, headers: [String: String])?
     }
 
     /// The advertised stream's URL: it carries a secret, so tests can check it never leaks.
@@ -72,6 +74,11 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
     var version: Int { state.withLock { $0.version } }
     func setAdvertise(_ on: Bool) { state.withLock { $0.advertise = on } }
     func setStreamAnswer(_ answer: StreamAnswer) { state.withLock { $0.streamAnswer = answer } }
+    /// Answers the bulk requests whose body contains `match` with `status` and `headers` at
+    /// once, even while answers are held (one context refused or rate-limited).
+    func fail(bodyContaining match: String, status: Int, headers: [String: String] = [:]) {
+        state.withLock { $0.failing = (match, status, headers) }
+    }
 
     /// Sends raw event-stream text on the newest open connection.
     func push(_ text: String) {
@@ -147,6 +154,11 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
             s.maxInFlight = max(s.maxInFlight, s.inFlight)
         }
         defer { state.withLock { $0.inFlight -= 1 } }
+        if let failing = state.withLock({ $0.failing }),
+            String(decoding: request.body, as: UTF8.self).contains(failing.match)
+        {
+            return TransportResponse(status: failing.status, headers: failing.headers)
+        }
         let versionAtSend = state.withLock { $0.answersAsSent ? $0.version : nil }
         // Let concurrent requests overlap (a real server takes time too).
         await Task.yield()

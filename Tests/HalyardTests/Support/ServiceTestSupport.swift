@@ -88,3 +88,32 @@ final class BarrierTransport: FlagTransport, Sendable {
         return try await inner.send(request)
     }
 }
+
+/// A control plane that tells keys apart (SPEC §12, key rotation): a request carrying
+/// `Bearer old-key` is held until ``releaseOne()`` and then answered `oldKeyStatus` (a 200
+/// serves `env = "old"`; a 429 or 503 carries `Retry-After: 60`); any other key is answered at
+/// once with `env = "new"`.
+final class OldKeyTransport: FlagTransport, Sendable {
+    let oldKeyStatus: Int
+    private let waiting = Locked<[CheckedContinuation<Void, Never>]>([])
+    var held: Int { waiting.withLock { $0.count } }
+
+    init(oldKeyStatus: Int) { self.oldKeyStatus = oldKeyStatus }
+
+    func releaseOne() {
+        let next = waiting.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        next?.resume()
+    }
+
+    static func answer(_ env: String) -> TransportResponse {
+        let body = #"{"flags":[{"key":"env","value":"\#(env)","reason":"STATIC"}]}"#
+        return TransportResponse(status: 200, headers: ["Content-Type": "application/json"], body: Data(body.utf8))
+    }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        guard request.headers["Authorization"] == "Bearer old-key" else { return Self.answer("new") }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in waiting.withLock { $0.append(c) } }
+        if oldKeyStatus == 200 { return Self.answer("old") }
+        return TransportResponse(status: oldKeyStatus, headers: ["Retry-After": "60"])
+    }
+}

@@ -46,6 +46,21 @@ final class ContextCache: Sendable {
         /// Its place in the shard's ``Shard/streamUses`` when it was used since the last stream
         /// wave, else -1 (`ContextCache+StreamUses.swift`).
         var useSlot: Int32 = -1
+
+        /// The policy's facts of this context (``ContextPolicy/Held``), read and written as one.
+        var held: ContextPolicy.Held {
+            @inline(__always) get {
+                ContextPolicy.Held(
+                    confirmedAt: confirmedAt, retryAt: retryAt, failures: failures, sheds: sheds, probed: probed)
+            }
+            @inline(__always) set {
+                confirmedAt = newValue.confirmedAt
+                retryAt = newValue.retryAt
+                failures = newValue.failures
+                sheds = newValue.sheds
+                probed = newValue.probed
+            }
+        }
     }
 
     /// The whole cache's byte bound as an atomic reservation: bytes are reserved before an

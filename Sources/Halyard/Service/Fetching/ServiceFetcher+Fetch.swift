@@ -9,10 +9,20 @@ extension ServiceFetcher {
         _ context: FittedContext, etag: String?, priority: FetchPriority = .cold, flight: ContextFlight? = nil,
         flagConfig: FlagConfigVersion? = nil, probe: Bool = false
     ) async -> Result {
+        await send(context, etag: etag, priority: priority, flight: flight, flagConfig: flagConfig, probe: probe)
+            .result
+    }
+
+    /// ``fetch(_:etag:priority:flight:flagConfig:probe:)`` with what its request was sent with
+    /// and when (``Answer/sent``, nil when nothing was sent).
+    func send(
+        _ context: FittedContext, etag: String?, priority: FetchPriority = .cold, flight: ContextFlight? = nil,
+        flagConfig: FlagConfigVersion? = nil, probe: Bool = false
+    ) async -> Answer {
         switch await acquire(priority, flight: flight, probe: probe) {
         case .granted: break
-        case .refused(let until): return .skipped(until: until)
-        case .shed: return .shed
+        case .refused(let until): return Answer(result: .skipped(until: until))
+        case .shed: return Answer(result: .shed)
         }
         defer { release() }
         let now = clock.monotonicNow
@@ -21,14 +31,18 @@ extension ServiceFetcher {
         if gate.closed || gate.fatal || paused {
             // Paused, fatal or closed while it waited for its slot.
             if paused { state.withLock { $0.stats.paused += 1 } }
-            return .skipped(until: gate.pausedUntil)
+            return Answer(result: .skipped(until: gate.pausedUntil))
         }
-        // The generation before the request reads the key: a `setKey` in between makes this
-        // request's refusal count as an old key's at worst (ignored once; the next one counts).
-        let generation = state.withLock { $0.keyGeneration }
+        // The key and its generation in one read: the request carries exactly the key its
+        // answer is judged by (SPEC §12).
+        let (generation, key) = state.withLock { s -> (UInt64, String) in
+            s.stats.requestsSent += 1
+            return (s.keyGeneration, s.key)
+        }
         let request = builder.request(
-            contextJSON: context.canonicalJSON, ifNoneMatch: etag, flagConfig: flagConfig)
-        state.withLock { $0.stats.requestsSent += 1 }
+            contextJSON: context.canonicalJSON, ifNoneMatch: etag, flagConfig: flagConfig, key: key)
+        // Confirmed as of now: an answer is as old as its request (docs/service.md, "Event streams").
+        let sent = Sent(keyGeneration: generation, at: clock.monotonicNow, wallAt: clock.wallNow)
         let outcome: RefreshMachine.Outcome
         var decoded: OFREPResponse?
         var status: Int?
@@ -47,11 +61,11 @@ extension ServiceFetcher {
         } catch {
             // Cancelled (close(), a service dropped): not a network error, nothing to record.
             if Task.isCancelled || error is CancellationError || (error as? TransportError) == .cancelled {
-                return .skipped(until: nil)
+                return Answer(result: .skipped(until: nil), sent: sent)
             }
             outcome = .transient(.network, retryAfter: nil)
         }
-        return record(outcome, status: status, decoded: decoded, generation: generation)
+        return Answer(result: record(outcome, status: status, decoded: decoded, generation: generation), sent: sent)
     }
 
     private func record(
@@ -66,10 +80,13 @@ extension ServiceFetcher {
         let result = state.withLock { s -> Result in
             defer { publish(s) }
             if let status { s.stats.responsesByStatus[status, default: 0] += 1 }
-            if case .unauthorized = outcome, generation != s.keyGeneration {
-                // Sent with a key `setKey` has replaced: says nothing about the new key (with 32
-                // fetches in flight, a late 401 made the service fatal again after the rotation).
-                s.stats.staleKeyRefusals += 1
+            if generation != s.keyGeneration {
+                // Sent with a key `setKey` has replaced: says nothing about the new key, whatever
+                // its status (SPEC §12). A 200 would serve (and cache) the old environment's
+                // values; a 429 or 5xx would pause the new key's fetches; a late 401 made the
+                // service fatal again after the rotation (with 32 fetches in flight).
+                if case .unauthorized = outcome { s.stats.staleKeyRefusals += 1 }
+                s.stats.staleKeyAnswers += 1
                 return .skipped(until: nil)
             }
             switch outcome {

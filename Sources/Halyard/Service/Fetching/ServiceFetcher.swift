@@ -46,10 +46,33 @@ final class ServiceFetcher: Sendable {
         case granted, refused, dropped, shed
     }
 
+    /// What a fetch came to, and what its request was sent with and when (nil: nothing was
+    /// sent). An answer is judged by its request: its values are confirmed as of ``Sent/at``
+    /// (SPEC §12: an answer that crossed a change event is stale to it), and an answer to a
+    /// key `setKey` has replaced is never applied (``Result/skipped(until:)``).
+    struct Answer: Sendable {
+        var result: Result
+        var sent: Sent? = nil
+    }
+
+    /// A request as it left: the key generation it was built with and when it was sent.
+    struct Sent: Sendable {
+        /// The ``State/keyGeneration`` of the key the request carried.
+        var keyGeneration: UInt64
+        /// When it was sent (monotonic): the confirmation time of what it brings back.
+        var at: Duration
+        /// The same moment on the wall clock (the shared cache's entries carry wall times).
+        var wallAt: Date
+    }
+
     struct State {
         /// Bumped by every ``ServiceFetcher/setKey(_:)``: a request carries the generation of
-        /// the key it was built with, and a refusal of an older key changes nothing.
+        /// the key it was built with (read with ``key`` under this lock), and an answer to an
+        /// older key, whatever its status, changes nothing (SPEC §12).
         var keyGeneration: UInt64 = 0
+        /// The key requests are built with now (the identity's, read together with
+        /// ``keyGeneration``).
+        var key: String
         var inFlight = 0
         var queue: FetchQueue
         var waiting: [UInt64: CheckedContinuation<Grant, Never>] = [:]
@@ -83,6 +106,8 @@ final class ServiceFetcher: Sendable {
         var forbidden = 0
         /// 401/403 answers to requests sent with a key `setKey` has replaced (ignored).
         var staleKeyRefusals = 0
+        /// Answers of any status to requests sent with a key `setKey` has replaced (ignored).
+        var staleKeyAnswers = 0
     }
 
     /// What ``gate(now:)`` found: read from atomics, no lock.
@@ -128,12 +153,30 @@ final class ServiceFetcher: Sendable {
     let logHandler: HalyardLogHandler?
     private let identity: ClientIdentity
     let state: Locked<State>
-    /// [flags (1 closed, 2 fatal), paused until (ns, monotonic), outstanding (fetches created
-    /// and not finished: in flight, queued, or their task not started yet), paused refusals
-    /// before a flight, sheds before a flight, refreshes outstanding, a 429's `Retry-After`
-    /// until (ns, monotonic)]: the gate a request checks before it creates anything, without
-    /// the lock.
-    private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(capacity: 7)
+    /// The gate's atomic words: what a request checks before it creates anything, without the
+    /// lock. Named offsets into one allocation (``word(_:)``).
+    enum Word: Int, CaseIterable {
+        /// 1: closed, 2: fatal.
+        case flags
+        /// The pause's end (ns, monotonic).
+        case pausedUntil
+        /// Fetches created and not finished: in flight, queued, or their task not started yet.
+        case outstanding
+        /// Requests refused by a pause before they created a flight.
+        case pausedRefusals
+        /// Refreshes shed before they created a flight.
+        case shedRefusals
+        /// Refreshes outstanding.
+        case refreshes
+        /// A 429's `Retry-After` end (ns, monotonic).
+        case retryAfterUntil
+    }
+
+    private nonisolated(unsafe) let words = UnsafeMutablePointer<hal_atomic_word>.allocate(
+        capacity: Word.allCases.count)
+
+    /// The atomic word `w`.
+    @inline(__always) private func word(_ w: Word) -> UnsafeMutablePointer<hal_atomic_word> { words + w.rawValue }
 
     init(options: FlagServiceOptions, identity: ClientIdentity, transport: any FlagTransport) {
         builder = OFREPRequestBuilder(
@@ -154,19 +197,19 @@ final class ServiceFetcher: Sendable {
             initial: options.initialBackoff, maximum: options.maxBackoff, floor: options.initialBackoff / 2)
         backoffAfterFailures = max(1, options.backoffAfterFailures)
         logHandler = options.logHandler
-        state = Locked(State(queue: FetchQueue(capacity: max(0, options.maxQueuedFetches))))
-        words.initialize(repeating: hal_atomic_word(value: 0), count: 7)
+        state = Locked(State(key: identity.key, queue: FetchQueue(capacity: max(0, options.maxQueuedFetches))))
+        words.initialize(repeating: hal_atomic_word(value: 0), count: Word.allCases.count)
     }
 
     deinit { words.deallocate() }
 
     var status: ClientStatus { state.withLock { $0.status } }
     /// Whether the key was refused (401), from the atomic copy (no lock).
-    var isFatal: Bool { hal_load_acquire(words) & 2 != 0 }
+    var isFatal: Bool { hal_load_acquire(word(.flags)) & 2 != 0 }
     var stats: FetchStats {
         var stats = state.withLock { $0.stats }
-        stats.paused += Int(hal_load_relaxed(words + 3))
-        stats.shed += Int(hal_load_relaxed(words + 4))
+        stats.paused += Int(hal_load_relaxed(word(.pausedRefusals)))
+        stats.shed += Int(hal_load_relaxed(word(.shedRefusals)))
         return stats
     }
     /// Fetches waiting for a slot now.
@@ -176,11 +219,11 @@ final class ServiceFetcher: Sendable {
 
     /// Whether fetches may be created now: atomics only, for the request path.
     func gate(now: Duration) -> Gate {
-        let flags = hal_load_acquire(words)
-        let paused = Self.duration(hal_load_relaxed(words + 1))
-        let outstanding = Int(hal_load_relaxed(words + 2))
-        let refreshes = Int(hal_load_relaxed(words + 5))
-        let retryAfter = Self.duration(hal_load_relaxed(words + 6))
+        let flags = hal_load_acquire(word(.flags))
+        let paused = Self.duration(hal_load_relaxed(word(.pausedUntil)))
+        let outstanding = Int(hal_load_relaxed(word(.outstanding)))
+        let refreshes = Int(hal_load_relaxed(word(.refreshes)))
+        let retryAfter = Self.duration(hal_load_relaxed(word(.retryAfterUntil)))
         return Gate(
             closed: flags & 1 != 0, fatal: flags & 2 != 0, pausedUntil: now < paused ? paused : nil,
             retryAfterInForce: now < retryAfter, coldRoom: outstanding < maxConcurrent + maxQueued,
@@ -189,20 +232,20 @@ final class ServiceFetcher: Sendable {
 
     /// Counts a fetch created (before its task starts, so a loop of misses sees it at once).
     func began(_ priority: FetchPriority) {
-        _ = hal_fetch_add(words + 2, 1)
-        if priority == .refresh { _ = hal_fetch_add(words + 5, 1) }
+        _ = hal_fetch_add(word(.outstanding), 1)
+        if priority == .refresh { _ = hal_fetch_add(word(.refreshes), 1) }
     }
 
     /// Counts a fetch finished (whatever its result).
     func ended(_ priority: FetchPriority) {
-        _ = hal_fetch_add(words + 2, UInt(bitPattern: -1))
-        if priority == .refresh { _ = hal_fetch_add(words + 5, UInt(bitPattern: -1)) }
+        _ = hal_fetch_add(word(.outstanding), UInt(bitPattern: -1))
+        if priority == .refresh { _ = hal_fetch_add(word(.refreshes), UInt(bitPattern: -1)) }
     }
 
     /// Counts a fetch a request did not create because of `gate`.
     func countRefused(_ gate: Gate) {
         if gate.closed || gate.fatal { return }
-        _ = hal_fetch_add(gate.pausedUntil != nil ? words + 3 : words + 4, 1)
+        _ = hal_fetch_add(word(gate.pausedUntil != nil ? .pausedRefusals : .shedRefusals), 1)
     }
 
     /// The backoff delay for a context's own `failures`, with `unit` uniform in [0, 1) drawn by
@@ -213,9 +256,12 @@ final class ServiceFetcher: Sendable {
     /// delay drawn under the uncapped ceiling and then cut to the cap would be the cap itself
     /// after a few failures, for every context at once.
     func contextDelay(failures: Int, unit: Double, held: Bool = false) -> Duration {
-        var backoff = contextBackoff
-        if held { backoff.maximum = min(backoff.maximum, recoveryInterval) }
-        return backoff.delay(failures: max(1, failures), unit: unit)
+        backoffs.contextDelay(failures: failures, unit: unit, held: held)
+    }
+
+    /// The per-context backoffs, as the policy draws them (``ContextPolicy/Backoffs``).
+    var backoffs: ContextPolicy.Backoffs {
+        ContextPolicy.Backoffs(context: contextBackoff, recoveryInterval: recoveryInterval)
     }
 
     /// The retry step of a held context whose refresh was shed for want of room, after `sheds`
@@ -226,23 +272,30 @@ final class ServiceFetcher: Sendable {
     /// the shorter one, so a context shed by the burst of requests that follows a pause is
     /// sent again within half a recovery interval of that burst (docs/service.md, "Recovery").
     func shedDelay(sheds: Int, unit: Double) -> Duration {
-        var backoff = contextBackoff
-        backoff.maximum = min(backoff.maximum, recoveryInterval / 2)
-        return backoff.delay(failures: max(1, sheds), unit: unit)
+        backoffs.shedDelay(sheds: sheds, unit: unit)
     }
 
     /// Whether ``close()`` was called (tracked tasks are no longer started).
     var isClosedForTasks: Bool { state.withLock { $0.closed } }
 
     /// Replaces the key (``FlagService/setKey(_:)``): ends the fatal state of a refused key.
-    func setKey(_ key: String) {
-        identity.setKey(key)
+    /// From the moment it returns, every answer to a request sent with an earlier key is
+    /// ignored. `tier`: the shared cache, whose names and MAC key change in the same critical
+    /// section, tagged with the new generation (an entry is written only under the names of
+    /// the key its request was sent with, and only while that key is current: SPEC §15).
+    func setKey(_ key: String, tier: (tier: SharedTier, keys: SharedTier.Keys)? = nil) {
         state.withLock { s in
+            identity.setKey(key)
+            s.key = identity.key
             s.keyGeneration &+= 1
+            if let tier { tier.tier.setKeys(tier.keys, generation: s.keyGeneration) }
             if s.status == .fatal { s.status = .notReady }
             publish(s)
         }
     }
+
+    /// Whether `generation` is the key generation in use now.
+    func isCurrentKey(_ generation: UInt64) -> Bool { state.withLock { $0.keyGeneration == generation } }
 
     /// Values were served from the fleet's shared cache: a service still `notReady` is `ready`
     /// (its fleet reached the control plane); `error` and `fatal` stay until a fetch of its own.
@@ -282,9 +335,9 @@ final class ServiceFetcher: Sendable {
 
     /// Copies the gate into the atomics (under the lock, so copies never go backwards).
     func publish(_ s: State) {
-        hal_store_release(words, (s.closed ? 1 : 0) | (s.status == .fatal ? 2 : 0))
-        hal_store_relaxed(words + 1, Self.nanoseconds(s.pausedUntil))
-        hal_store_relaxed(words + 6, Self.nanoseconds(s.retryAfterUntil))
+        hal_store_release(word(.flags), (s.closed ? 1 : 0) | (s.status == .fatal ? 2 : 0))
+        hal_store_relaxed(word(.pausedUntil), Self.nanoseconds(s.pausedUntil))
+        hal_store_relaxed(word(.retryAfterUntil), Self.nanoseconds(s.retryAfterUntil))
     }
 
     /// Refuses every queued and future fetch at once and cancels the running ones. Idempotent.
@@ -301,5 +354,16 @@ final class ServiceFetcher: Sendable {
         }
         for waiter in waiters { waiter.resume(returning: .refused) }
         for task in tasks { task.cancel() }
+    }
+}
+
+extension ServiceFetcher.Result {
+    /// Whether no request was sent and nothing was learnt: skipped (paused, closed, fatal,
+    /// dropped, cancelled) or shed. A fleet's shared entry was not sent either, but it answers.
+    var wasNotSent: Bool {
+        switch self {
+        case .skipped, .shed: true
+        default: false
+        }
     }
 }

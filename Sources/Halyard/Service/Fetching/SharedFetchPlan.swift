@@ -35,11 +35,16 @@ struct SharedFetchPlan: Sendable {
     static let firstPoll: Duration = .milliseconds(2)
     static let maxPoll: Duration = .milliseconds(20)
 
+    ///
+    /// Every call of one fetch uses the names and MAC key current when it started, and an
+    /// entry read under a key `setKey` has replaced since is not served (nor is an answer to
+    /// a request sent with it applied or written: ``ServiceFetcher/Answer``).
     func fetch(
         _ fitted: FittedContext, _ start: FlagService.Start, priority: FetchPriority, tier: SharedTier,
         fetcher: ServiceFetcher
-    ) async -> ServiceFetcher.Result {
+    ) async -> ServiceFetcher.Answer {
         let fingerprint = fitted.fingerprint
+        let (keys, generation) = tier.current
         // The event's arrival on the wall clock (entries carry wall times: pods share no clock).
         let eventWall = start.eventAt.map { eventAt in
             SharedTier.milliseconds(clock.wallNow) - (clock.monotonicNow - eventAt).saturatingMilliseconds
@@ -53,13 +58,14 @@ struct SharedFetchPlan: Sendable {
             return entry.confirmedAt >= eventWall
         }
 
-        func fetchFromControlPlane(releasing token: [UInt8]?) async -> ServiceFetcher.Result {
-            // The entry is confirmed as of before its request was sent: an answer to a request
-            // sent before a change event must never look newer than the event to another pod.
-            let confirmed = SharedTier.milliseconds(clock.wallNow)
-            let result = await fetcher.fetch(
+        func fetchFromControlPlane(releasing token: [UInt8]?) async -> ServiceFetcher.Answer {
+            let answer = await fetcher.send(
                 fitted, etag: start.previous?.etag, priority: priority, flight: start.flight,
                 flagConfig: start.flagConfig, probe: start.probe)
+            let result = answer.result
+            // The entry is confirmed as of when its request was sent: an answer to a request
+            // sent before a change event must never look newer than the event to another pod.
+            let confirmed = SharedTier.milliseconds(answer.sent?.wallAt ?? clock.wallNow)
             var entry: SharedEntry?
             switch result {
             case .updated(let response, let etag):
@@ -74,24 +80,29 @@ struct SharedFetchPlan: Sendable {
             default:
                 break
             }
-            if entry != nil || token != nil { await tier.store(entry, for: fingerprint, releasing: token) }
-            return result
+            if entry != nil || token != nil {
+                await tier.store(
+                    entry, for: fingerprint, sentWith: answer.sent?.keyGeneration, releasing: token, leaseKeys: keys)
+            }
+            return answer
         }
 
-        func served(_ entry: SharedEntry) -> ServiceFetcher.Result {
+        func served(_ entry: SharedEntry) -> ServiceFetcher.Answer {
+            // Read under a key `setKey` has replaced since: the old environment's values.
+            guard fetcher.isCurrentKey(generation) else { return .init(result: .skipped(until: nil)) }
             tier.noteHit()
             fetcher.servedFromSharedCache()
-            return .shared(entry)
+            return .init(result: .shared(entry))
         }
 
         // A pod that has not yet learned the stream asks the control plane once.
         if let streamLearning, streamLearning.take() {
-            let result = await fetchFromControlPlane(releasing: nil)
-            if case .updated = result {} else { streamLearning.giveBack() }
-            return result
+            let answer = await fetchFromControlPlane(releasing: nil)
+            if case .updated = answer.result {} else { streamLearning.giveBack() }
+            return answer
         }
 
-        switch await tier.lookup(fingerprint) {
+        switch await tier.lookup(fingerprint, keys: keys) {
         case .entry(let entry) where answers(entry):
             return served(entry)
         case .entry(let entry):
@@ -105,21 +116,21 @@ struct SharedFetchPlan: Sendable {
         }
 
         for _ in 0..<2 {
-            switch await tier.acquireLease(fingerprint) {
+            switch await tier.acquireLease(fingerprint, keys: keys) {
             case .unavailable:
                 return await fetchFromControlPlane(releasing: nil)
             case .acquired(let token, let entry):
                 if let entry, answers(entry) {
                     // Written by another pod between this pod's look and its lease.
-                    await tier.store(nil, for: fingerprint, releasing: token)
+                    await tier.store(nil, for: fingerprint, releasing: token, leaseKeys: keys)
                     return served(entry)
                 }
                 return await fetchFromControlPlane(releasing: token)
             case .held:
-                let entry = await waitForEntry(fingerprint, tier: tier, answers: answers)
+                let entry = await waitForEntry(fingerprint, tier: tier, keys: keys, answers: answers)
                 tier.noteLeaseWait(served: entry != nil)
                 if let entry { return served(entry) }
-                if Task.isCancelled { return .skipped(until: nil) }
+                if Task.isCancelled { return .init(result: .skipped(until: nil)) }
             }
         }
         return await fetchFromControlPlane(releasing: nil)
@@ -128,14 +139,14 @@ struct SharedFetchPlan: Sendable {
     /// Polls the entry and the lease until an entry answers, the lease is gone, Redis is
     /// unavailable or the lease's lifetime has passed.
     private func waitForEntry(
-        _ fingerprint: String, tier: SharedTier, answers: (SharedEntry) -> Bool
+        _ fingerprint: String, tier: SharedTier, keys: SharedTier.Keys, answers: (SharedEntry) -> Bool
     ) async -> SharedEntry? {
         let deadline = clock.monotonicNow + tier.leaseDuration
         var pause = Self.firstPoll
         while clock.monotonicNow < deadline {
             do { try await clock.sleep(for: pause) } catch { return nil }
             pause = min(pause * 2, Self.maxPoll)
-            let (lookup, held) = await tier.poll(fingerprint)
+            let (lookup, held) = await tier.poll(fingerprint, keys: keys)
             switch lookup {
             case .entry(let entry) where answers(entry): return entry
             case .unavailable: return nil

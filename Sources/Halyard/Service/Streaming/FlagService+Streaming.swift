@@ -9,6 +9,7 @@ extension FlagService {
             .init(
                 fetch: { [weak self] fetch in
                     guard let self, let streaming = self.streaming else { return }
+                    self.markFlights(fetch.flagConfig)
                     await streaming.wave(fetch) { [weak self] fitted, flagConfig in
                         await self?.refreshHeld(fitted, flagConfig: flagConfig)
                     }
