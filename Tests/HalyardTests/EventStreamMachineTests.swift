@@ -494,4 +494,33 @@ struct EventStreamMachineTests {
         #expect(!d.logs.isEmpty)
         #expect(d.logs.allSatisfy { !$0.contains("http") && !$0.contains("/") })
     }
+
+    @Test("a key change replaces a connected or connecting stream at once; a waiting one keeps its time")
+    func reauthenticateReconnects() throws {
+        var d = StreamDriver()
+        d.connected()
+        d.feed(.fetchFinished)
+        d.feed(.reauthenticate)
+        #expect(d.disconnects == [1])
+        #expect(d.connects == [1, 2])
+        #expect(d.machine.stats.connected == false)
+        d.feed(.reauthenticate)  // still connecting: that connect goes too
+        #expect(d.disconnects == [1, 2])
+        #expect(d.connects == [1, 2, 3])
+        d.feed(.opened(connection: 3, status: 200, isEventStream: true))
+        #expect(d.fetches.last == EventStreamMachine.Fetch(reason: .connected))
+        // Waiting to reconnect (a failure): the wait and its failure count stay.
+        d.feed(.fetchFinished)
+        d.feed(.closed(connection: 3, .transportError))
+        let wake = d.machine.nextWake
+        let failures = d.machine.failures
+        d.feed(.reauthenticate)
+        #expect(d.connects == [1, 2, 3])
+        #expect(d.machine.nextWake == wake)
+        #expect(d.machine.failures == failures)
+        // Idle (nothing advertised): nothing.
+        var idle = StreamDriver()
+        idle.feed(.reauthenticate)
+        #expect(idle.connects.isEmpty && idle.disconnects.isEmpty)
+    }
 }

@@ -188,6 +188,8 @@ public final class FlagService: Sendable {
         guard !isClosed else { return }
         sharedTier?.setKey(baseURL: options.baseURL, key: key, appID: options.appID)
         fetcher.setKey(key)
+        // A stream opened with the old key reconnects with the new one (SPEC §12).
+        streaming?.driver.keyChanged()
     }
 
     /// Counters: the cache, the fetches, the reads and the exposures.

@@ -83,6 +83,10 @@ struct EventStreamMachine: Sendable {
         case fetchFinished
         case setActive(Bool)
         case timer
+        /// The credential the stream is opened with changed (`setKey`, a stream on the control
+        /// plane's origin): a connection opened or opening with the old one is replaced at once
+        /// (the backoff state is kept); a stream waiting to reconnect keeps its time.
+        case reauthenticate
         /// The owner closed: disconnect, no more actions.
         case stop
     }
@@ -384,6 +388,15 @@ struct EventStreamMachine: Sendable {
                     following, hard: false, message: "the event stream was silent too long; reconnecting", now: now,
                     random: &random, into: &actions)
             default: break
+            }
+        case .reauthenticate:
+            switch phase {
+            case .connecting(_, let following), .connected(_, _, let following):
+                actions.append(.disconnect(connection: connection))
+                actions.append(.log(.debug, "event stream reconnecting with the new key"))
+                connect(now: now, following: following, into: &actions)
+            case .idle, .waiting, .suspended, .stopped:
+                break
             }
         case .stop:
             disconnect(into: &actions)
