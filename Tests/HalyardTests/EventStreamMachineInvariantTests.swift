@@ -47,6 +47,7 @@ struct StreamScenario: RandomScenario {
     /// The kinds of input, drawn by weight.
     private enum Kind {
         case advertised, withdrawn, opened, bytes, message, closed, fetchFinished, setActive, timer, stop
+        case reauthenticate
     }
 
     /// Draws one input (moving the clock), feeds it, and checks the invariants.
@@ -69,7 +70,7 @@ struct StreamScenario: RandomScenario {
             (6, Kind.advertised), (2, .withdrawn), (connecting ? 20 : 2, .opened), (12, .bytes),
             (connected ? 40 : 8, .message),
             (8, .closed), (invariants.fetchesInFlight > 0 ? 20 : 0, .fetchFinished), (6, .setActive), (28, .timer),
-            (1, .stop),
+            (1, .stop), (2, .reauthenticate),
         ])
         if kind == .timer, random.chance(0.8), let wake = machine.nextWake {
             now = max(now, wake)
@@ -105,6 +106,7 @@ struct StreamScenario: RandomScenario {
         case .setActive: return .setActive(random.chance(0.5))
         case .timer: return .timer
         case .stop: return .stop
+        case .reauthenticate: return .reauthenticate
         }
     }
 
