@@ -114,9 +114,10 @@ extension CacheClientTests {
     }
 
     /// setKey race: the key changes (setKey's first step, the shared identity) while the answer
-    /// to a request made with the old key is on its way; the answer is saved under the old
-    /// key's namespace, never served to the new key's next cold start.
-    @Test func anAnswerIsSavedUnderTheKeyItsRequestCarried() async throws {
+    /// to a request made with the old key is on its way. That answer is ignored (issue 47, SPEC
+    /// §12): not served, and saved under no namespace (before: saved under the old key's, the
+    /// rule then); the new key's own fetch is saved under the new key.
+    @Test func anOldKeysAnswerIsNeverSaved() async throws {
         let store = MemoryCacheStore()
         let plane = InMemoryControlPlane(values: ["n": .int(1)])
         let transport = HookTransport(plane)
@@ -126,15 +127,25 @@ extension CacheClientTests {
         defer { client.close() }
         #expect(try await Wait.result("ready") { await client.ready(timeout: .seconds(30)) })
         try await CacheTests.waitForWrites(client)
-        let identity = try #require(client.sync?.identity)
+        let sync = try #require(client.sync)
+        let identity = sync.identity
         transport.afterSend.withLock { $0 = { identity.setKey("key-two") } }
         plane.setValue(.int(2), for: "n")
-        try await client.refreshOrFail()
+        let refresh = Task { await client.refresh() }
+        try await Wait.until("the old key's answer ignored") { sync.engine.stats.staleKeyAnswers == 1 }
         transport.afterSend.withLock { $0 = nil }
+        #expect(client.int("n", default: 0) == 1, "key-one's answer was served after the key changed")
+        // setKey's own step: the new key's fetch (another value: another environment).
+        plane.setValue(.int(3), for: "n")
+        try await Wait.result("keyChanged") { await sync.engine.keyChanged() }
+        _ = try await Wait.result("refresh()") { await refresh.value }
         try await CacheTests.waitForWrites(client)
-        #expect(store.entries[Self.slot("u1", key: "key-two")] == nil, "key-one's answer was saved under key-two")
-        let saved = try #require(store.entries[Self.slot("u1", key: "key-one")])
-        #expect(try CacheEnvelope.decode(saved, limit: 1 << 20).flags.first?.value == .int(2))
+        let old = try #require(store.entries[Self.slot("u1", key: "key-one")])
+        let oldValue = try CacheEnvelope.decode(old, limit: 1 << 20).flags.first?.value
+        #expect(oldValue == .int(1), "key-one's late answer was saved")
+        let new = try #require(store.entries[Self.slot("u1", key: "key-two")])
+        #expect(try CacheEnvelope.decode(new, limit: 1 << 20).flags.first?.value == .int(3))
+        #expect(client.int("n", default: 0) == 3)
     }
 
     /// `shutdown(timeout:)` waits for the pending cache writes, within its deadline: at the

@@ -47,6 +47,7 @@ struct StreamScenario: RandomScenario {
     /// The kinds of input, drawn by weight.
     private enum Kind {
         case advertised, withdrawn, opened, bytes, message, closed, fetchFinished, setActive, timer, stop
+        case reauthenticate
     }
 
     /// Draws one input (moving the clock), feeds it, and checks the invariants.
@@ -71,8 +72,8 @@ struct StreamScenario: RandomScenario {
         let kind = random.pick([
             (6, Kind.advertised), (2, .withdrawn), (connecting ? 20 : 2, .opened), (12, .bytes),
             (connected ? 40 : 8, .message),
-            (8, .closed), (invariants.fetchesInFlight > 0 ? 20 : 0, .fetchFinished), (suspended ? 30 : 6, .setActive), (28, .timer),
-            (1, .stop),
+            (8, .closed), (invariants.fetchesInFlight > 0 ? 20 : 0, .fetchFinished), (suspended ? 30 : 6, .setActive),
+            (28, .timer), (1, .stop), (2, .reauthenticate),
         ])
         if kind == .timer, random.chance(0.8), let wake = machine.nextWake {
             now = max(now, wake)
@@ -110,6 +111,7 @@ struct StreamScenario: RandomScenario {
             return .setActive(suspended || active)
         case .timer: return .timer
         case .stop: return .stop
+        case .reauthenticate: return .reauthenticate
         }
     }
 
@@ -240,7 +242,9 @@ struct StreamInvariants {
                 }
             case .connect(let connection):
                 if let until = retryAfterUntil {
-                    if now < until { broken.append("connect \(connection) at \(now), before the Retry-After's \(until)") }
+                    if now < until {
+                        broken.append("connect \(connection) at \(now), before the Retry-After's \(until)")
+                    }
                     retryAfterUntil = nil
                 }
                 if connection != lastConnection + 1 {
@@ -331,4 +335,3 @@ struct StreamInvariants {
         }
     }
 }
-

@@ -421,7 +421,7 @@ struct EventStreamMachineTests {
         #expect(d.fetches.last?.reason == .activated)
     }
 
-    @Test("a 429 or 503 with Retry-After is not reconnected before it (capped at 1 h, jittered); other statuses ignore it")
+    @Test("a 429/503 Retry-After holds the reconnect (capped at 1 h, jittered); other statuses ignore it")
     func retryAfterOnTheStreamURL() throws {
         for (status, retryAfter, expected) in [
             (429, Duration.seconds(600), Duration.seconds(600)),
@@ -623,5 +623,57 @@ struct EventStreamMachineTests {
         d.feed(.opened(connection: 2, status: 404, isEventStream: false))
         #expect(!d.logs.isEmpty)
         #expect(d.logs.allSatisfy { !$0.contains("http") && !$0.contains("/") })
+    }
+
+    @Test("a key change replaces a connected or connecting stream at once; a waiting one keeps its time")
+    func reauthenticateReconnects() throws {
+        var d = StreamDriver()
+        d.connected()
+        d.feed(.fetchFinished)
+        d.feed(.reauthenticate)
+        #expect(d.disconnects == [1])
+        #expect(d.connects == [1, 2])
+        #expect(d.machine.stats.connected == false)
+        d.feed(.reauthenticate)  // still connecting: that connect goes too
+        #expect(d.disconnects == [1, 2])
+        #expect(d.connects == [1, 2, 3])
+        d.feed(.opened(connection: 3, status: 200, isEventStream: true))
+        #expect(d.fetches.last == EventStreamMachine.Fetch(reason: .connected))
+        // Waiting to reconnect (a failure): the wait and its failure count stay.
+        d.feed(.fetchFinished)
+        d.feed(.closed(connection: 3, .transportError))
+        let wake = d.machine.nextWake
+        let failures = d.machine.failures
+        d.feed(.reauthenticate)
+        #expect(d.connects == [1, 2, 3])
+        #expect(d.machine.nextWake == wake)
+        #expect(d.machine.failures == failures)
+        // Idle (nothing advertised): nothing.
+        var idle = StreamDriver()
+        idle.feed(.reauthenticate)
+        #expect(idle.connects.isEmpty && idle.disconnects.isEmpty)
+    }
+
+    /// A service re-learns its stream URL without a wave unless the re-learn fetch absorbed an
+    /// event's or a connect's: then that wave is owed too (FlagService+Streaming).
+    @Test("a re-learn or activation fetch that absorbed an event or a connect still announces a change")
+    func absorbedChangesAreAnnounced() {
+        typealias Fetch = EventStreamMachine.Fetch
+        #expect(!Fetch(reason: .relearn).announcesChange)
+        #expect(!Fetch(reason: .activated).announcesChange)
+        #expect(!Fetch(reason: .relearn).merged(with: Fetch(reason: .relearn)).announcesChange)
+        #expect(!Fetch(reason: .relearn).merged(with: Fetch(reason: .activated)).announcesChange)
+        let named = Fetch(reason: .event, flagConfig: FlagConfigVersion(etag: "e", lastModified: nil))
+        for absorbed in [Fetch(reason: .event), named, Fetch(reason: .connected)] {
+            let relearn = Fetch(reason: .relearn).merged(with: absorbed)
+            #expect(relearn.reason == .relearn && relearn.announcesChange, "\(absorbed)")
+            // And it stays announced through a later merge of a fetch that announces none.
+            #expect(relearn.merged(with: Fetch(reason: .relearn)).announcesChange)
+            let earlier = absorbed.merged(with: Fetch(reason: .relearn))
+            #expect(earlier.reason == .relearn && earlier.announcesChange, "\(absorbed)")
+        }
+        // A fetch that announces a change by its reason equals a fresh one of that reason.
+        #expect(Fetch(reason: .event).merged(with: Fetch(reason: .event)) == Fetch(reason: .event))
+        #expect(Fetch(reason: .relearn).merged(with: Fetch(reason: .connected)) != Fetch(reason: .relearn))
     }
 }

@@ -379,6 +379,35 @@ struct MachineDriver {
         #expect(d.machine.nextWake != nil)
     }
 
+    /// Issue 47 item 3: after `keyChanged`, an answer to a request sent with the old key binds
+    /// nothing: a 429 (which a superseded request's answer otherwise still carries over)
+    /// pauses nothing, a 200 is not applied, a 5xx starts no backoff.
+    @Test func anOldKeysAnswersBindNothingAfterKeyChanged() throws {
+        for outcome in [
+            RefreshMachine.Outcome.rateLimited(retryAfter: .seconds(600)), .updated(etag: "\"old\""),
+            .transient(.status(503), retryAfter: .seconds(600)),
+        ] {
+            var d = MachineDriver()
+            d.feed(.start(fingerprint: "fp"))
+            try d.respond(.updated(etag: "\"e\""))
+            d.fireTimer()
+            let old = try d.inFlightID
+            d.feed(.keyChanged)
+            let current = try d.inFlightID
+            #expect(current != old)
+            d.feed(.response(requestID: old, outcome))
+            #expect(d.machine.retryNotBefore == nil, "the old key's \(outcome) paused the client")
+            #expect(!d.effects.contains(.apply(requestID: old)))
+            #expect(try d.inFlightID == current)
+            try d.respond(.updated(etag: "\"new\""))
+            #expect(d.machine.status == .ready)
+            // The next trigger goes at once.
+            let sent = d.sent.count
+            d.feed(.refresh)
+            #expect(d.sent.count == sent + 1, "after the old key's \(outcome), a refresh was held back")
+        }
+    }
+
     /// Issue 14: the first retry is jittered too, so clients that failed together do not all
     /// retry at the same instant.
     @Test func firstRetryIsJittered() throws {

@@ -182,6 +182,8 @@ package final class OnlineSession: Sendable {
         try candidate.validate()
         guard !isClosed else { return }
         identity.setKey(key)
+        // A stream opened with the old key reconnects with the new one (SPEC §12).
+        streams?.keyChanged()
         await engine.keyChanged()
     }
 

@@ -293,12 +293,18 @@ final class RefreshEngine: Sendable {
         decoded: OFREPResponse? = nil,
         key: String? = nil,
         prepare: (inout State) -> Void = { _ in },
-        after: (inout State, RefreshMachine.Step) -> Void = { _, _ in }
+        after: (inout State, RefreshMachine.Step) -> Void = { _, _ in },
+        staleKey: () -> Bool = { false }
     ) -> RefreshMachine.Wait {
         let now = clock.monotonicNow
         let wall = clock.wallNow
         var cancels: [Task<Void, Never>] = []
         let wait = state.withLock { s -> RefreshMachine.Wait in
+            // Decided under the lock the machine's inputs take (see `execute`).
+            if staleKey() {
+                s.stats.staleKeyAnswers += 1
+                return .none
+            }
             prepare(&s)
             let statusBefore = s.machine.status
             let step = s.machine.event(input, now: now, random: &s.random)
@@ -438,19 +444,28 @@ final class RefreshEngine: Sendable {
             if Task.isCancelled { return }
             outcome = .transient(.network, retryAfter: nil)
         }
-        process(.response(requestID: request.id, outcome), decoded: decoded, key: key) { s in
-            guard s.machine.inFlight?.request.id == request.id else { return }
-            if let status { s.stats.responsesByStatus[status, default: 0] += 1 }
-            s.stats.skippedItems += decoded?.skippedItems ?? 0
-            switch outcome {
-            case .notModified: s.stats.notModified += 1
-            case .transient(.timedOut, _): s.stats.timeouts += 1
-            case .transient(.network, _): s.stats.networkErrors += 1
-            case .transient(.tooLarge, _): s.stats.oversizedResponses += 1
-            case .transient(.invalidBody, _): s.stats.invalidBodies += 1
-            default: break
-            }
-        }
+        // An answer to a request sent with a key `setKey` has replaced is ignored whatever its
+        // status (SPEC §12): not applied, not cached, no pause, no failure. Checked under the
+        // engine's lock: `setKey` replaces the key before its `keyChanged` takes that lock, so
+        // an answer processed after the key changed never reaches the machine, even before
+        // `keyChanged` has cancelled its request.
+        let identity = configuration.builder.identity
+        process(
+            .response(requestID: request.id, outcome), decoded: decoded, key: key,
+            prepare: { s in
+                guard s.machine.inFlight?.request.id == request.id else { return }
+                if let status { s.stats.responsesByStatus[status, default: 0] += 1 }
+                s.stats.skippedItems += decoded?.skippedItems ?? 0
+                switch outcome {
+                case .notModified: s.stats.notModified += 1
+                case .transient(.timedOut, _): s.stats.timeouts += 1
+                case .transient(.network, _): s.stats.networkErrors += 1
+                case .transient(.tooLarge, _): s.stats.oversizedResponses += 1
+                case .transient(.invalidBody, _): s.stats.invalidBodies += 1
+                default: break
+                }
+            },
+            staleKey: { identity.key != key })
     }
 
     /// Delivers the outbox in order, from one thread at a time, with no lock held.

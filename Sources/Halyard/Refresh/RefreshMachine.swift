@@ -164,6 +164,9 @@ struct RefreshMachine: Sendable {
     private(set) var advertisement: Advertisement = .unknown
     /// The id of the last request sent.
     private var lastRequestID: UInt64 = 0
+    /// The id of the last request sent with a key `setKey` has replaced: an answer to it is
+    /// ignored whatever its status (a 429 included: the old key's limits bind nothing now).
+    private var lastOldKeyRequestID: UInt64 = 0
     /// The current status, as of the last input (derived from the state at that `now`).
     private(set) var status: ClientStatus = .notReady
 
@@ -326,6 +329,7 @@ struct RefreshMachine: Sendable {
             running.health = running.health == .ok ? .ok : .failing(nil)
             values?.etag = nil
             cancelInFlight(into: &step)
+            lastOldKeyRequestID = lastRequestID
             step.wait = send(.refresh, now: now, into: &step, ignoreBackoff: true)
         case .timer:
             guard let wake = nextWake, wake <= now, case .running(let session) = lifecycle else { break }
@@ -345,8 +349,8 @@ struct RefreshMachine: Sendable {
         case .response(let requestID, let outcome):
             if let inFlight, inFlight.request.id == requestID {
                 handle(outcome, for: inFlight.request, now: now, random: &random, into: &step)
-            } else if case .rateLimited(let retryAfter?) = outcome {
-                // A superseded request's 429 still binds us.
+            } else if case .rateLimited(let retryAfter?) = outcome, requestID > lastOldKeyRequestID {
+                // A superseded request's 429 still binds us (not one sent with a replaced key).
                 honour(retryAfter, now: now, random: &random)
             }
         case .cachedValues(let fingerprint, let cachedETag):

@@ -35,6 +35,9 @@ public struct SyncStats: Sendable, Hashable {
     /// Fetches sent because the event stream asked (after a connect, a `refetchEvaluation`
     /// event, or `setActive(true)`); also counted in ``requestsSent``.
     public var streamFetches = 0
+    /// Answers to requests sent with a key `setKey(_:)` has replaced, ignored whatever their
+    /// status (never applied, cached, or allowed to pause or fail anything).
+    public var staleKeyAnswers = 0
 
     /// Creates empty counters.
     public init() {}

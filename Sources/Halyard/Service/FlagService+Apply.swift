@@ -9,6 +9,7 @@ extension FlagService {
     func run(_ start: Start, _ fitted: FittedContext) {
         if start.background { _ = hal_fetch_add(word(.backgroundRefreshes), 1) }
         if start.probe { _ = hal_fetch_add(word(.probes), 1) }
+        streaming?.noteFetched(fitted)
         let flight = start.flight
         let previous = start.previous
         let fetcher = self.fetcher
@@ -31,6 +32,8 @@ extension FlagService {
                 return
             }
             flight.complete(self.apply(answer, fitted.fingerprint, previous: previous, flight: flight))
+            // A use recorded for a context not held that did not become an entry goes now.
+            self.cache.settleStreamMiss(fitted.fingerprint)
             // An event found this fetch in flight: fetch again (apply removed the flight under
             // the shard lock the mark was set under, so no mark is lost). A refetch that was
             // owed and not sent (shed, or a pause began) is owed still: never dropped.
@@ -44,6 +47,7 @@ extension FlagService {
             fetcher.ended(priority)
             flight.complete(
                 apply(.init(result: .skipped(until: nil)), fitted.fingerprint, previous: previous, flight: flight))
+            cache.settleStreamMiss(fitted.fingerprint)
         }
     }
 

@@ -213,6 +213,8 @@ public final class FlagService: Sendable {
             ($0, SharedTier.Keys(baseURL: options.baseURL, key: key, appID: options.appID))
         }
         fetcher.setKey(key, tier: tierKeys)
+        // A stream opened with the old key reconnects with the new one (SPEC §12).
+        streaming?.driver.keyChanged()
     }
 
     /// Counters: the cache, the fetches, the reads and the exposures.

@@ -103,7 +103,8 @@ public struct FlagServiceStats: Sendable, Hashable {
         /// Contexts used since the last wave, kept for the next one: only while a stream is
         /// connected, their bytes counted in the byte bound and in the bytes held.
         public var usesHeld = 0
-        /// The estimated bytes of ``usesHeld`` (part of the bytes held).
+        /// The estimated bytes of ``usesHeld`` and of the contexts the waves still hold (queued
+        /// or being refreshed): part of the bytes held, within the byte bound.
         public var useBytes = 0
 
         /// Creates empty counters.

@@ -73,15 +73,16 @@ final class EventStreamDriver: Sendable {
     }
 
     /// The streams a bulk response advertised (already decoded and checked): follows the first
-    /// (a new URL reconnects; none withdraws the one followed).
+    /// (a new URL reconnects; none withdraws the one followed). A URL that differs from the
+    /// followed one only in its query (a token a plane signs per answer) is the same stream:
+    /// it replaces the URL for the next (re)connect and never closes the connection in use
+    /// (SPEC §14, "Through a process's life"; docs/protocol.md, "Event streams").
     func advertised(_ streams: [OFREPEventStream]) {
         let chosen = streams.first
         var inputs: [EventStreamMachine.Input] = []
         state.withLock { s in
             if let chosen {
-                if let current = s.stream, current.url == chosen.url,
-                    current.sameOriginAsControlPlane == chosen.sameOriginAsControlPlane
-                {
+                if let current = s.stream, Self.sameStream(current, chosen) {
                     s.stream = chosen
                     inputs = [.advertised(inactivityDelay: chosen.inactivityDelay)]
                     return
@@ -98,8 +99,33 @@ final class EventStreamDriver: Sendable {
         for input in inputs { process(input) }
     }
 
+    /// Whether `b` is the stream `a` is: the same URL but perhaps its query, and the same
+    /// origin rule for credentials.
+    static func sameStream(_ a: OFREPEventStream, _ b: OFREPEventStream) -> Bool {
+        guard a.sameOriginAsControlPlane == b.sameOriginAsControlPlane else { return false }
+        if a.url == b.url { return true }
+        return withoutQuery(a.url) == withoutQuery(b.url)
+    }
+
+    /// `url` without its query (nil when it cannot be taken apart: then only equal URLs match).
+    private static func withoutQuery(_ url: URL) -> URL? {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
+        components.percentEncodedQuery = nil
+        return components.url
+    }
+
     /// `FlagClient.setActive(_:)`.
     func setActive(_ active: Bool) { process(.setActive(active)) }
+
+    /// The key changed (`setKey`): a stream that authenticates with it (on the control plane's
+    /// own origin, so it carries the identity headers) and is connected or connecting
+    /// reconnects with the new key at once; a stream elsewhere carries its own credential in
+    /// its URL and keeps its connection. A stream waiting to reconnect sends the new key when
+    /// it does.
+    func keyChanged() {
+        let authenticated = state.withLock { $0.stream?.sameOriginAsControlPlane ?? false }
+        if authenticated { process(.reauthenticate) }
+    }
 
     /// Closes the stream for good.
     func close() { process(.stop) }

@@ -71,6 +71,12 @@ final class EventStreamGroup: Sendable {
         for driver in drivers { driver.setActive(active) }
     }
 
+    /// The key changed (`setKey`): every stream that authenticates with it reconnects
+    /// (``EventStreamDriver/keyChanged()``).
+    func keyChanged() {
+        for driver in drivers { driver.keyChanged() }
+    }
+
     /// Closes every stream for good.
     func close() {
         for driver in drivers { driver.close() }

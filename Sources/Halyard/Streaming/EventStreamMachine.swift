@@ -60,8 +60,21 @@ struct EventStreamMachine: Sendable {
         /// `nil` for a (re)connect's or an activation's fetch, and for an event that names neither.
         var flagConfig: FlagConfigVersion? = nil
 
+        /// Whether a fetch merged into this one announced a change (an event's or a connect's).
+        private var absorbedChange = false
+
+        init(reason: Reason, flagConfig: FlagConfigVersion? = nil) {
+            self.reason = reason
+            self.flagConfig = flagConfig
+        }
+
         /// Whether the fetch must go without `If-None-Match`.
         var unconditional: Bool { reason == .activated || reason == .relearn }
+
+        /// Whether this fetch stands for a change the plane may have made (an event, a
+        /// (re)connect, or an activation or re-learn that absorbed one): a service refreshes its
+        /// held contexts for it, while a bare re-learn only learns the advertisement again.
+        var announcesChange: Bool { reason == .event || reason == .connected || absorbedChange }
 
         /// The one fetch that stands for this one (held, or pending after the one in flight)
         /// and `next`, asked for after it (SPEC §14, "Through a process's life"): an
@@ -72,6 +85,10 @@ struct EventStreamMachine: Sendable {
         func merged(with next: Fetch) -> Fetch {
             var merged = unconditional && !next.unconditional ? self : next
             merged.flagConfig = Self.flagConfig(flagConfig, then: next)
+            // Kept only where the reason does not say it already (a fetch equals a fresh one of
+            // its reason and values when nothing more was merged into it).
+            let ownChange = merged.reason == .event || merged.reason == .connected
+            merged.absorbedChange = !ownChange && (announcesChange || next.announcesChange)
             return merged
         }
 
@@ -103,6 +120,10 @@ struct EventStreamMachine: Sendable {
         case fetchFinished
         case setActive(Bool)
         case timer
+        /// The credential the stream is opened with changed (`setKey`, a stream on the control
+        /// plane's origin): a connection opened or opening with the old one is replaced at once
+        /// (the backoff state is kept); a stream waiting to reconnect keeps its time.
+        case reauthenticate
         /// The owner closed: disconnect, no more actions.
         case stop
     }
@@ -436,6 +457,15 @@ struct EventStreamMachine: Sendable {
                     following, hard: false, message: "the event stream was silent too long; reconnecting", now: now,
                     random: &random, into: &actions)
             default: break
+            }
+        case .reauthenticate:
+            switch phase {
+            case .connecting(_, let following), .connected(_, _, let following):
+                actions.append(.disconnect(connection: connection))
+                actions.append(.log(.debug, "event stream reconnecting with the new key"))
+                connect(now: now, following: following, into: &actions)
+            case .idle, .waiting, .suspended, .stopped:
+                break
             }
         case .stop:
             disconnect(into: &actions)

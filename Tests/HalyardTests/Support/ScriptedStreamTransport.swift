@@ -47,6 +47,16 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
         var openWaiting: [CheckedContinuation<Void, Never>] = []
         /// Bulk requests whose body contains `match` are answered `status` at once (not held).
         var failing: (match: String, status: Int, headers: [String: String])?
+        /// Stream answers for particular URLs (by `absoluteString`), over ``streamAnswer``.
+        var answersByURL: [String: StreamAnswer] = [:]
+        /// Whether each 200 advertises the stream URL with a fresh `sig` query item (a plane
+        /// that signs its stream URLs per answer), and the last one given.
+        var signsPerAnswer = false
+        var signature = 0
+        /// The stream URL the last 200 advertised.
+        var lastAdvertised: String?
+        /// Bulk statuses for requests whose body contains a marker (a refused context).
+        var bulkStatuses: [String: Int] = [:]
     }
 
     /// The advertised stream's URL: it carries a secret, so tests can check it never leaks.
@@ -78,6 +88,19 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
     /// once, even while answers are held (one context refused or rate-limited).
     func fail(bodyContaining match: String, status: Int, headers: [String: String] = [:]) {
         state.withLock { $0.failing = (match, status, headers) }
+    }
+    /// What a stream opened at `url` answers (over ``setStreamAnswer(_:)``).
+    func setStreamAnswer(_ answer: StreamAnswer, forURL url: String) {
+        state.withLock { $0.answersByURL[url] = answer }
+    }
+    /// From now on every 200 advertises the stream URL with `sig=<n>` added to its query, `n`
+    /// new each time (a plane that signs its stream URLs per answer).
+    func signPerAnswer() { state.withLock { $0.signsPerAnswer = true } }
+    /// The stream URL the last 200 advertised (nil before any).
+    var lastAdvertised: String? { state.withLock { $0.lastAdvertised } }
+    /// Bulk requests whose body contains `marker` are answered `status` with no body.
+    func setBulkStatus(_ status: Int, forBodyContaining marker: String) {
+        state.withLock { $0.bulkStatuses[marker] = status }
     }
 
     /// Sends raw event-stream text on the newest open connection.
@@ -169,24 +192,35 @@ final class ScriptedStreamTransport: StreamingTransport, Sendable {
             }
             if resumeNow { c.resume() }
         }
-        let (current, advertise) = state.withLock { ($0.version, $0.advertise) }
+        let body = String(decoding: request.body, as: UTF8.self)
+        let refused = state.withLock { s in s.bulkStatuses.first { body.contains($0.key) }?.value }
+        if let refused { return TransportResponse(status: refused, headers: [:]) }
+        let (current, advertise, advertised) = state.withLock { s -> (Int, Bool, String) in
+            var url = s.streamURL ?? initialStreamURL
+            if s.signsPerAnswer {
+                s.signature += 1
+                url += (url.contains("?") ? "&" : "?") + "sig=\(s.signature)"
+            }
+            if s.advertise { s.lastAdvertised = url }
+            return (s.version, s.advertise, url)
+        }
         let version = versionAtSend ?? current
         let etag = "\"v\(version)\""
         if request.headers["If-None-Match"] == etag {
             return TransportResponse(status: 304, headers: ["ETag": etag])
         }
-        var body = #"{"flags":[{"key":"version","value":\#(version),"reason":"STATIC"}]"#
-        if advertise { body += #","eventStreams":[{"type":"sse","url":"\#(streamURL)","inactivityDelaySec":120}]"# }
-        body += "}"
+        var answer = #"{"flags":[{"key":"version","value":\#(version),"reason":"STATIC"}]"#
+        if advertise { answer += #","eventStreams":[{"type":"sse","url":"\#(advertised)","inactivityDelaySec":120}]"# }
+        answer += "}"
         return TransportResponse(
-            status: 200, headers: ["ETag": etag, "Content-Type": "application/json"], body: Data(body.utf8))
+            status: 200, headers: ["ETag": etag, "Content-Type": "application/json"], body: Data(answer.utf8))
     }
 
     func openStream(_ request: TransportRequest, inactivityTimeout: Duration) async throws -> TransportStream {
         let answer = state.withLock { s -> StreamAnswer in
             s.requests.append(
                 .init(method: request.method, url: request.url, headers: request.headers, at: clock.monotonicNow))
-            return s.streamAnswer
+            return s.answersByURL[request.url.absoluteString] ?? s.streamAnswer
         }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let resumeNow = state.withLock { s -> Bool in

@@ -5,7 +5,8 @@
 ///
 /// Kept only while a stream is connected; a use's bytes (the fitted context it keeps, to send
 /// it again) are reserved in the cache's byte budget, so they count against `maxCacheBytes`
-/// and show in `stats.cacheBytes`. A use that does not fit is not recorded: the wave's stale
+/// and show in `stats.cache.bytesHeld`, from when it is recorded until the wave that takes it
+/// is done with it (or, for a context not in the cache, its fetch ends without an entry). A use that does not fit is not recorded: the wave's stale
 /// mark still refreshes that context on its next use.
 struct StreamUse: Sendable {
     var fitted: FittedContext
@@ -61,18 +62,29 @@ extension ContextCache.Shard {
         streamUses.append(use)
     }
 
-    /// Takes the uses recorded since the last wave, marks them queued, and returns their bytes
-    /// to `budget`.
-    mutating func takeStreamUses(budget: ContextCache.ByteBudget) -> [StreamUse] {
+    /// Takes the uses recorded since the last wave and marks them queued. Their bytes stay
+    /// reserved: the wave holds their fitted contexts until it is done with each
+    /// (``ServiceStreaming`` gives them back).
+    mutating func takeStreamUses() -> [StreamUse] {
         guard !streamUses.isEmpty || !streamMisses.isEmpty else { return [] }
         for use in streamUses { nodes[Int(use.node)].useSlot = -1 }
         let taken = streamUses + streamMisses.values
         for use in taken { streamQueued.insert(use.fitted.fingerprint) }
         streamUses = []
         streamMisses = [:]
-        budget.release(streamUseBytes)
         streamUseBytes = 0
         return taken
+    }
+
+    /// The fetch of `fingerprint` is over: a use recorded while it was not in the cache that
+    /// did not become an entry (refused, failed, not admitted) goes with its bytes (a wave has
+    /// nothing to refresh for it). Kept while another fetch of it is in flight.
+    mutating func settleStreamMiss(_ fingerprint: String, budget: ContextCache.ByteBudget) {
+        guard !streamMisses.isEmpty, flights[fingerprint] == nil,
+            let use = streamMisses.removeValue(forKey: fingerprint)
+        else { return }
+        streamUseBytes -= use.bytes
+        budget.release(use.bytes)
     }
 
     /// Forgets the use recorded for node `i` (an entry leaving the cache), if any: the last use
@@ -102,11 +114,22 @@ extension ContextCache.Shard {
 }
 
 extension ContextCache {
-    /// The uses of every shard, taken for a wave (one shard lock at a time).
+    /// The uses of every shard, taken for a wave (one shard lock at a time); their bytes stay
+    /// reserved until ``releaseStreamBytes(_:)``.
     func takeStreamUses() -> [StreamUse] {
         var taken: [StreamUse] = []
-        for shard in shards { taken += shard.withLock { $0.takeStreamUses(budget: budget) } }
+        for shard in shards { taken += shard.withLock { $0.takeStreamUses() } }
         return taken
+    }
+
+    /// Gives back the bytes of uses a wave is done with.
+    func releaseStreamBytes(_ bytes: Int) {
+        if bytes > 0 { budget.release(bytes) }
+    }
+
+    /// A fetch of `fingerprint` is over (``Shard/settleStreamMiss(_:budget:)``).
+    func settleStreamMiss(_ fingerprint: String) {
+        shard(for: fingerprint).withLock { $0.settleStreamMiss(fingerprint, budget: budget) }
     }
 
     /// Forgets every shard's uses (one shard lock at a time).

@@ -9,6 +9,13 @@ extension FlagService {
             .init(
                 fetch: { [weak self] fetch in
                     guard let self, let streaming = self.streaming else { return }
+                    // The stream URL was refused: learn the advertisement again. A bare re-learn
+                    // announces no change (no wave); one that absorbed an event's or a
+                    // connect's fetch owes that wave too.
+                    if fetch.unconditional {
+                        await self.relearnStream()
+                        guard fetch.announcesChange else { return }
+                    }
                     self.markFlights(fetch.flagConfig)
                     await streaming.wave(fetch) { [weak self] fitted, flagConfig in
                         await self?.refreshHeld(fitted, flagConfig: flagConfig)
@@ -16,6 +23,35 @@ extension FlagService {
                 },
                 pollInterval: { _ in },
                 connected: { [weak self] isConnected in self?.streaming?.connected(isConnected) }))
+    }
+
+    /// The stream URL answered 401, 403, 404 or 410 (SPEC §14: "client and service alike"):
+    /// one request without `If-None-Match`, straight to the control plane (never answered by
+    /// the shared cache), for the context the service fetched last, so that its 200 carries
+    /// the advertisement in force; a new URL then replaces the refused one. Nothing when the
+    /// service has fetched nothing yet (its first fetch is unconditional and learns the stream
+    /// anyway) or creates no request now (paused, fatal, closed: the stream's next failing
+    /// step asks again). Only the advertisement is taken from the answer: the context's held
+    /// values stay as they are (its own refresh keeps them current).
+    func relearnStream() async {
+        guard !isClosed, let streaming, let fitted = streaming.relearnContext,
+            fetcher.gate(now: options.clock.monotonicNow).admits(.refresh)
+        else { return }
+        let fetcher = self.fetcher
+        fetcher.began(.refresh)
+        // A tracked task, like every fetch: `close()` cancels it.
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let started = fetcher.track {
+                let result = await fetcher.fetch(fitted, etag: nil, priority: .refresh)
+                fetcher.ended(.refresh)
+                if case .updated(let response, _) = result { streaming.advertised(response.eventStreams) }
+                c.resume()
+            }
+            if !started {
+                fetcher.ended(.refresh)
+                c.resume()
+            }
+        }
     }
 
     /// Refreshes a held context now (in the background flight machinery, with `If-None-Match`)
@@ -57,6 +93,7 @@ extension FlagService {
         stats.streaming.refreshes = counters.refreshes
         let uses = cache.streamUseCounts
         stats.streaming.usesHeld = uses.uses
-        stats.streaming.useBytes = uses.bytes
+        // The contexts recorded for the next wave and those the waves still hold.
+        stats.streaming.useBytes = uses.bytes + counters.heldBytes
     }
 }

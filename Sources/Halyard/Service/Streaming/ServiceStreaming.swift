@@ -15,6 +15,9 @@ final class ServiceStreaming: Sendable {
     private struct Used {
         var fitted: FittedContext
         var usedAt: Duration
+        /// The bytes reserved for it in the cache's budget (given back when the wave is done
+        /// with it: refreshed, merged into another entry, or dropped).
+        var bytes: Int
         /// The flag configuration version of the latest wave that queued it.
         var flagConfig: FlagConfigVersion? = nil
     }
@@ -38,11 +41,15 @@ final class ServiceStreaming: Sendable {
         var closed = false
         var waves = 0
         var waveRefreshes = 0
+        /// The bytes reserved for the contexts the waves hold (pending, or being refreshed).
+        var heldBytes = 0
 
         /// Merges `taken` into `pending` (a context already pending keeps one place, at its
-        /// latest use) for the wave of `fetch`, and answers how many contexts were added.
-        mutating func merge(_ taken: [Used], fetch: EventStreamMachine.Fetch) -> Int {
+        /// latest use) for the wave of `fetch`, and answers how many contexts were added and
+        /// the bytes of the copies merged away (to give back).
+        mutating func merge(_ taken: [Used], fetch: EventStreamMachine.Fetch) -> (added: Int, merged: Int) {
             var added = 0
+            var merged = 0
             var byFingerprint: [String: Used] = [:]
             byFingerprint.reserveCapacity(pending.count + taken.count)
             for var entry in pending {
@@ -56,14 +63,27 @@ final class ServiceStreaming: Sendable {
                 let old = byFingerprint[fingerprint]
                 entry.flagConfig = EventStreamMachine.Fetch.flagConfig(old?.flagConfig, then: fetch)
                 if let old {
-                    if entry.usedAt > old.usedAt { byFingerprint[fingerprint] = entry }
+                    if entry.usedAt > old.usedAt {
+                        byFingerprint[fingerprint] = entry
+                        merged += old.bytes
+                    } else {
+                        merged += entry.bytes
+                    }
                 } else {
                     byFingerprint[fingerprint] = entry
                     added += 1
                 }
             }
             pending = byFingerprint.values.sorted { $0.usedAt < $1.usedAt }
-            return added
+            return (added, merged)
+        }
+
+        /// Drops every pending context; returns their bytes (to give back).
+        mutating func dropPending() -> Int {
+            let bytes = pending.reduce(0) { $0 + $1.bytes }
+            pending.removeAll()
+            heldBytes -= bytes
+            return bytes
         }
     }
 
@@ -139,6 +159,18 @@ final class ServiceStreaming: Sendable {
         if !isConnected { cache.dropStreamUses() }
     }
 
+    /// A context the service sent a request for lately: what a re-learn fetch sends
+    /// (``FlagService/relearnStream()``).
+    private let lastFetched = Locked<FittedContext?>(nil)
+
+    /// The context of a fetch the service starts (one lock per fetch, off the lookup path).
+    func noteFetched(_ fitted: FittedContext) {
+        lastFetched.withLock { $0 = fitted }
+    }
+
+    /// The context a re-learn fetch sends, nil before any fetch.
+    var relearnContext: FittedContext? { lastFetched.withLock { $0 } }
+
     /// The streams a 200 bulk response advertised: the driver follows the first (the same URL
     /// keeps its connection, another replaces it, none closes it: SPEC §14, client and service
     /// alike).
@@ -146,8 +178,10 @@ final class ServiceStreaming: Sendable {
         driver.advertised(streams)
     }
 
-    /// Waves started and refreshes sent by them.
-    var counters: (waves: Int, refreshes: Int) { roster.withLock { ($0.waves, $0.waveRefreshes) } }
+    /// Waves started and refreshes sent by them, and the bytes of the contexts the waves hold.
+    var counters: (waves: Int, refreshes: Int, heldBytes: Int) {
+        roster.withLock { ($0.waves, $0.waveRefreshes, $0.heldBytes) }
+    }
 
     /// One wave (for the stream's `fetch`: its `flagConfig*` values, and whether it is an
     /// event's): marks every held context stale, then queues the contexts used since the
@@ -161,13 +195,22 @@ final class ServiceStreaming: Sendable {
     ) async {
         let now = clock.monotonicNow
         // The uses, shard by shard (off the lookup path); then the roster, never under a shard.
-        let taken = cache.takeStreamUses().map { Used(fitted: $0.fitted, usedAt: $0.usedAt) }
+        let taken = cache.takeStreamUses().map { Used(fitted: $0.fitted, usedAt: $0.usedAt, bytes: $0.bytes) }
+        var giveBack = 0
+        defer { cache.releaseStreamBytes(giveBack) }
         let start = roster.withLock { r -> [UInt64] in
-            guard !r.closed else { return [] }
+            guard !r.closed else {
+                giveBack = taken.reduce(0) { $0 + $1.bytes }
+                return []
+            }
             r.staleFlagConfig = EventStreamMachine.Fetch.flagConfig(r.staleFlagConfig, then: fetch)
             staleBeforeNanoseconds.store(UInt64(bitPattern: Self.nanoseconds(now)))
             r.waves += 1
-            r.waveRefreshes += r.merge(taken, fetch: fetch)
+            r.heldBytes += taken.reduce(0) { $0 + $1.bytes }
+            let (added, merged) = r.merge(taken, fetch: fetch)
+            r.waveRefreshes += added
+            r.heldBytes -= merged
+            giveBack = merged
             let wanted = min(concurrency, r.pending.count) - r.running
             guard wanted > 0 else { return [] }
             r.running += wanted
@@ -205,10 +248,11 @@ final class ServiceStreaming: Sendable {
             }
             if idle { return }
             guard await takeToken() else {
-                roster.withLock { r in
-                    r.pending.removeAll()
-                    leave(&r)
+                let bytes = roster.withLock { r -> Int in
+                    defer { leave(&r) }
+                    return r.dropPending()
                 }
+                cache.releaseStreamBytes(bytes)
                 cache.clearStreamQueued()
                 return
             }
@@ -225,6 +269,8 @@ final class ServiceStreaming: Sendable {
             }
             await refresh(next.fitted, next.flagConfig)
             cache.streamDone(next.fitted.fingerprint)
+            roster.withLock { $0.heldBytes -= next.bytes }
+            cache.releaseStreamBytes(next.bytes)
         }
     }
 
@@ -262,11 +308,11 @@ final class ServiceStreaming: Sendable {
 
     /// Closes the stream and stops the waves' workers.
     func close() {
-        let tasks = roster.withLock { r -> [Task<Void, Never>] in
+        let (tasks, bytes) = roster.withLock { r -> ([Task<Void, Never>], Int) in
             r.closed = true
-            r.pending.removeAll()
-            return Array(r.workers.values)
+            return (Array(r.workers.values), r.dropPending())
         }
+        cache.releaseStreamBytes(bytes)
         tracking.store(0)
         cache.dropStreamUses()
         cache.clearStreamQueued()
