@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+
+@testable import Halyard
+
+/// The propagation checker (docs/testing.md, "The propagation checker"; issue 47): seeded
+/// fault-injection runs of services and clients against a simulated control plane, judged by
+/// ``PropagationChecker``. CI runs ``ciSeeds``; `HALYARD_PROPAGATION_SEEDS` runs others (a
+/// count `N`: seeds 1…N; or a list `7,12,40`), `HALYARD_PROPAGATION_SECONDS` sets a run's length
+/// (default 11 s); `scripts/propagation-long.sh` runs many.
+@Suite("Propagation: seeded fault-injection runs against a simulated control plane", .serialized)
+struct PropagationTests {
+    static let ciSeeds: [UInt64] = [1, 2, 3]
+    static let ciFleetSeeds: [UInt64] = [4, 5]
+
+    static var seeds: [UInt64]? {
+        guard let text = ProcessInfo.processInfo.environment["HALYARD_PROPAGATION_SEEDS"], !text.isEmpty else {
+            return nil
+        }
+        if !text.contains(","), let count = UInt64(text), count > 0, count <= 10_000, text.count < 5 {
+            return Array(1...count)
+        }
+        return text.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    static var duration: Duration {
+        let text = ProcessInfo.processInfo.environment["HALYARD_PROPAGATION_SECONDS"] ?? ""
+        return .seconds(max(8, Int(text) ?? 11))
+    }
+
+    /// Runs `seed` and records one issue per invariant broken, with the seed and a minimal history.
+    static func check(seed: UInt64, redis: RedisTestServer?) async throws {
+        let workload = PropagationWorkload(seed: seed, duration: duration, fleet: redis != nil)
+        let history = try await workload.run(redisPort: redis?.port)
+        let checker = PropagationChecker(history)
+        let violations = checker.check()
+        let summary =
+            "propagation seed \(seed)\(redis == nil ? "" : " (fleet)"): \(history.readCount) reads, \(history.requests.count) requests, \(history.changes.count) changes, \(history.publications.count) events, \(history.stalls.count) stalls (\(checker.stalled(from: .zero, to: history.end).ms)), \(violations.count) violations"
+        print(summary)
+        print("propagation seed \(seed) \(checker.coverage)")
+        #expect(history.readCount > 1_000, "the readers barely ran: \(summary)")
+        if !violations.isEmpty {
+            Issue.record(
+                Comment(rawValue: PropagationChecker.report(seed: seed, violations: violations, checker: checker)))
+        }
+    }
+
+    @Test("one service and four clients: every invariant holds (fixed seeds, or HALYARD_PROPAGATION_SEEDS)")
+    func seededRuns() async throws {
+        for seed in Self.seeds ?? Self.ciSeeds {
+            try await Self.check(seed: seed, redis: nil)
+        }
+    }
+
+    @Test(
+        "a fleet of two services sharing a real redis-server, and four clients: every invariant holds",
+        .needsRedisServer)
+    func seededFleetRuns() async throws {
+        for seed in Self.seeds ?? Self.ciFleetSeeds {
+            let redis = try RedisTestServer()
+            try await Self.check(seed: seed, redis: redis)
+        }
+    }
+}
