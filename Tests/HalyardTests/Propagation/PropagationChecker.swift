@@ -163,7 +163,8 @@ struct PropagationChecker {
                         list, from: publication.at - .milliseconds(500), to: deadline + .milliseconds(500)
                     )
                     .map { "read \(key.context) f\(key.flag): \($0)" }
-                    lines += describeRequests(reader.id, from: publication.at - .seconds(1), to: deadline)
+                    lines += describeRequests(
+                        reader.id, context: key.context, from: publication.at - .seconds(1), to: deadline)
                     lines += describeEvents(
                         reader.id, env: change.env, from: change.at - .milliseconds(500), to: deadline)
                     if let open = requests.last(where: {
@@ -331,6 +332,37 @@ struct PropagationChecker {
                 break
             }
         }
+        // (e) a stream URL refused with 401 is not tried again unless an answer advertised it
+        // again (SPEC §14: one unconditional re-fetch learns the current advertisement first).
+        for reader in readers {
+            let mine = requests.filter { $0.reader == reader.id }
+            let opens = mine.filter { $0.kind == .stream }
+            for refused in opens where refused.status == 401 {
+                guard let generation = refused.advertised,
+                    let again = opens.first(where: {
+                        $0.sentAt > refused.sentAt && $0.advertised == generation
+                            && $0.keyGeneration == refused.keyGeneration
+                    })
+                else { continue }
+                let readvertised = mine.contains {
+                    $0.kind == .bulk && $0.advertised == generation && ($0.answeredAt ?? .zero) > refused.sentAt
+                        && ($0.answeredAt ?? .zero) < again.sentAt
+                }
+                guard !readvertised else { continue }
+                let relearn = mine.filter { $0.kind == .bulk && $0.sentAt > refused.sentAt && $0.sentAt < again.sentAt }
+                // A re-learn fetch that failed leaves only the old URL to try.
+                guard !relearn.contains(where: { $0.status != 200 && $0.status != 304 }) else { continue }
+                result.append(
+                    Violation(
+                        invariant: "I4", reader: reader.id,
+                        summary:
+                            "\(reader.name) opened the stream URL /sse/\(generation) again at \(again.sentAt.ms) after it was refused 401 at \(refused.sentAt.ms), with no answer advertising it in between",
+                        history: [describe(refused)] + relearn.prefix(6).map { describe($0) } + [describe(again)]
+                            + (relearn.isEmpty
+                                ? ["(no bulk request in between: nothing re-learned the advertisement)"] : [])))
+                break
+            }
+        }
         // (d) a shared Retry-After date is not a fleet's appointment.
         let dated = requests.filter {
             $0.kind == .stream && $0.status == 503 && $0.retryAfterText?.contains("GMT") == true
@@ -408,6 +440,7 @@ struct PropagationChecker {
         if let a = r.answeredAt { line += " at \(a.ms)" }
         if let t = r.retryAfterText { line += " Retry-After \(t)" }
         if !r.served.isEmpty { line += " serving \(r.served.map { "#\($0)" }.joined(separator: ","))" }
+        if r.kind == .bulk, let g = r.advertised { line += " advertising /sse/\(g)" }
         if !r.note.isEmpty { line += " [\(r.note)]" }
         return line
     }
@@ -422,8 +455,10 @@ struct PropagationChecker {
         }
     }
 
-    func describeRequests(_ reader: Int, from: Duration, to: Duration) -> [String] {
-        let list = requests.filter { $0.reader == reader && $0.sentAt >= from && $0.sentAt <= to }
+    func describeRequests(_ reader: Int, context: String, from: Duration, to: Duration) -> [String] {
+        let list = requests.filter {
+            $0.reader == reader && ($0.kind == .stream || $0.target == context) && $0.sentAt >= from && $0.sentAt <= to
+        }
         let lines = list.prefix(12).map { describe($0) }
         return list.count > 12 ? lines + ["… \(list.count - 12) more requests"] : Array(lines)
     }

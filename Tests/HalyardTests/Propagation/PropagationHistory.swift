@@ -42,6 +42,8 @@ final class PropagationHistory: Sendable {
         var target = ""
         /// For a 200 bulk answer: the change id each flag's value carries.
         var served: [Int] = []
+        /// For a 200 bulk answer: the generation of the stream URL it advertised.
+        var advertised: Int?
         var note = ""
     }
 

@@ -10,8 +10,8 @@ import Testing
 /// (default 11 s); `scripts/propagation-long.sh` runs many.
 @Suite("Propagation: seeded fault-injection runs against a simulated control plane", .serialized)
 struct PropagationTests {
-    static let ciSeeds: [UInt64] = [1, 2, 3]
-    static let ciFleetSeeds: [UInt64] = [4, 5]
+    static let ciSeeds: [UInt64] = [4, 8, 14]
+    static let ciFleetSeeds: [UInt64] = [3, 6]
 
     static var seeds: [UInt64]? {
         guard let text = ProcessInfo.processInfo.environment["HALYARD_PROPAGATION_SEEDS"], !text.isEmpty else {
@@ -39,6 +39,10 @@ struct PropagationTests {
         print(summary)
         print("propagation seed \(seed) \(checker.coverage)")
         #expect(history.readCount > 1_000, "the readers barely ran: \(summary)")
+        // HALYARD_PROPAGATION_DUMP=<reader id>: every request of that reader, to read a run by hand.
+        if let dump = ProcessInfo.processInfo.environment["HALYARD_PROPAGATION_DUMP"].flatMap({ Int($0) }) {
+            for request in history.requests where request.reader == dump { print(checker.describe(request)) }
+        }
         if !violations.isEmpty {
             Issue.record(
                 Comment(rawValue: PropagationChecker.report(seed: seed, violations: violations, checker: checker)))

@@ -54,14 +54,20 @@ struct PropagationWorkload: Sendable {
             from + random.duration(upTo: to - from)
         }
         // A stream outage (every stream closed; opens refused with one HTTP date for 1-2 s),
-        // sometimes with the URL rotated, sometimes followed by a lull (no change, no churn for
-        // 3.5 s: a re-learn fetch is then answered 304, as on a quiet plane).
+        // sometimes with the URL rotated, sometimes followed by a lull: no change and no key
+        // rotation for 3.5 s (a re-learn fetch is then answered 304, as on a quiet plane), and
+        // no cold fetch for 7.5 s (a cold context's 200 would carry the new URL): after it,
+        // only a service that re-learned the stream sees the changes.
         var lull: Range<Duration>?
+        var coldLull: Range<Duration>?
         if random.chance(0.7) {
             let long = random.chance(0.5) ? random.element(of: Self.clientIDs) : nil
             let when = at(.milliseconds(500), .milliseconds(1500))
             let rotate = random.chance(0.6)
-            if rotate, random.chance(0.5) { lull = when..<(when + .milliseconds(3500)) }
+            if rotate, random.chance(0.5) {
+                lull = when..<(when + .milliseconds(3500))
+                coldLull = when..<(when + .milliseconds(7500))
+            }
             steps.append(
                 (
                     when,
@@ -96,12 +102,13 @@ struct PropagationWorkload: Sendable {
                         length: at(.milliseconds(200), .milliseconds(800)), probability: 0.3 + 0.5 * random.unit())
                 ))
         }
-        if random.chance(0.7) {
-            steps.append(
-                (at(.milliseconds(1000), disrupt - .milliseconds(500)), .rotateKeys(group: fleet ? [0, 1] : [0])))
+        func rotation(_ when: Duration, _ group: [Int]) {
+            if let lull, when >= lull.lowerBound - .milliseconds(500), when < lull.upperBound { return }
+            steps.append((when, .rotateKeys(group: group)))
         }
+        if random.chance(0.7) { rotation(at(.milliseconds(1000), disrupt - .milliseconds(500)), fleet ? [0, 1] : [0]) }
         for client in Self.clientIDs {
-            if random.chance(0.5) { steps.append((at(.milliseconds(800), disrupt), .rotateKeys(group: [client]))) }
+            if random.chance(0.5) { rotation(at(.milliseconds(800), disrupt), [client]) }
             if random.chance(0.35) {
                 steps.append(
                     (
@@ -113,8 +120,8 @@ struct PropagationWorkload: Sendable {
         }
         var c = Duration.milliseconds(400)
         while c < quiet {
-            if let lull, lull.contains(c) {
-                c = lull.upperBound
+            if let coldLull, coldLull.contains(c) {
+                c = coldLull.upperBound
                 continue
             }
             steps.append((c, .churn(count: random.chance(0.3) ? 10 + random.below(30) : 1 + random.below(4))))

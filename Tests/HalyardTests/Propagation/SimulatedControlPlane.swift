@@ -60,7 +60,6 @@ final class SimulatedControlPlane: Sendable {
         var outage: StreamOutage?
         var connections: [Int: Connection] = [:]
         var nextConnection = 0
-        var maxLatency: Duration = .milliseconds(120)
     }
 
     let history: PropagationHistory
@@ -183,8 +182,10 @@ final class SimulatedControlPlane: Sendable {
             target: Self.targetingKey(request.body))
         let (response, latency, floorAfter) = state.withLock {
             s -> (TransportResponse, Duration, (delay: Duration?, date: Date?)) in
-            let latency = Duration.milliseconds(
-                Int64(s.random.unit() * Double(s.maxLatency.saturatingMilliseconds)) + 1)
+            // Mostly quick, a quarter slow: a slow answer outlives the 200 ms spacing of a
+            // service's event waves, so a second change's event arrives while it travels.
+            let latency: Duration =
+                s.random.chance(0.75) ? .milliseconds(1 + s.random.below(60)) : .milliseconds(100 + s.random.below(300))
             guard let k = s.keys[key] else { return (TransportResponse(status: 401), latency, (nil, nil)) }
             record.keyGeneration = k.generation
             record.env = k.env
@@ -213,6 +214,7 @@ final class SimulatedControlPlane: Sendable {
             }
             let served = s.values[k.env] ?? []
             record.served = served
+            record.advertised = s.streamGeneration
             var flags: [String] = []
             for (flag, change) in served.enumerated() {
                 flags.append(
@@ -258,6 +260,7 @@ final class SimulatedControlPlane: Sendable {
         let path = request.url.path
         let generation = Int(path.split(separator: "/").last ?? "") ?? -1
         var record = PropagationHistory.Request(reader: reader, kind: .stream, sentAt: t, target: path)
+        record.advertised = generation
         let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
         let (status, headers, floor, connection) = state.withLock {
             s -> (Int, [String: String], Duration?, Int?) in
