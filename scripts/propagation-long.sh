@@ -35,8 +35,12 @@ while :; do
   seeds=$(seq -s, "$seed" $(( seed + n - 1 )))
   log=.build/propagation/batch-$seed.log
   HALYARD_PROPAGATION_SEEDS=$seeds swift test --skip-build --filter 'PropagationTests/seededRuns' >"$log" 2>&1
-  grep -E '^propagation seed' "$log" | sed 's/^/  /'
-  for s in $(grep -oE '^propagation seed [0-9]+: [0-9]+ violation' "$log" | awk '{print $3}' | tr -d ':'); do failed+=("$s"); done
+  grep -E '^propagation seed [0-9]+: [0-9]+ reads' "$log" | sed 's/^/  /'
+  for s in $(grep -E '^propagation seed [0-9]+: .* [1-9][0-9]* violations$' "$log" | awk '{print $3}' | tr -d ':'); do
+    failed+=("$s")
+  done
+  # The minimal histories of the batch's failures.
+  grep -E '^(↳ propagation seed|  I[0-9]|    )' "$log" | grep -v '^↳ ///' | head -n 200
   seed=$(( seed + n ))
   done_count=$(( done_count + n ))
 done

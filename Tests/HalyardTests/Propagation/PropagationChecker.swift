@@ -145,11 +145,15 @@ struct PropagationChecker {
                 guard env(of: reader.id, at: publication.at) == change.env else { continue }
                 // One violation per event and reader (changes announced by one event fail together).
                 guard !judged.contains(publication.at) else { continue }
+                // Reads count until the reader's next setKey begins (then its environment changes).
+                let limit =
+                    operations.filter { $0.reader == reader.id && $0.kind == .setKey && $0.start > publication.at }
+                    .map(\.start).min() ?? end + .seconds(1)
                 for (key, list) in runs where key.reader == reader.id && key.flag == change.flag {
                     let held = list.contains { $0.first < publication.at && $0.value != PropagationValue.missing }
                     guard held else { continue }
                     let stale = list.first { run in
-                        run.last > deadline && run.value != PropagationValue.missing
+                        run.last > deadline && run.first < limit && run.value != PropagationValue.missing
                             && (PropagationValue.env(run.value) != change.env
                                 || PropagationValue.change(run.value) < change.id)
                     }
