@@ -32,7 +32,7 @@ while :; do
   if [ $(( $(date +%s) - start )) -ge $(( minutes * 60 )) ]; then break; fi
   n=$batch
   if [ "$total" -gt 0 ] && [ $(( total - done_count )) -lt "$n" ]; then n=$(( total - done_count )); fi
-  seeds=$(seq -s, "$seed" $(( seed + n - 1 )))
+  seeds="$seed-$(( seed + n - 1 ))"
   log=.build/propagation/batch-$seed.log
   HALYARD_PROPAGATION_SEEDS=$seeds swift test --skip-build --filter 'PropagationTests/seededRuns' >"$log" 2>&1
   grep -E '^propagation seed [0-9]+: [0-9]+ reads' "$log" | sed 's/^/  /'

@@ -5,22 +5,29 @@ import Testing
 
 /// The propagation checker (docs/testing.md, "The propagation checker"; issue 47): seeded
 /// fault-injection runs of services and clients against a simulated control plane, judged by
-/// ``PropagationChecker``. CI runs ``ciSeeds``; `HALYARD_PROPAGATION_SEEDS` runs others (a
-/// count `N`: seeds 1…N; or a list `7,12,40`), `HALYARD_PROPAGATION_SECONDS` sets a run's length
+/// ``PropagationChecker``. CI runs ``ciSeeds``; `HALYARD_PROPAGATION_SEEDS` runs others (a seed
+/// `17`, a list `7,12,40` or a range `1-40`), `HALYARD_PROPAGATION_SECONDS` sets a run's length
 /// (default 11 s); `scripts/propagation-long.sh` runs many.
 @Suite("Propagation: seeded fault-injection runs against a simulated control plane", .serialized)
 struct PropagationTests {
     static let ciSeeds: [UInt64] = [4, 8, 14]
     static let ciFleetSeeds: [UInt64] = [3, 6]
 
+    /// `HALYARD_PROPAGATION_SEEDS`: a seed (`17`), a list (`7,12,40`) or a range (`1-40`).
     static var seeds: [UInt64]? {
         guard let text = ProcessInfo.processInfo.environment["HALYARD_PROPAGATION_SEEDS"], !text.isEmpty else {
             return nil
         }
-        if !text.contains(","), let count = UInt64(text), count > 0, count <= 10_000, text.count < 5 {
-            return Array(1...count)
+        var seeds: [UInt64] = []
+        for part in text.split(separator: ",") {
+            let bounds = part.split(separator: "-").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+            if bounds.count == 2, bounds[0] <= bounds[1], bounds[1] - bounds[0] < 100_000 {
+                seeds += Array(bounds[0]...bounds[1])
+            } else if bounds.count == 1 {
+                seeds.append(bounds[0])
+            }
         }
-        return text.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+        return seeds
     }
 
     static var duration: Duration {
