@@ -105,6 +105,7 @@ final class PropagationHistory: Sendable {
         var disruptions: [Disruption] = []
         var slowWaits: [SlowWait] = []
         var stalls: [(at: Duration, overshoot: Duration)] = []
+        var readerStalls: [Int: [(at: Duration, overshoot: Duration)]] = [:]
         var bytes: [Int: (peak: Int, limit: Int)] = [:]
         var end: Duration = .zero
     }
@@ -129,6 +130,10 @@ final class PropagationHistory: Sendable {
     func recordOperation(_ op: Operation) { state.withLock { $0.operations.append(op) } }
     func recordSlowWait(_ w: SlowWait) { state.withLock { $0.slowWaits.append(w) } }
     func recordStall(at: Duration, overshoot: Duration) { state.withLock { $0.stalls.append((at, overshoot)) } }
+    /// A reader's loop came round late: its tasks (and the library's, on the same pool) did not run.
+    func recordReaderStall(reader: Int, at: Duration, overshoot: Duration) {
+        state.withLock { $0.readerStalls[reader, default: []].append((at, overshoot)) }
+    }
     func recordBytes(reader: Int, bytes: Int, limit: Int) {
         state.withLock { s in
             let old = s.bytes[reader]?.peak ?? 0
@@ -178,6 +183,7 @@ final class PropagationHistory: Sendable {
     var disruptions: [Disruption] { state.withLock { $0.disruptions } }
     var slowWaits: [SlowWait] { state.withLock { $0.slowWaits } }
     var stalls: [(at: Duration, overshoot: Duration)] { state.withLock { $0.stalls } }
+    var readerStalls: [Int: [(at: Duration, overshoot: Duration)]] { state.withLock { $0.readerStalls } }
     var bytes: [Int: (peak: Int, limit: Int)] { state.withLock { $0.bytes } }
     var end: Duration { state.withLock { $0.end } }
     var readCount: Int { state.withLock { $0.runs.values.reduce(0) { $0 + $1.reduce(0) { $0 + $1.count } } } }

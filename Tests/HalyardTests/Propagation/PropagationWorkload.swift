@@ -211,11 +211,17 @@ struct PropagationWorkload: Sendable {
             background.append(
                 Task {
                     var i = 0
+                    var previous = history.now
                     while !stop.withLock({ $0 }) {
                         let context = fitted[i % fitted.count]
                         let name = Self.hotContexts[i % fitted.count]
                         i += 1
                         let start = history.now
+                        if start - previous > .milliseconds(60) {
+                            history.recordReaderStall(
+                                reader: id, at: previous, overshoot: start - previous - .milliseconds(10))
+                        }
+                        previous = start
                         let flags = await service.flags(for: context)
                         let waited = history.now - start
                         if waited > .milliseconds(150) {
@@ -225,7 +231,7 @@ struct PropagationWorkload: Sendable {
                             let value = flags.int("f\(flag)", default: PropagationValue.missing)
                             history.recordRead(reader: id, context: name, flag: flag, value: value, at: start)
                         }
-                        if i % fitted.count == 0 { try? await Task.sleep(for: .milliseconds(4)) }
+                        if i % fitted.count == 0 { try? await Task.sleep(for: .milliseconds(10)) }
                     }
                 })
             let warm = try Self.warmContexts.map { try EvaluationContext(targetingKey: $0).fitted() }
@@ -259,14 +265,20 @@ struct PropagationWorkload: Sendable {
         for (id, client) in clients {
             background.append(
                 Task {
+                    var previous = history.now
                     while !stop.withLock({ $0 }) {
                         let start = history.now
+                        if start - previous > .milliseconds(60) {
+                            history.recordReaderStall(
+                                reader: id, at: previous, overshoot: start - previous - .milliseconds(10))
+                        }
+                        previous = start
                         let name = contexts.withLock { $0[id] ?? "" }
                         for flag in 0..<SimulatedControlPlane.flagCount {
                             let value = client.int("f\(flag)", default: PropagationValue.missing)
                             history.recordRead(reader: id, context: name, flag: flag, value: value, at: start)
                         }
-                        try? await Task.sleep(for: .milliseconds(3))
+                        try? await Task.sleep(for: .milliseconds(10))
                     }
                 })
         }
