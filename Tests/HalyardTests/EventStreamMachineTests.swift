@@ -676,4 +676,36 @@ struct EventStreamMachineTests {
         #expect(Fetch(reason: .event).merged(with: Fetch(reason: .event)) == Fetch(reason: .event))
         #expect(Fetch(reason: .relearn).merged(with: Fetch(reason: .connected)) != Fetch(reason: .relearn))
     }
+
+    /// Found by the propagation checker (seed 8, fleet): a service whose stream answered 503
+    /// with a `Retry-After` date was advertised another URL (an answer computed before a
+    /// rotation): the withdrawal and the new advertisement reconnected at once, and the two URLs
+    /// then alternated 401 and 503 every few tens of milliseconds.
+    @Test("a Retry-After holds across a change of stream URL; a later advertisement waits for it")
+    func retryAfterHoldsAcrossAnotherURL() throws {
+        var d = StreamDriver()
+        d.feed(.advertised(inactivityDelay: nil))
+        d.feed(.opened(connection: 1, status: 503, isEventStream: false, retryAfter: .seconds(30)))
+        let refusedAt = d.now
+        let until = try #require(d.machine.nextWake)
+        #expect(until - refusedAt >= .seconds(30))
+        // Another URL: the driver withdraws the old stream and advertises the new one.
+        d.now += .milliseconds(20)
+        d.feed(.withdrawn)
+        d.feed(.advertised(inactivityDelay: nil))
+        #expect(d.connects == [1], "reconnected \(d.now - refusedAt) after a Retry-After of 30 s")
+        #expect(d.machine.nextWake == until)
+        try d.fireTimer()
+        #expect(d.connects == [1, 2])
+        #expect(d.now == until)
+
+        // Once the floor has passed, a new URL connects at once as before.
+        var late = StreamDriver()
+        late.feed(.advertised(inactivityDelay: nil))
+        late.feed(.opened(connection: 1, status: 429, isEventStream: false, retryAfter: .seconds(5)))
+        late.now += .seconds(60)
+        late.feed(.withdrawn)
+        late.feed(.advertised(inactivityDelay: nil))
+        #expect(late.connects == [1, 2])
+    }
 }

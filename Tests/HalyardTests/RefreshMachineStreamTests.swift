@@ -66,6 +66,57 @@ struct RefreshMachineStreamTests {
         #expect(own.streamJoined == false)
     }
 
+    /// Found by the propagation checker (seed 8, fleet, clients 3 and 5): a refused stream URL's
+    /// re-learn joined a poll's conditional request in flight, whose 304 carries no
+    /// advertisement, so the client reopened the refused URL.
+    @Test("a re-learn that joins a conditional request in flight is followed by an unconditional fetch after its 304")
+    func relearnJoiningAConditionalRequestFollowsItsNotModified() throws {
+        var d = MachineDriver { $0.learnsAdvertisement = true }
+        d.feed(.start(fingerprint: "fp"))
+        try d.respond(.updated(etag: "\"e1\""))
+        d.feed(.refresh)
+        #expect(d.sent.last?.ifNoneMatch == "\"e1\"")
+        let joined = d.feed(.streamFetch(.init(reason: .relearn)))
+        #expect(joined.streamJoined)
+        #expect(d.sent.count == 2)
+        try d.respond(.notModified)
+        #expect(d.sent.count == 3, "the 304 showed no advertisement: an unconditional fetch follows")
+        #expect(d.sent.last?.ifNoneMatch == nil)
+        #expect(d.sent.last?.trigger == .stream)
+        // A 200 to the joined request carried the advertisement: nothing follows it.
+        try d.respond(.updated(etag: "\"e2\""))
+        d.feed(.refresh)
+        d.feed(.streamFetch(.init(reason: .relearn)))
+        try d.respond(.updated(etag: "\"e3\""))
+        #expect(d.sent.count == 4)
+        #expect(d.machine.inFlight == nil)
+    }
+
+    /// Found by the propagation checker (seeds 7 and 8): a refused stream URL's re-learn asked
+    /// for during a backoff or a `Retry-After` was dropped (or owed as a conditional fetch), so
+    /// no answer showed the new advertisement.
+    @Test("a re-learn that cannot go now makes the next request unconditional (backoff and Retry-After)")
+    func deferredRelearnMakesTheNextRequestUnconditional() throws {
+        let refusals: [RefreshMachine.Outcome] = [
+            .transient(.status(503), retryAfter: nil), .rateLimited(retryAfter: .seconds(30)),
+        ]
+        for refusal in refusals {
+            var d = MachineDriver { $0.learnsAdvertisement = true }
+            d.feed(.start(fingerprint: "fp"))
+            try d.respond(.updated(etag: "\"e1\""))
+            d.feed(.refresh)
+            try d.respond(refusal)
+            #expect(d.feed(.streamFetch(.init(reason: .relearn))).wait == .none, "\(refusal)")
+            let sent = d.sent.count
+            d.fireTimer()
+            #expect(d.sent.count == sent + 1, "\(refusal)")
+            #expect(d.sent.last?.ifNoneMatch == nil, "the deferred re-learn's request went conditional (\(refusal))")
+            try d.respond(.updated(etag: "\"e2\""))
+            d.feed(.refresh)
+            #expect(d.sent.last?.ifNoneMatch == "\"e2\"", "only one request is unconditional")
+        }
+    }
+
     @Test("a stream fetch never bypasses backoff, Retry-After or a refused key")
     func obeysBackoff() throws {
         var d = MachineDriver()

@@ -143,6 +143,9 @@ struct RefreshMachine: Sendable {
         var request: Request
         /// When it was sent.
         var sentAt: Duration
+        /// An unconditional stream fetch (a re-learn or an activation) joined this conditional
+        /// request: a 304 to it carries no advertisement, so an unconditional one follows.
+        var relearnAfter = false
     }
 
     let configuration: Configuration
@@ -162,6 +165,10 @@ struct RefreshMachine: Sendable {
     private(set) var pollInterval: Duration
     /// Whether the stream advertisement is known (``Configuration/learnsAdvertisement``).
     private(set) var advertisement: Advertisement = .unknown
+    /// A re-learn or activation fetch the stream asked for could not go (a backoff or a
+    /// `Retry-After` was in force): the next request goes without `If-None-Match`, so its answer
+    /// carries the advertisement a refused stream URL needs (SPEC §14).
+    private(set) var unconditionalOwed = false
     /// The id of the last request sent.
     private var lastRequestID: UInt64 = 0
     /// The id of the last request sent with a key `setKey` has replaced: an answer to it is
@@ -348,7 +355,9 @@ struct RefreshMachine: Sendable {
             }
         case .response(let requestID, let outcome):
             if let inFlight, inFlight.request.id == requestID {
-                handle(outcome, for: inFlight.request, now: now, random: &random, into: &step)
+                handle(
+                    outcome, for: inFlight.request, relearnAfter: inFlight.relearnAfter, now: now, random: &random,
+                    into: &step)
             } else if case .rateLimited(let retryAfter?) = outcome, requestID > lastOldKeyRequestID {
                 // A superseded request's 429 still binds us (not one sent with a replaced key).
                 honour(retryAfter, now: now, random: &random)
@@ -426,24 +435,36 @@ struct RefreshMachine: Sendable {
                 preconditionFailure("a request of a superseded context is still in flight")
             }
             step.streamJoined = stream != nil
+            if stream?.unconditional == true, inFlight.request.ifNoneMatch != nil {
+                // Its 304 would not show the advertisement the stream needs (a refused URL's
+                // re-learn): an unconditional fetch follows it.
+                var joined = inFlight
+                joined.relearnAfter = true
+                running.fetch = .inFlight(joined)
+            }
             return .request(inFlight.request.id)
         case .owed:
             if let notBefore = retryNotBefore, now < notBefore {
                 // Still owed; an identify or start takes over its reason.
                 if trigger == .identify || trigger == .start { running.fetch = .owed(trigger) }
+                if stream?.unconditional == true { unconditionalOwed = true }
                 return .none
             }
         case .idle:
             if let notBefore = retryNotBefore, now < notBefore {
                 running.fetch = .owed(trigger)
+                if stream?.unconditional == true { unconditionalOwed = true }
                 return .none
             }
         }
         if !ignoreBackoff, trigger != .retry, let until = session.health.retries?.until, now < until {
+            if stream?.unconditional == true { unconditionalOwed = true }
             return .none
         }
         lastRequestID &+= 1
-        let conditional = stream?.unconditional != true && values?.fingerprint == session.fingerprint
+        let conditional =
+            stream?.unconditional != true && !unconditionalOwed && values?.fingerprint == session.fingerprint
+        unconditionalOwed = false
         let request = Request(
             id: lastRequestID,
             generation: generation,
@@ -468,7 +489,8 @@ struct RefreshMachine: Sendable {
 
     /// The answer to the request in flight.
     private mutating func handle(
-        _ outcome: Outcome, for request: Request, now: Duration, random: inout SplitMix64, into step: inout Step
+        _ outcome: Outcome, for request: Request, relearnAfter: Bool = false, now: Duration, random: inout SplitMix64,
+        into step: inout Step
     ) {
         running.fetch = .idle
         switch outcome {
@@ -480,7 +502,7 @@ struct RefreshMachine: Sendable {
             if request.ifNoneMatch != nil, let values, values.fingerprint == request.fingerprint {
                 step.effects.append(.confirm)
                 succeed(request: request, etag: values.etag, now: now, random: &random, into: &step)
-                if configuration.learnsAdvertisement, advertisement == .unknown {
+                if configuration.learnsAdvertisement, advertisement == .unknown || relearnAfter {
                     // The values are confirmed; the stream is not known yet: ask once more,
                     // without If-None-Match, for the 200 that carries the advertisement (after
                     // this request is over, so its callers go with the 304's confirmation).

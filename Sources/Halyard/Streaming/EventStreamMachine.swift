@@ -161,7 +161,10 @@ struct EventStreamMachine: Sendable {
     /// inactive, only a connected one has a last byte, an idle one has no failures.
     enum Phase: Sendable, Hashable {
         /// No stream advertised (or withdrawn); `inactiveSince` as in ``Following``.
-        case idle(inactiveSince: Duration?)
+        /// `retryAfter`: a stream withdrawn while it waited out a `Retry-After` (another URL
+        /// advertised): the plane's floor holds for the next stream too, so a stale or rotated
+        /// advertisement never turns a 503's wait into an immediate reconnect.
+        case idle(inactiveSince: Duration?, retryAfter: RetryAfterWait? = nil)
         /// Waiting to reconnect at `until`.
         case waiting(until: Duration, Following)
         /// Connect sent at `since`, no head yet.
@@ -255,7 +258,7 @@ struct EventStreamMachine: Sendable {
     /// When `setActive(false)` made the client inactive; nil while it is active (and stopped).
     var inactiveSince: Duration? {
         switch phase {
-        case .idle(let since): since
+        case .idle(let since, _): since
         case .suspended(let since, _, _): since
         case .waiting, .connecting, .connected: following?.inactiveSince
         case .stopped: nil
@@ -319,9 +322,13 @@ struct EventStreamMachine: Sendable {
         case .advertised(let delay):
             serverInactivityDelay = delay
             switch phase {
-            case .idle(let inactiveSince):
+            case .idle(let inactiveSince, let retryAfter):
                 if let inactiveSince {
-                    phase = .suspended(inactiveSince: inactiveSince, degraded: false)
+                    phase = .suspended(inactiveSince: inactiveSince, degraded: false, retryAfter: retryAfter)
+                } else if let retryAfter, now < retryAfter.until {
+                    // A `Retry-After` the previous stream was given still holds.
+                    let following = Following(failures: retryAfter.failures, refusedWithRetryAfter: true, degraded: true)
+                    phase = .waiting(until: retryAfter.until, following)
                 } else {
                     connect(now: now, following: Following(), into: &actions)
                 }
@@ -333,8 +340,16 @@ struct EventStreamMachine: Sendable {
                 break
             }
         case .withdrawn:
+            var owed: RetryAfterWait?
+            switch phase {
+            case .waiting(let until, let following) where following.refusedWithRetryAfter && now < until:
+                owed = RetryAfterWait(until: until, failures: following.failures)
+            case .idle(_, let kept?) where now < kept.until, .suspended(_, _, let kept?) where now < kept.until:
+                owed = kept
+            default: break
+            }
             disconnect(into: &actions)
-            phase = .idle(inactiveSince: inactiveSince)
+            phase = .idle(inactiveSince: inactiveSince, retryAfter: owed)
         case .opened(let id, let status, let isEventStream, let retryAfter):
             guard id == connection, case .connecting(_, let following) = phase else { break }
             if (200..<300).contains(status) && isEventStream {
@@ -405,7 +420,7 @@ struct EventStreamMachine: Sendable {
             guard isActive != (inactiveSince == nil) else { break }
             let since = isActive ? nil : now
             switch phase {
-            case .idle: phase = .idle(inactiveSince: since)
+            case .idle(_, let retryAfter): phase = .idle(inactiveSince: since, retryAfter: retryAfter)
             case .suspended(_, let degraded, let retryAfter):
                 // Only a client that follows a stream re-fetches on activation (polling-only
                 // and `.none` clients keep their own triggers).
