@@ -327,7 +327,8 @@ struct EventStreamMachine: Sendable {
                     phase = .suspended(inactiveSince: inactiveSince, degraded: false, retryAfter: retryAfter)
                 } else if let retryAfter, now < retryAfter.until {
                     // A `Retry-After` the previous stream was given still holds.
-                    let following = Following(failures: retryAfter.failures, refusedWithRetryAfter: true, degraded: true)
+                    let following = Following(
+                        failures: retryAfter.failures, refusedWithRetryAfter: true, degraded: true)
                     phase = .waiting(until: retryAfter.until, following)
                 } else {
                     connect(now: now, following: Following(), into: &actions)
