@@ -34,7 +34,7 @@ while :; do
   if [ "$total" -gt 0 ] && [ $(( total - done_count )) -lt "$n" ]; then n=$(( total - done_count )); fi
   seeds="$seed-$(( seed + n - 1 ))"
   log=.build/propagation/batch-$seed.log
-  HALYARD_PROPAGATION_SEEDS=$seeds swift test --skip-build --filter 'PropagationTests/seededRuns' >"$log" 2>&1
+  HALYARD_PROPAGATION=1 HALYARD_PROPAGATION_SEEDS=$seeds swift test --skip-build --filter 'PropagationTests/seededRuns' >"$log" 2>&1
   grep -E '^propagation seed [0-9]+: [0-9]+ reads' "$log" | sed 's/^/  /'
   for s in $(grep -E '^propagation seed [0-9]+: .* [1-9][0-9]* violations$' "$log" | awk '{print $3}' | tr -d ':'); do
     failed+=("$s")

@@ -699,6 +699,19 @@ struct EventStreamMachineTests {
         #expect(d.connects == [1, 2])
         #expect(d.now == until)
 
+        // The switch raced the old connection's answer: its 503 arrives after the new URL's
+        // connect went; the new one is refused (401): the reconnect waits for the old floor.
+        var raced = StreamDriver()
+        raced.feed(.advertised(inactivityDelay: nil))
+        raced.feed(.withdrawn)
+        raced.feed(.advertised(inactivityDelay: nil))
+        #expect(raced.connects == [1, 2])
+        raced.feed(.opened(connection: 1, status: 503, isEventStream: false, retryAfter: .seconds(30)))
+        let floorGivenAt = raced.now
+        raced.feed(.opened(connection: 2, status: 401, isEventStream: false))
+        let wake = try #require(raced.machine.nextWake)
+        #expect(wake - floorGivenAt >= .seconds(30), "the abandoned connection's Retry-After was lost")
+
         // Once the floor has passed, a new URL connects at once as before.
         var late = StreamDriver()
         late.feed(.advertised(inactivityDelay: nil))

@@ -152,6 +152,9 @@ struct EventStreamMachine: Sendable {
         /// The stream failed (refused, non-2xx, garbage, closed repeatedly) and has not stayed
         /// connected for `resetAfter` since: polling runs at `pollInterval`.
         var degraded = false
+        /// A `Retry-After` floor (its jittered instant) that the head of a connection abandoned
+        /// for another URL carried after the switch: the next reconnect waits for it too.
+        var retryFloor: Duration? = nil
         /// When `setActive(false)` made the client inactive; nil while it is active. The stream
         /// closes (``Phase/suspended(inactiveSince:degraded:)``) at this + the inactivity delay.
         var inactiveSince: Duration? = nil
@@ -347,11 +350,34 @@ struct EventStreamMachine: Sendable {
                 owed = RetryAfterWait(until: until, failures: following.failures)
             case .idle(_, let kept?) where now < kept.until, .suspended(_, _, let kept?) where now < kept.until:
                 owed = kept
+            case .connecting(_, let following), .connected(_, _, let following):
+                if let floor = following.retryFloor, now < floor {
+                    owed = RetryAfterWait(until: floor, failures: following.failures)
+                }
             default: break
             }
             disconnect(into: &actions)
             phase = .idle(inactiveSince: inactiveSince, retryAfter: owed)
         case .opened(let id, let status, let isEventStream, let retryAfter):
+            if id != connection, Self.honoursRetryAfter(status), let retryAfter,
+                let floor = RetryAfter.jitteredFloor(retryAfter, unit: random.unit())
+            {
+                // The head of a connection abandoned for another URL (a switch that raced its
+                // answer): the plane's floor still binds the next reconnect.
+                let until = now + floor
+                switch phase {
+                case .waiting(let wake, var following):
+                    following.refusedWithRetryAfter = following.refusedWithRetryAfter || until > wake
+                    phase = .waiting(until: max(wake, until), following)
+                case .idle(let inactiveSince, let kept):
+                    let failures = kept?.failures ?? 0
+                    let latest = max(kept?.until ?? .zero, until)
+                    let wait = RetryAfterWait(until: latest, failures: failures)
+                    phase = .idle(inactiveSince: inactiveSince, retryAfter: wait)
+                default:
+                    updateFollowing { $0.retryFloor = max($0.retryFloor ?? .zero, until) }
+                }
+            }
             guard id == connection, case .connecting(_, let following) = phase else { break }
             if (200..<300).contains(status) && isEventStream {
                 phase = .connected(since: now, lastByteAt: now, following)
@@ -583,7 +609,12 @@ struct EventStreamMachine: Sendable {
         let backoff = reconnectDelay(failures: following.failures, unit: random.unit())
         let floor = retryAfter.flatMap { RetryAfter.jitteredFloor($0, unit: random.unit()) }
         following.refusedWithRetryAfter = floor != nil
-        let delay = max(backoff, floor ?? .zero)
+        var delay = max(backoff, floor ?? .zero)
+        if let kept = following.retryFloor, kept > now + delay {
+            delay = kept - now
+            following.refusedWithRetryAfter = true
+        }
+        following.retryFloor = nil
         phase = .waiting(until: now + delay, following)
         actions.append(.log(following.degraded ? .warning : .info, message + "; reconnecting in \(delay)"))
     }

@@ -320,7 +320,12 @@ struct PropagationChecker {
                 let early: [PropagationHistory.Request]
                 switch floorAnswer.kind {
                 case .stream:
-                    early = opens.filter { $0.sentAt > answered && $0.sentAt < floor - .milliseconds(50) }
+                    // As for bulk requests: an open sent within 20 ms of the answer was decided
+                    // before the answer could be seen (a switch to another URL racing the old
+                    // connection's head; no reconnect delay is under 500 ms).
+                    early = opens.filter {
+                        $0.sentAt > answered + .milliseconds(20) && $0.sentAt < floor - .milliseconds(50)
+                    }
                 case .bulk:
                     guard !reader.isService else { continue }
                     early = mine.filter {

@@ -8,7 +8,16 @@ import Testing
 /// ``PropagationChecker``. CI runs ``ciSeeds``; `HALYARD_PROPAGATION_SEEDS` runs others (a seed
 /// `17`, a list `7,12,40` or a range `1-40`), `HALYARD_PROPAGATION_SECONDS` sets a run's length
 /// (default 11 s); `scripts/propagation-long.sh` runs many.
-@Suite("Propagation: seeded fault-injection runs against a simulated control plane", .serialized)
+///
+/// Its windows are real time (I1's 2 s, I3's cold wait): it runs alone, as a step of `.ci/run`
+/// (`HALYARD_PROPAGATION=1 swift test --skip-build --filter PropagationTests`), not inside the
+/// parallel full run, where the readers of one run were seen starved for seconds (896 reads in
+/// 11 s, 54 scheduler stalls adding to 21 s).
+@Suite(
+    "Propagation: seeded fault-injection runs against a simulated control plane", .serialized,
+    .enabled(
+        if: ProcessInfo.processInfo.environment["HALYARD_PROPAGATION"] == "1",
+        "real-time windows: run alone with HALYARD_PROPAGATION=1"))
 struct PropagationTests {
     static let ciSeeds: [UInt64] = [4, 8, 14]
     static let ciFleetSeeds: [UInt64] = [3, 6]
