@@ -175,13 +175,12 @@ package final class DefinitionsFeed: Sendable {
         let result: Result<(Data, String?)?, DefinitionsSourceError>
         var retryAfter: Duration?
         switch source {
-        case .file:
-            let finding = state.withLock { s -> DefinitionsFileCheck.Finding in
-                // The check runs alone (the machine's one slot), so the file state is ours.
-                var file = s.file ?? DefinitionsFileCheck(url: URL(fileURLWithPath: "/"))
-                defer { s.file = file }
-                return file.check(validator: validator)
-            }
+        case .file(let url):
+            // The check runs alone (the machine's one slot), so the file state is ours to take
+            // out: the file is read and hashed off the lock (`stats` readers do not wait).
+            var file = state.withLock { $0.file } ?? DefinitionsFileCheck(url: url)
+            let finding = file.check(validator: validator)
+            state.withLock { $0.file = file }
             switch finding {
             case .unchanged: result = .success(nil)
             case .document(let data, let hash): result = .success((data, hash))
