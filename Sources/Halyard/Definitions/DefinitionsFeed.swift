@@ -112,10 +112,22 @@ package final class DefinitionsFeed: Sendable {
     }
 
     /// Starts checking: at once, then at the poll interval (or after the backoff). Idempotent.
+    /// The loop holds the feed only while it checks: a feed dropped without ``close()`` stops
+    /// at its next wake.
     package func start() {
+        let clock = self.clock
         state.withLock { s in
             guard s.loop == nil, !s.machine.isClosed else { return }
-            s.loop = Task { [weak self] in await self?.run() }
+            s.loop = Task { [weak self] in
+                while !Task.isCancelled {
+                    guard let wait = self?.waitBeforeNextCheck() else { return }
+                    if wait > .zero {
+                        do { try await clock.sleep(for: wait) } catch { return }
+                    } else {
+                        await self?.check()
+                    }
+                }
+            }
         }
     }
 
@@ -152,20 +164,13 @@ package final class DefinitionsFeed: Sendable {
 
     // MARK: - The loop
 
-    private func run() async {
-        while !Task.isCancelled {
-            let wait = state.withLock { s -> Duration? in
-                if s.machine.isClosed { return nil }
-                let now = clock.monotonicNow
-                let due = max(s.machine.nextCheck ?? now, s.machine.retryNotBefore ?? now)
-                return due - now
-            }
-            guard let wait else { return }
-            if wait > .zero {
-                do { try await clock.sleep(for: wait) } catch { return }
-                continue
-            }
-            await check()
+    /// How long until the next check is due (zero: now); nil when closed.
+    private func waitBeforeNextCheck() -> Duration? {
+        state.withLock { s -> Duration? in
+            if s.machine.isClosed { return nil }
+            let now = clock.monotonicNow
+            let due = max(s.machine.nextCheck ?? now, s.machine.retryNotBefore ?? now)
+            return due - now
         }
     }
 

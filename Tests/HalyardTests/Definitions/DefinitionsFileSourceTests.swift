@@ -200,6 +200,23 @@ import Testing
         #expect(Self.served(feed, "g") == .bool(false))
     }
 
+    @Test func aFeedDroppedWithoutCloseStopsItsLoop() async throws {
+        let dir = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("flags.json")
+        try Self.document(true).write(to: file, atomically: false, encoding: .utf8)
+        let clock = ManualClock()
+        weak var dropped: DefinitionsFeed?
+        do {
+            let feed = try DefinitionsFeed(source: .file(file), clock: clock, pollInterval: .seconds(5))
+            dropped = feed
+            feed.start()
+            try await Wait.until("the first load") { feed.stats.loads == 1 && clock.sleeperCount == 1 }
+        }
+        try await Wait.until("the feed to be freed") { dropped == nil }
+        try await Wait.until("its loop to stop sleeping") { clock.sleeperCount == 0 }
+    }
+
     @Test func anHTTPSourceMustBeSecureOrLoopback() throws {
         let plain = try #require(URL(string: "http://flags.example.com/f.json"))
         let secure = try #require(URL(string: "https://flags.example.com/f.json"))
