@@ -42,6 +42,7 @@ let package = Package(
         .executable(name: "halyard-bench-service", targets: ["ServiceBenchmarks"]),
         .executable(name: "halyard-bench-stream", targets: ["StreamBenchmarks"]),
         .executable(name: "halyard-bench-fleet", targets: ["FleetBenchmarks"]),
+        .executable(name: "halyard-bench-definitions", targets: ["DefinitionsBenchmarks"]),
         .executable(name: "halyard-release-stress", targets: ["ReleaseStress"]),
     ],
     targets: [
@@ -119,6 +120,11 @@ let package = Package(
             name: "FleetBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"],
             path: "Benchmarks/FleetBenchmarks",
             swiftSettings: upcoming),
+        // flagd definitions evaluated in process (SPEC §17): ns per evaluation, 1,000 flags compiled.
+        .executableTarget(
+            name: "DefinitionsBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"],
+            path: "Benchmarks/DefinitionsBenchmarks",
+            swiftSettings: upcoming + [.unsafeFlags(["-Ounchecked"])]),
         // Every hazard-protected read against a publisher, for `-c release` builds (.ci/run): only
         // there does the ARC optimizer move retains (docs/architecture.md).
         .executableTarget(
