@@ -319,6 +319,21 @@ struct StreamServiceTests {
         #expect(transport.fetches.last?.url.query == "flagConfigEtag=v9")
     }
 
+    /// A flight an event marked keeps the event's `flagConfig*` values when a connect's or a
+    /// re-learn's wave (no values of its own) reaches it before it ends; a later event's
+    /// replace them, even with none (issue 47, item 7).
+    @Test func aFlightsMarkKeepsTheEventsParametersThroughAConnectWave() {
+        let flight = ContextFlight()
+        let named = FlagConfigVersion(etag: "\"v9\"", lastModified: nil)
+        flight.markRefetch(named)
+        flight.markRefetch(nil, event: false)
+        #expect(flight.takeRefetch()?.flagConfig == named, "a connect wave erased the event's values")
+        #expect(flight.takeRefetch() == nil, "taken once")
+        flight.markRefetch(named)
+        flight.markRefetch(nil)
+        #expect(flight.takeRefetch().map { $0.flagConfig == nil } == true, "a later event naming none clears them")
+    }
+
     /// Issue 47 item 7: a connect wave set the stale mark's parameters to none, so a context an
     /// event had marked (not yet used since) was refreshed without the event's `flagConfig*`
     /// values after a reconnect.

@@ -23,7 +23,7 @@ final class ContextFlight: Sendable {
         /// dropped, docs/service.md, "Brownout").
         var onAbandon: (@Sendable () -> Void)?
         var abandoned = false
-        /// A stream event arrived while the fetch was on its way (``markRefetch(_:)``).
+        /// A stream event arrived while the fetch was on its way (``markRefetch(_:event:)``).
         var refetch: Refetch?
     }
 
@@ -33,10 +33,16 @@ final class ContextFlight: Sendable {
     }
 
     /// Marks the flight: a refetch event found it in flight, so its answer may predate the
-    /// change; the context is fetched again once it ends (SPEC §14, service mode). The latest
-    /// event's parameters win. Called under the context's shard lock, like the flight's removal.
-    func markRefetch(_ flagConfig: FlagConfigVersion?) {
-        state.withLock { $0.refetch = Refetch(flagConfig: flagConfig) }
+    /// change; the context is fetched again once it ends (SPEC §14, service mode). The `flagConfig*`
+    /// values follow the stream's rule (`EventStreamMachine.Fetch.flagConfig(_:then:)`): an
+    /// event's (`event`) replace the mark's, even with none; a connect's or a re-learn's wave
+    /// (no values of its own) keeps those of an event already marked. Called under the
+    /// context's shard lock, like the flight's removal.
+    func markRefetch(_ flagConfig: FlagConfigVersion?, event: Bool = true) {
+        state.withLock { s in
+            let kept = event ? flagConfig : flagConfig ?? s.refetch?.flagConfig
+            s.refetch = Refetch(flagConfig: kept)
+        }
     }
 
     /// The re-fetch owed after this flight, once (nil when no event marked it).

@@ -8,10 +8,11 @@ extension FlagService {
     /// is in the wave's uses (a refresh an earlier wave started, a background refresh): its
     /// answer may predate the change, so its context is fetched again when it ends
     /// (``refetchOwed(_:flagConfig:)``). Off the lookup path, one shard lock at a time.
-    func markFlights(_ flagConfig: FlagConfigVersion?) {
+    func markFlights(_ fetch: EventStreamMachine.Fetch) {
+        let event = fetch.reason == .event
         for shard in cache.shards {
             shard.withLock { s in
-                for flight in s.flights.values { flight.markRefetch(flagConfig) }
+                for flight in s.flights.values { flight.markRefetch(fetch.flagConfig, event: event) }
             }
         }
     }

@@ -16,7 +16,7 @@ extension FlagService {
                         await self.relearnStream()
                         guard fetch.announcesChange else { return }
                     }
-                    self.markFlights(fetch.flagConfig)
+                    self.markFlights(fetch)
                     await streaming.wave(fetch) { [weak self] fitted, flagConfig in
                         await self?.refreshHeld(fitted, flagConfig: flagConfig)
                     }
@@ -67,7 +67,9 @@ extension FlagService {
         let gate = fetcher.gate(now: now)
         let start = cache.shard(for: fingerprint).withLock { s -> Start? in
             if let flight = s.flights[fingerprint] {
-                flight.markRefetch(flagConfig)
+                // The wave's values for this context already follow the stream's rule; a wave
+                // without any keeps an event's mark.
+                flight.markRefetch(flagConfig, event: false)
                 return nil
             }
             guard let i = s.find(fingerprint), let snapshot = s.nodes[Int(i)].snapshot,
