@@ -28,6 +28,13 @@ final class GatedTransport: FlagTransport, Sendable {
 
     init(_ inner: InMemoryControlPlane) { self.inner = inner }
 
+    /// The `requestTimeout` of a service on this transport. The deadline around a transport is
+    /// real time (a Dispatch timer), not the test's `ManualClock`: with the default 10 s, a
+    /// request the test holds while a loaded CI machine runs hundreds of tests could time out
+    /// and fail the fetch the test is about to allow (CI, 2026-12-07: "gave up after 30.0 s
+    /// waiting for the first context held"). Only the test ends a held request.
+    static let requestTimeout: Duration = .seconds(3_600)
+
     /// OFREP requests received (answered or not).
     var received: Int { state.withLock { $0.received } }
     /// OFREP requests waiting for a permit now.
@@ -92,6 +99,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         let clock = ManualClock()
         var options = plane.makeServiceOptions()
         options.transport = transport
+        options.requestTimeout = GatedTransport.requestTimeout
         options.clock = clock
         options.maxConcurrentFetches = 1
         options.maxQueuedFetches = 50
@@ -119,6 +127,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         let clock = ManualClock()
         var options = plane.makeServiceOptions()
         options.transport = transport
+        options.requestTimeout = GatedTransport.requestTimeout
         options.clock = clock
         options.maxConcurrentFetches = 1
         let service = try FlagService(options: options)
@@ -165,6 +174,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         let transport = GatedTransport(plane)
         var options = plane.makeServiceOptions()
         options.transport = transport
+        options.requestTimeout = GatedTransport.requestTimeout
         options.clock = ManualClock()
         options.maxConcurrentFetches = 2
         options.maxQueuedFetches = 3
@@ -324,6 +334,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         let transport = GatedTransport(plane)
         var options = plane.makeServiceOptions()
         options.transport = transport
+        options.requestTimeout = GatedTransport.requestTimeout
         options.clock = FailingSleepClock()
         let service = try FlagService(options: options)
         defer { service.close() }
@@ -468,6 +479,7 @@ final class FailingSleepClock: HalyardClock, Sendable {
         let transport = GatedTransport(plane)
         var options = plane.makeServiceOptions()
         options.transport = transport
+        options.requestTimeout = GatedTransport.requestTimeout
         options.maxConcurrentFetches = 1
         var service: FlagService? = try FlagService(options: options)
         weak let weakService = service

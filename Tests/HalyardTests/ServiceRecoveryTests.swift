@@ -46,6 +46,7 @@ final class HeldSuccessTransport: FlagTransport, Sendable {
         let clock = ManualClock()
         var options = plane.makeServiceOptions()
         options.transport = transport
+        options.requestTimeout = GatedTransport.requestTimeout
         options.clock = clock
         options.maxConcurrentFetches = 1
         options.maxQueuedFetches = 2
