@@ -1,4 +1,5 @@
 import Foundation
+import HalyardTesting
 import Testing
 
 @testable import Halyard
@@ -79,6 +80,49 @@ import Testing
         #expect(throws: RedisError.timeout) { try client.ping() }
         // Generous: the point is that the call ends near its deadline, not after the kernel's minutes.
         #expect(ContinuousClock.now - start < .seconds(10))
+    }
+
+    /// Two services share entries over `rediss://`; a third, trusting another CA, serves from
+    /// the control plane, counts the refusals, and logs the outage once with the certificate's
+    /// reason. Tolerant of a loaded machine: the tier's calls keep their 25 ms default deadline,
+    /// so only "at least one" entry is asked to cross over TLS.
+    @Test(.needsRedisTLS) func servicesShareEntriesOverTLSAndAnUntrustedServerIsLoggedOnce() async throws {
+        let server = try RedisTLSTestServer()
+        let plane = InMemoryControlPlane(values: ["version": .int(1)])
+        let warnings = Locked<[String]>([])
+        func service(trusting caFile: String) throws -> FlagService {
+            var options = plane.makeServiceOptions(key: "srv-tls-test-key")
+            let url = try #require(URL(string: "rediss://:\(server.password)@127.0.0.1:\(server.port)"))
+            options.sharedCache = .redis(url: url, trustedCAFile: caFile)
+            options.changeDetection = .polling
+            options.exposures.enabled = false
+            options.coldFetchTimeout = .seconds(30)
+            options.logHandler = { level, message in
+                if level == .warning { warnings.withLock { $0.append(message) } }
+            }
+            return try FlagService(options: options)
+        }
+        let contexts = (0..<5).map { serviceContext($0) }
+        let first = try service(trusting: server.caFile)
+        defer { first.close() }
+        for context in contexts { #expect(await first.flags(for: context).int("version", default: 0) == 1) }
+        #expect(first.stats.sharedCache?.writes ?? 0 >= 1, "\(String(describing: first.stats.sharedCache))")
+        let second = try service(trusting: server.caFile)
+        defer { second.close() }
+        for context in contexts { #expect(await second.flags(for: context).int("version", default: 0) == 1) }
+        #expect(second.stats.sharedCache?.hits ?? 0 >= 1, "\(String(describing: second.stats.sharedCache))")
+        #expect(warnings.withLock { $0 }.isEmpty, "\(warnings.withLock { $0 })")
+
+        let untrusting = try service(trusting: server.otherCAFile)
+        defer { untrusting.close() }
+        for id in 100..<112 {
+            #expect(await untrusting.flags(for: serviceContext(id)).int("version", default: 0) == 1)
+        }
+        let stats = try #require(untrusting.stats.sharedCache)
+        #expect(stats.errors >= 5 && stats.breakerOpenings >= 1 && stats.hits == 0, "\(stats)")
+        let logged = warnings.withLock { $0 }
+        #expect(logged.count == 1, "\(logged)")
+        #expect(logged.first?.contains("certificate was refused") == true, "\(logged)")
     }
 
     /// Where `libssl.so.3` cannot be loaded, `rediss://` is refused with the loader's reason
