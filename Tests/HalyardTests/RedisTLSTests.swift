@@ -59,7 +59,8 @@ import Testing
             defer { client.close() }
             do {
                 try client.ping()
-                Issue.record("a certificate of an untrusted CA was accepted (trusting \(trusted ?? "the system store"))")
+                Issue.record(
+                    "a certificate of an untrusted CA was accepted (trusting \(trusted ?? "the system store"))")
             } catch {
                 guard case .tlsVerificationFailed(let reason) = error else { throw error }
                 // The server sends its CA with its certificate: OpenSSL names the untrusted root.

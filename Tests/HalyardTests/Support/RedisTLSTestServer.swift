@@ -82,7 +82,9 @@ final class RedisTLSTestServer: @unchecked Sendable {
         let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         for (name, subject) in [("ca", "/CN=Halyard Test CA"), ("other-ca", "/CN=Halyard Other CA")] {
             try openssl(
-                ["req", "-x509"] + key + ["-keyout", "\(name).key", "-out", "\(name).crt", "-days", "2", "-subj", subject])
+                ["req", "-x509"] + key + [
+                    "-keyout", "\(name).key", "-out", "\(name).crt", "-days", "2", "-subj", subject,
+                ])
         }
         try openssl(["req"] + key + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=redis.halyard.test"])
         try Data("subjectAltName=DNS:redis.halyard.test,IP:127.0.0.1\n".utf8).write(
@@ -153,7 +155,8 @@ extension Trait where Self == ConditionTrait {
     /// platforms), with the message `.ci/run` looks for.
     static var needsRedisTLS: Self {
         .enabled(
-            if: RedisTestServer.executable != nil && RedisTLSTestServer.openssl != nil && RedisTLSTestServer.libsslLoads,
+            if: RedisTestServer.executable != nil && RedisTLSTestServer.openssl != nil
+                && RedisTLSTestServer.libsslLoads,
             "redis-server, openssl or libssl.so.3 not found: install them (apt-get install -y redis-server openssl libssl3) to run the Redis TLS tests"
         )
     }

@@ -7,7 +7,9 @@ extension SharedTier {
         guard let shared = options.sharedCache, let endpoint = try? shared.redisEndpoint() else { return nil }
         if endpoint.tls, case .failure(let error) = RedisTLSContext.shared(trustedCAFile: endpoint.trustedCAFile) {
             options.logHandler?(
-                .warning, "sharedCache \(shared): rediss:// (TLS) cannot be used (\(error)); the service runs on its own cache only")
+                .warning,
+                "sharedCache \(shared): rediss:// (TLS) cannot be used (\(error)); the service runs on its own cache only"
+            )
             return nil
         }
         if !endpoint.tls && !endpoint.isLoopback {

@@ -24,9 +24,10 @@
         typealias ContextFree = @convention(c) (OpaquePointer?) -> Void
         typealias ContextSetVerify = @convention(c) (OpaquePointer?, Int32, OpaquePointer?) -> Void
         typealias ContextDefaultPaths = @convention(c) (OpaquePointer?) -> Int32
-        typealias ContextLoadLocations = @convention(c) (
-            OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?
-        ) -> Int32
+        typealias ContextLoadLocations =
+            @convention(c) (
+                OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?
+            ) -> Int32
         typealias Control = @convention(c) (OpaquePointer?, Int32, Int, UnsafeMutableRawPointer?) -> Int
         typealias SessionNew = @convention(c) (OpaquePointer?) -> OpaquePointer?
         typealias SessionFree = @convention(c) (OpaquePointer?) -> Void
@@ -96,7 +97,8 @@
                 return .failure(failure(ssl))
             }
             do throws(RedisError) {
-                let library = try OpenSSLLibrary(ssl: Symbols(handle: sslHandle, name: ssl), crypto: Symbols(handle: cryptoHandle, name: crypto))
+                let library = try OpenSSLLibrary(
+                    ssl: Symbols(handle: sslHandle, name: ssl), crypto: Symbols(handle: cryptoHandle, name: crypto))
                 // OPENSSL_INIT_LOAD_SSL_STRINGS | OPENSSL_INIT_LOAD_CRYPTO_STRINGS: readable errors.
                 guard library.initSSL(0x0020_0000 | 0x0000_0002, nil) == 1 else {
                     throw .tlsUnavailable("OPENSSL_init_ssl failed")

@@ -74,7 +74,8 @@
                 set = library.setHost(session, host)
                 let named = host.withCString { name in
                     library.sessionControl(
-                        session, OpenSSLABI.setServerName, OpenSSLABI.nameTypeHost, UnsafeMutableRawPointer(mutating: name))
+                        session, OpenSSLABI.setServerName, OpenSSLABI.nameTypeHost,
+                        UnsafeMutableRawPointer(mutating: name))
                 }
                 guard named == 1 else { throw .tlsFailed(library.takeError("the server name (SNI) was not set")) }
             }
@@ -159,7 +160,8 @@
                     library.read(session, raw.baseAddress, Int32(clamping: raw.count))
                 }
                 if count > 0 {
-                    chunk.withUnsafeBytes { raw in decoder.append(UnsafeRawBufferPointer(rebasing: raw[..<Int(count)])) }
+                    chunk.withUnsafeBytes { raw in decoder.append(UnsafeRawBufferPointer(rebasing: raw[..<Int(count)]))
+                    }
                     total += Int(count)
                     continue
                 }
