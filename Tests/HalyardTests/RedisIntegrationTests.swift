@@ -205,10 +205,19 @@ import Testing
         #expect(try client.get(Self.bytes("k")) == Self.bytes("after restart"))
     }
 
-    @Test func redissIsRefusedByTheClientWithATypedError() throws {
-        let url = try #require(URL(string: "rediss://127.0.0.1:6390"))
-        let client = RedisClient(endpoint: try RedisEndpoint(url: url))
-        #expect(throws: RedisError.tlsNotSupported) { try client.ping() }
+    @Test(.needsRedisServer) func redissWithACAFileThatDoesNotLoadIsATypedError() throws {
+        // A listener, so that the connect succeeds and the TLS set-up is what fails.
+        let server = try RedisTestServer()
+        var endpoint = try RedisEndpoint(url: try #require(URL(string: "rediss://127.0.0.1:\(server.port)")))
+        endpoint.trustedCAFile = "/nonexistent/halyard-ca.pem"
+        let client = RedisClient(endpoint: endpoint, timeout: .seconds(5))
+        defer { client.close() }
+        do {
+            try client.ping()
+            Issue.record("a ping over TLS with no usable CA file succeeded")
+        } catch {
+            guard case .tlsUnavailable = error else { throw error }
+        }
     }
 
     @Test func aRefusedPortIsAConnectionFailure() throws {

@@ -108,7 +108,8 @@ import Testing
 
     /// What a service says about its shared cache when it is created: one warning for a plain
     /// `redis://` host that is not loopback (accepted: the cluster network is the operator's),
-    /// one for `rediss://` (then it runs on its own cache: no TLS in the client yet), nothing for
+    /// one for `rediss://` that cannot be used (here: its CA file does not load; likewise without
+    /// `libssl.so.3` or on Apple platforms; then it runs on its own cache), nothing for
     /// a local one or none. A shared cache that cannot be reached never keeps values from a
     /// reader. (No call is made to the non-loopback host: tests stay on loopback.)
     @Test func aServiceSaysWhatItCannotUseAndServesAnyway() async throws {
@@ -120,7 +121,11 @@ import Testing
             let plane = InMemoryControlPlane(values: ["a": .bool(true)])
             var options = plane.makeServiceOptions()
             options.changeDetection = .polling
-            if !text.isEmpty { options.sharedCache = .redis(url: try Self.url(text)) }
+            if text.hasPrefix("rediss") {
+                options.sharedCache = .redis(url: try Self.url(text), trustedCAFile: "/nonexistent/halyard-ca.pem")
+            } else if !text.isEmpty {
+                options.sharedCache = .redis(url: try Self.url(text))
+            }
             let logged = Locked<[String]>([])
             options.logHandler = { level, message in
                 if level == .warning { logged.withLock { $0.append(message) } }

@@ -27,9 +27,22 @@ public struct SharedCache: Sendable, CustomStringConvertible, CustomDebugStringC
 
     let engine: Engine
 
+    /// The PEM file of the certificate authorities a `rediss://` server's certificate must
+    /// chain to, *replacing* the system trust store (*default* nil: the system store). Read once
+    /// per process, when the first service that names it starts; ignored by `redis://` and
+    /// `unix://`. The host name (or IP address) in the URL is always verified; there is no
+    /// option to turn verification off (docs/fleet.md, "TLS").
+    ///
+    /// ```swift
+    /// var cache = SharedCache.redis(url: URL(string: "rediss://cache.internal:6380")!)
+    /// cache.trustedCAFile = "/etc/redis/ca.pem"
+    /// options.sharedCache = cache
+    /// ```
+    public var trustedCAFile: String?
+
     /// A Redis server (Debian's `redis-server` 7.x, or Valkey) at `url`:
     /// `redis://[user:password@]host[:port][/db]` (port *default* 6379, db *default* 0),
-    /// `rediss://…` (TLS: accepted here, not supported by the client yet), or `unix:///path`
+    /// `rediss://…` (TLS, Linux: ``trustedCAFile`` and docs/fleet.md "TLS"), or `unix:///path`
     /// (`?db=N` optional). The user and password, when given, are sent with `AUTH`.
     ///
     /// ```swift
@@ -43,10 +56,26 @@ public struct SharedCache: Sendable, CustomStringConvertible, CustomDebugStringC
         SharedCache(engine: .redis(url))
     }
 
+    /// A Redis server at `url`, usually `rediss://…`, whose certificate must chain to a CA in
+    /// the PEM file `trustedCAFile` (which replaces the system trust store). The same as
+    /// ``redis(url:)`` with ``trustedCAFile`` set.
+    ///
+    /// ```swift
+    /// options.sharedCache = .redis(url: URL(string: "rediss://cache.internal:6380")!, trustedCAFile: "/etc/redis/ca.pem")
+    /// ```
+    public static func redis(url: URL, trustedCAFile: String) -> SharedCache {
+        var cache = SharedCache(engine: .redis(url))
+        cache.trustedCAFile = trustedCAFile
+        return cache
+    }
+
     /// The Redis endpoint the URL names, or why it cannot be used.
     package func redisEndpoint() throws(SharedCacheError) -> RedisEndpoint {
         switch engine {
-        case .redis(let url): try RedisEndpoint(url: url)
+        case .redis(let url):
+            var endpoint = try RedisEndpoint(url: url)
+            endpoint.trustedCAFile = trustedCAFile
+            return endpoint
         }
     }
 

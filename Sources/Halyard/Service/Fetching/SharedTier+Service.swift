@@ -5,14 +5,14 @@ extension SharedTier {
     /// (then it logs one warning and the service runs on its own cache).
     static func make(options: FlagServiceOptions) -> SharedTier? {
         guard let shared = options.sharedCache, let endpoint = try? shared.redisEndpoint() else { return nil }
-        if endpoint.tls {
+        if endpoint.tls, case .failure(let error) = RedisTLSContext.shared(trustedCAFile: endpoint.trustedCAFile) {
             options.logHandler?(
                 .warning,
-                "sharedCache \(shared): rediss:// (TLS) is not supported by Halyard's Redis client yet; the service runs on its own cache only"
+                "sharedCache \(shared): rediss:// (TLS) cannot be used (\(error)); the service runs on its own cache only"
             )
             return nil
         }
-        if !endpoint.isLoopback {
+        if !endpoint.tls && !endpoint.isLoopback {
             options.logHandler?(
                 .warning,
                 "sharedCache \(shared) is plain redis:// to a host that is not loopback: entries are authenticated, not encrypted"

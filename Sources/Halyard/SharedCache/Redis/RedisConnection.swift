@@ -12,14 +12,20 @@ import Foundation
 /// let replies = try connection.exchange([.get(Array("a".utf8)), .get(Array("b".utf8))], deadline: .now + .milliseconds(25))
 /// ```
 final class RedisConnection {
-    private let socket: RedisSocket
+    /// The plain socket, or a TLS session on it (`rediss://`).
+    private let socket: any RedisByteStream
     private var decoder: RESPDecoder
     private var output: [UInt8] = []
 
     /// Connects and runs the handshake (`AUTH`, `SELECT`, pipelined) before `deadline`.
     init(endpoint: RedisEndpoint, limits: RESPDecoder.Limits, deadline: ContinuousClock.Instant) throws(RedisError) {
-        if endpoint.tls { throw .tlsNotSupported }
-        socket = try RedisSocket.connect(endpoint.address, deadline: deadline)
+        let plain = try RedisSocket.connect(endpoint.address, deadline: deadline)
+        if endpoint.tls, case .tcp(let host, _) = endpoint.address {
+            let context = try RedisTLSContext.shared(trustedCAFile: endpoint.trustedCAFile).get()
+            socket = try context.stream(over: plain, host: host, deadline: deadline)
+        } else {
+            socket = plain
+        }
         decoder = RESPDecoder(limits: limits)
         var handshake: [RedisCommand] = []
         if let password = endpoint.password { handshake.append(.auth(user: endpoint.user, password: password)) }

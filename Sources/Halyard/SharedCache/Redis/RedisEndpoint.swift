@@ -2,8 +2,8 @@ package import Foundation
 
 /// A parsed Redis URL: where the server is and how to log in (docs/fleet.md, "URLs").
 ///
-/// `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS; parsed, refused by the
-/// client for now) and `unix:///path[?db=N]`. The password is held in a ``RedisSecret`` and
+/// `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS: OpenSSL loaded at run time
+/// on Linux, docs/fleet.md "TLS") and `unix:///path[?db=N]`. The password is held in a ``RedisSecret`` and
 /// never shown by the description.
 ///
 /// ```swift
@@ -20,8 +20,11 @@ package struct RedisEndpoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     package var address: Address
-    /// `rediss://`: TLS was asked for (the client does not support it yet).
+    /// `rediss://`: the connection is TLS, the server's certificate and host name verified.
     package var tls: Bool
+    /// The PEM file of the CAs a `rediss://` server's certificate must chain to, instead of the
+    /// system trust store (nil: the system's). Not part of the URL: ``SharedCache/trustedCAFile``.
+    package var trustedCAFile: String?
     /// The ACL user sent with `AUTH user password`; nil: `AUTH password` (the default user).
     package var user: String?
     /// The password sent with `AUTH`; nil: no `AUTH`.

@@ -22,8 +22,14 @@ package enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `AUTH` or `SELECT` on connect was refused. Carries the server's message, with the
     /// password scrubbed from it.
     case handshakeFailed(String)
-    /// `rediss://` (TLS) is parsed but this client does not speak TLS yet.
-    case tlsNotSupported
+    /// `rediss://` cannot be used in this process: `libssl.so.3` did not load, the CA file did
+    /// not load, or the platform has no TLS for Redis (Apple platforms). Carries the reason.
+    case tlsUnavailable(String)
+    /// The server's certificate was refused: not signed by a trusted CA, expired, or issued for
+    /// another host name or address. Carries OpenSSL's reason (e.g. "hostname mismatch").
+    case tlsVerificationFailed(String)
+    /// The TLS handshake or a TLS record failed otherwise (no common protocol, a bad record).
+    case tlsFailed(String)
     /// The client was closed.
     case closed
 
@@ -37,7 +43,9 @@ package enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unexpectedReply(let command): "an unexpected reply to \(command)"
         case .server(let message): "Redis answered an error: \(message)"
         case .handshakeFailed(let message): "Redis refused the connection's AUTH or SELECT: \(message)"
-        case .tlsNotSupported: "rediss:// (TLS) is not supported by Halyard's Redis client yet"
+        case .tlsUnavailable(let reason): "TLS to Redis is not available: \(reason)"
+        case .tlsVerificationFailed(let reason): "the Redis server's certificate was refused: \(reason)"
+        case .tlsFailed(let reason): "the TLS session with Redis failed: \(reason)"
         case .closed: "the Redis client is closed"
         }
     }

@@ -16,7 +16,8 @@
 /// Name resolution (`getaddrinfo`) is the one step without a deadline: a numeric address or
 /// `localhost` resolves at once; a DNS name may block (docs/fleet.md, "Deadlines").
 final class RedisSocket {
-    private let fd: Int32
+    /// The descriptor (a TLS stream on this socket moves its ciphertext through it).
+    let fd: Int32
     /// The receive buffer, reused by every read.
     private var chunk = [UInt8](repeating: 0, count: 16 << 10)
 
@@ -169,7 +170,7 @@ final class RedisSocket {
 
     /// 0 when the socket has no pending error; throws it otherwise (a `poll` that reported an
     /// error or hang-up with nothing to read must not be polled again until the deadline).
-    private func pendingError() throws(RedisError) -> Int {
+    func pendingError() throws(RedisError) -> Int {
         var status: Int32 = 0
         var size = socklen_t(MemoryLayout<Int32>.size)
         if getsockopt(fd, SOL_SOCKET, SO_ERROR, &status, &size) == 0, status != 0 {
