@@ -25,7 +25,9 @@ import Testing
         #expect(HalyardLogRecord.seconds(.milliseconds(2500)) == "2.5")
         #expect(HalyardLogRecord.seconds(.seconds(3)) == "3")
         #expect(HalyardLogRecord.seconds(.milliseconds(125)) == "0.125")
-        #expect(HalyardLogRecord.origin(URL(string: "https://u:p@flags.example.com:8443/a/b?c=d")!) == "https://flags.example.com:8443")
+        #expect(
+            HalyardLogRecord.origin(URL(string: "https://u:p@flags.example.com:8443/a/b?c=d")!)
+                == "https://flags.example.com:8443")
     }
 
     /// A client whose key is refused: both hooks get the same lines, in the same order; the
@@ -101,7 +103,8 @@ import Testing
         let attribute = "ATTRIBUTE-VALUE-secret"
         let collector = Collector()
         let context = EvaluationContext(
-            targetingKey: "user-3", attributes: ["plan": .string(attribute), "bulky": .string(String(repeating: "x", count: 9000))])
+            targetingKey: "user-3",
+            attributes: ["plan": .string(attribute), "bulky": .string(String(repeating: "x", count: 9000))])
 
         // A service: a shared cache with a password (not loopback: a warning at creation; then
         // one on loopback that refuses connections), 500, 429 and 401 answers.
@@ -118,7 +121,8 @@ import Testing
             guard redis.contains("127.0.0.1") else { continue }
             for status in [500, 429, 401] {
                 plane.failInitialization(status: status)
-                _ = await service.flags(for: EvaluationContext(targetingKey: "user-\(status)", attributes: ["plan": .string(attribute)]))
+                _ = await service.flags(
+                    for: EvaluationContext(targetingKey: "user-\(status)", attributes: ["plan": .string(attribute)]))
             }
             _ = await service.flags(for: context)
         }
@@ -136,7 +140,10 @@ import Testing
         plane.failInitialization(status: 401)
         await client.refresh()
         try await Wait.until("the client's refusal") {
-            collector.all.contains { $0.metadata[HalyardLogRecord.Key.httpStatus] == "401" && $0.metadata[HalyardLogRecord.Key.component] == "refresh" }
+            collector.all.contains {
+                $0.metadata[HalyardLogRecord.Key.httpStatus] == "401"
+                    && $0.metadata[HalyardLogRecord.Key.component] == "refresh"
+            }
         }
         _ = try await FlagClient.verify(options: options)
 

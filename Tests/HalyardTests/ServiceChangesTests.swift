@@ -64,7 +64,9 @@ import Testing
     @Test func twoContextsAreIndependentAndAFirstLoadReportsEveryKey() async throws {
         let plane = InMemoryControlPlane()
         plane.setContextValues { context in
-            guard case .object(let fields) = context, case .string(let key)? = fields["targetingKey"] else { return nil }
+            guard case .object(let fields) = context, case .string(let key)? = fields["targetingKey"] else {
+                return nil
+            }
             return ["owner": .string(key), "shared": .bool(true)]
         }
         let clock = ManualClock()

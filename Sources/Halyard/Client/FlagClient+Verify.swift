@@ -198,6 +198,7 @@ extension FlagClient {
 
     /// The warning of an install check that got no answer: the control plane's origin with it.
     private static func installCheckRecord(_ message: String, options: FlagClientOptions) -> HalyardLogRecord {
-        HalyardLogRecord(.warning, message, .verify, [HalyardLogRecord.Key.origin: HalyardLogRecord.origin(options.baseURL)])
+        HalyardLogRecord(
+            .warning, message, .verify, [HalyardLogRecord.Key.origin: HalyardLogRecord.origin(options.baseURL)])
     }
 }

@@ -21,7 +21,9 @@ package struct GuardedTransport: FlagTransport {
     private let logHandler: HalyardLogRecordHandler?
 
     /// `transport` guarded, unless it already is.
-    package static func wrapping(_ transport: any FlagTransport, logHandler: HalyardLogRecordHandler?) -> any FlagTransport {
+    package static func wrapping(_ transport: any FlagTransport, logHandler: HalyardLogRecordHandler?)
+        -> any FlagTransport
+    {
         if transport is GuardedTransport { return transport }
         return GuardedTransport(base: transport, logHandler: logHandler)
     }

@@ -65,8 +65,10 @@ extension ServiceFetcher {
             }
             outcome = .transient(.network, retryAfter: nil)
         }
-        return Answer(result: record(
-                outcome, status: status, decoded: decoded, generation: generation, fingerprint: context.fingerprint), sent: sent)
+        return Answer(
+            result: record(
+                outcome, status: status, decoded: decoded, generation: generation, fingerprint: context.fingerprint),
+            sent: sent)
     }
 
     private func record(
@@ -152,7 +154,9 @@ extension ServiceFetcher {
                 HalyardLogRecord.Key.context: HalyardLogRecord.contextPrefix(fingerprint),
             ]
             if let status { facts[HalyardLogRecord.Key.httpStatus] = "\(status)" }
-            if case .failed(let retryAfter?) = result { facts[HalyardLogRecord.Key.retryIn] = HalyardLogRecord.seconds(retryAfter) }
+            if case .failed(let retryAfter?) = result {
+                facts[HalyardLogRecord.Key.retryIn] = HalyardLogRecord.seconds(retryAfter)
+            }
             logHandler?(HalyardLogRecord(log.0, log.1, .service, facts))
         }
         return result
