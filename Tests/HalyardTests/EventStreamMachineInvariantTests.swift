@@ -264,7 +264,7 @@ struct StreamInvariants {
                 polls += 1
                 if interval == announced { broken.append("polling asked again at \(interval)") }
                 announced = interval
-            case .log(_, let message):
+            case .log(_, let message, _):
                 if message.contains("://") { broken.append("a log line with a URL: \(message)") }
             }
         }

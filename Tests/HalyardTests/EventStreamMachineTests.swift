@@ -26,7 +26,7 @@ struct StreamDriver {
     var disconnects: [UInt64] { actions.compactMap { if case .disconnect(let c) = $0 { c } else { nil } } }
     var fetches: [EventStreamMachine.Fetch] { actions.compactMap { if case .fetch(let f) = $0 { f } else { nil } } }
     var polls: [Duration] { actions.compactMap { if case .pollInterval(let d) = $0 { d } else { nil } } }
-    var logs: [String] { actions.compactMap { if case .log(_, let m) = $0 { m } else { nil } } }
+    var logs: [String] { actions.compactMap { if case .log(_, let m, _) = $0 { m } else { nil } } }
 
     /// Advertises a stream and lets its connection open with 200 text/event-stream.
     mutating func connected() {

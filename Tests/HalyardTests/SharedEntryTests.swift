@@ -169,7 +169,7 @@ import Testing
         let tier = SharedTier(
             client: RedisClient(endpoint: RedisEndpoint(address: .unix(path: "/nonexistent/halyard-test.sock"))),
             keys: Self.keys, leaseDuration: .seconds(2), entryLifetime: .seconds(60), clock: clock,
-            logHandler: { _, message in logged.withLock { $0.append(message) } })
+            logHandler: { record in logged.withLock { $0.append(record.message) } })
         // Nothing listens there: every call fails at once.
         for _ in 0..<SharedCacheBreaker.failuresToOpen { _ = await tier.lookup("fp") }
         #expect(tier.stats.breakerOpen && tier.stats.breakerOpenings == 1)

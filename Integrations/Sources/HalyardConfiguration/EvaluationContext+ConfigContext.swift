@@ -4,7 +4,7 @@ public import Halyard
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
 extension EvaluationContext {
     /// The context a configuration key's context stands for (the default mapping of
-    /// ``HalyardConfigProvider/init(service:base:watchInterval:clock:context:)``): `base` with
+    /// ``HalyardConfigProvider/init(service:base:context:)``): `base` with
     /// the key's `targetingKey` and `kind` (when they are strings) and every other entry as an
     /// attribute of the same JSON type, over the base's attributes.
     ///

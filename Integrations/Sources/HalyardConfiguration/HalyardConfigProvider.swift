@@ -29,9 +29,12 @@ public import Halyard
 /// client: ``FlagClient/refresh()``; a service: ``FlagService/flags(for:)-(EvaluationContext)``, which
 /// waits for a context not held yet); ``watchValue(forKey:type:updatesHandler:)`` and
 /// ``watchSnapshot(updatesHandler:)`` emit the current value, then a new one whenever the
-/// client reports the flag changed (``FlagClient/onChange(_:)``). A service has no change
-/// signal per context yet: its value watch re-reads every `watchInterval` and emits changed
-/// values; its snapshot watch emits the current snapshot only (take one per request, as
+/// client reports the flag changed (``FlagClient/onChange(_:)``). Over a service, a value watch
+/// follows the change signal of the key's context (``FlagService/withChanges(for:isolation:_:)-(EvaluationContext,_,_)``):
+/// a new value when new values stored for that context change the flag (watching fetches
+/// nothing: the context's values are refreshed as the service's reads and event stream
+/// refresh them). A service's snapshot watch emits the current snapshot only: a service
+/// snapshot spans every context, and no signal covers them all (take one per request, as
 /// ``FlagService/flags(for:)-(EvaluationContext)`` is meant to be used).
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
 public struct HalyardConfigProvider: ConfigProvider {
@@ -41,8 +44,6 @@ public struct HalyardConfigProvider: ConfigProvider {
     }
 
     private let reader: Reader
-    private let watchInterval: Duration
-    private let clock: any HalyardClock
 
     /// `"HalyardConfigProvider[client]"` or `"HalyardConfigProvider[service]"`.
     public let providerName: String
@@ -50,8 +51,6 @@ public struct HalyardConfigProvider: ConfigProvider {
     /// A provider of a client's flags (the client's context).
     public init(client: FlagClient) {
         reader = .client(client)
-        watchInterval = .seconds(5)
-        clock = SystemClock()
         providerName = "HalyardConfigProvider[client]"
     }
 
@@ -61,19 +60,25 @@ public struct HalyardConfigProvider: ConfigProvider {
     ///   - service: The service.
     ///   - base: The context a key's context adds to (``EvaluationContext/init(configContext:base:)``);
     ///     *default* anonymous.
-    ///   - watchInterval: How often a value watch re-reads; *default* 5 s.
-    ///   - clock: Times the watch; *default* the system clock.
     ///   - context: Makes the evaluation context of a key's context; *default* the mapping of
     ///     ``EvaluationContext/init(configContext:base:)`` over `base`.
     public init(
-        service: FlagService, base: EvaluationContext = .anonymous, watchInterval: Duration = .seconds(5),
-        clock: any HalyardClock = SystemClock(),
+        service: FlagService, base: EvaluationContext = .anonymous,
         context: (@Sendable ([String: ConfigContextValue]) -> EvaluationContext)? = nil
     ) {
         reader = .service(service, context ?? { EvaluationContext(configContext: $0, base: base) })
-        self.watchInterval = max(watchInterval, .milliseconds(1))
-        self.clock = clock
         providerName = "HalyardConfigProvider[service]"
+    }
+
+    /// The first form, whose value watches re-read every `watchInterval`: watches now follow
+    /// the service's change signal, and `watchInterval` and `clock` are not used.
+    @available(*, deprecated, message: "watches follow the service's change signal: drop watchInterval and clock")
+    public init(
+        service: FlagService, base: EvaluationContext = .anonymous, watchInterval: Duration,
+        clock: any HalyardClock = SystemClock(),
+        context: (@Sendable ([String: ConfigContextValue]) -> EvaluationContext)? = nil
+    ) {
+        self.init(service: service, base: base, context: context)
     }
 
     /// The flag key a configuration key names: its components joined with dots.
@@ -129,22 +134,20 @@ public struct HalyardConfigProvider: ConfigProvider {
             }
             continuation.yield(read())
             stop = { subscription.cancel() }
-        case .service:
-            let first = read()
-            continuation.yield(first)
-            let (clock, interval) = (self.clock, watchInterval)
-            let poll = Task {
-                var last = first
-                while !Task.isCancelled {
-                    do { try await clock.sleep(for: interval) } catch { return }
-                    let next = read()
-                    if !Self.same(next, last) {
-                        continuation.yield(next)
-                        last = next
-                    }
+        case .service(let service, let makeContext):
+            // Subscribe first, then read: the forwarding task says when its scope is open.
+            let context = makeContext(key.context)
+            let (opened, open) = AsyncStream<Void>.makeStream()
+            let forward = Task {
+                await service.withChanges(for: context) { changes in
+                    open.finish()
+                    for await keys in changes where keys.contains(flagKey) { continuation.yield(read()) }
                 }
+                open.finish()
             }
-            stop = { poll.cancel() }
+            for await _ in opened {}
+            continuation.yield(read())
+            stop = { forward.cancel() }
         }
         defer {
             stop()
@@ -184,13 +187,5 @@ public struct HalyardConfigProvider: ConfigProvider {
     private func snapshotValue(forKey key: AbsoluteConfigKey, type: ConfigType) throws -> LookupResult {
         guard case .client(let client) = reader else { return try makeSnapshot().value(forKey: key, type: type) }
         return try Self.lookup(key, type, in: client)  // one read is one snapshot's: no view to pin
-    }
-
-    private static func same(_ a: Result<LookupResult, any Error>, _ b: Result<LookupResult, any Error>) -> Bool {
-        switch (a, b) {
-        case (.success(let x), .success(let y)): x == y
-        case (.failure(let x), .failure(let y)): "\(x)" == "\(y)"
-        default: false
-        }
     }
 }

@@ -3,7 +3,8 @@ public import Logging
 
 extension Logger {
     /// A Halyard log handler that writes every Halyard message through this logger: set it as
-    /// ``FlagClientOptions/logHandler`` or ``FlagServiceOptions/logHandler``.
+    /// ``FlagClientOptions/logHandler`` or ``FlagServiceOptions/logHandler``. It gets the message
+    /// only: ``halyardLogRecordHandler(metadata:source:)`` keeps each line's `halyard.*` metadata.
     ///
     /// ```swift
     /// var logger = Logger(label: "checkout.flags")
@@ -28,6 +29,42 @@ extension Logger {
         let extra: Logger.Metadata? = metadata.isEmpty ? nil : metadata
         return { level, message in
             logger.log(level: Logger.Level(halyard: level), "\(message)", metadata: extra, source: source)
+        }
+    }
+}
+
+extension Logger {
+    /// A Halyard record handler that writes every Halyard log line through this logger with its
+    /// metadata kept: set it as ``FlagClientOptions/logRecordHandler`` or
+    /// ``FlagServiceOptions/logRecordHandler``.
+    ///
+    /// ```swift
+    /// var logger = Logger(label: "checkout.flags")
+    /// var options = FlagServiceOptions(baseURL: url, key: key)
+    /// options.logRecordHandler = logger.halyardLogRecordHandler()
+    /// // warning: 429 from the control plane: ... {halyard.component=service, halyard.http_status=429, ...}
+    /// ```
+    ///
+    /// Levels map as in ``halyardLogHandler(metadata:source:)``. Each record's `halyard.*`
+    /// metadata (``HalyardLogRecord/Key``: status, origin, context fingerprint prefix, counts,
+    /// ...) becomes `Logger.Metadata` string values, merged over the logger's own metadata and
+    /// `metadata` (a Halyard key wins a clash). Halyard's records never carry a key, a password
+    /// or an attribute value.
+    ///
+    /// - Parameters:
+    ///   - metadata: Added to every record (merged over the logger's own); *default* none.
+    ///   - source: The records' `source`; *default* `"Halyard"`.
+    /// - Returns: A handler that holds a copy of this logger.
+    public func halyardLogRecordHandler(metadata: Logger.Metadata = [:], source: String = "Halyard")
+        -> HalyardLogRecordHandler
+    {
+        let logger = self
+        return { record in
+            var all = metadata
+            for (key, value) in record.metadata { all[key] = .string(value) }
+            logger.log(
+                level: Logger.Level(halyard: record.level), "\(record.message)", metadata: all.isEmpty ? nil : all,
+                source: source)
         }
     }
 }

@@ -143,4 +143,51 @@ import Testing
         let reader = ConfigReader(provider: provider)
         #expect(reader.int(forKey: ConfigKey("upload.limit", context: ["tier": "gold"]), default: 0) == 100)
     }
+
+    /// A service's value watch follows the change signal of the key's context: a change of
+    /// another flag, or of the same flag for another context, emits nothing.
+    @Test func aServiceValueWatchFollowsItsContextsChanges() async throws {
+        let plane = InMemoryControlPlane(values: ["limit": 3, "other": 1])
+        let clock = ManualClock()
+        var options = plane.makeServiceOptions()
+        options.clock = clock
+        options.refreshAfter = .seconds(30)
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        let gold = EvaluationContext(configContext: ["tier": "gold"], base: .anonymous)
+        _ = await service.flags(for: gold)
+        let provider = HalyardConfigProvider(service: service)
+        let key = AbsoluteConfigKey(["limit"], context: ["tier": "gold"])
+        let seen = try await cancelled(after: .seconds(20)) {
+            try await provider.watchValue(forKey: key, type: .int) { updates in
+                var values: [ConfigContent?] = []
+                for await update in updates {
+                    values.append(try update.get().value?.content)
+                    if values.count == 1 {
+                        // Another flag changes first (no emission), then this one.
+                        plane.setValue(2, for: "other")
+                        clock.advance(by: .seconds(31))
+                        _ = await service.flags(for: gold)
+                        try await stored(service, gold) { $0.int("other", default: 0) == 2 }
+                        plane.setValue(5, for: "limit")
+                        clock.advance(by: .seconds(31))
+                        _ = await service.flags(for: gold)
+                    }
+                    if values.count == 2 { break }
+                }
+                return values
+            }
+        }
+        #expect(seen == [.int(3), .int(5)])
+    }
+
+    /// Waits (bounded polling) until the values held for `context` pass `check`.
+    private func stored(
+        _ service: FlagService, _ context: EvaluationContext, _ check: (ContextFlags) -> Bool
+    ) async throws {
+        for _ in 0..<2000 where !check(service.flagsIfCached(for: context)) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(check(service.flagsIfCached(for: context)))
+    }
 }

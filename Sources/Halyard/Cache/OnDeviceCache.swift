@@ -27,7 +27,7 @@ final class OnDeviceCache: Sendable {
         /// The install id (an anonymous context's slot); may read a file, so only on the queue.
         var installID: @Sendable () -> String
         var clock: any HalyardClock
-        var log: HalyardLogHandler?
+        var log: HalyardLogRecordHandler?
     }
 
     /// What the client asks to be written: the served flags of one context.
@@ -408,6 +408,15 @@ final class OnDeviceCache: Sendable {
 
     private func warnOnce(_ warning: Warning, _ message: String) {
         let first = state.withLock { $0.warned.insert(warning).inserted }
-        if first { configuration.log?(.warning, message) }
+        if first {
+            let reason =
+                switch warning {
+                case .storeFailed: "store_failed"
+                case .oversized: "oversized_entry"
+                case .unusable: "unusable_entry"
+                case .refused: "folder_refused"
+                }
+            configuration.log?(HalyardLogRecord(.warning, message, .cache, [HalyardLogRecord.Key.reason: reason]))
+        }
     }
 }

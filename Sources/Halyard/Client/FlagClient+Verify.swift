@@ -83,7 +83,9 @@ extension FlagClient {
         do {
             return try await verifyKey()
         } catch {
-            if let message = error.logMessage { sync?.options.logHandler?(.warning, message) }
+            if let message = error.logMessage, let options = sync?.options {
+                options.logSink?(Self.installCheckRecord(message, options: options))
+            }
             return nil
         }
     }
@@ -130,7 +132,7 @@ extension FlagClient {
         } catch .invalidOptions(let error) {
             throw error
         } catch {
-            if let message = error.logMessage { options.logHandler?(.warning, message) }
+            if let message = error.logMessage { options.logSink?(installCheckRecord(message, options: options)) }
             return nil
         }
     }
@@ -192,5 +194,11 @@ extension FlagClient {
         default: break
         }
         return check
+    }
+
+    /// The warning of an install check that got no answer: the control plane's origin with it.
+    private static func installCheckRecord(_ message: String, options: FlagClientOptions) -> HalyardLogRecord {
+        HalyardLogRecord(
+            .warning, message, .verify, [HalyardLogRecord.Key.origin: HalyardLogRecord.origin(options.baseURL)])
     }
 }

@@ -96,6 +96,9 @@ public struct FlagClientOptions: Sendable {
     package var cacheLookupCap: Duration = .milliseconds(100)
     /// Receives log messages; *default* `nil` (silent).
     public var logHandler: HalyardLogHandler? = nil
+    /// Receives the same log lines as ``HalyardLogRecord``s, with `halyard.*` metadata;
+    /// *default* `nil`. Either hook, both or neither may be set (docs/integrations.md).
+    public var logRecordHandler: HalyardLogRecordHandler? = nil
     /// How HTTP is sent; *default* `nil` = ``CurlTransport`` on Linux, ``URLSessionTransport``
     /// (ephemeral, no URL cache) on Apple platforms. `URLSessionTransport()` selects URLSession on
     /// Linux too.

@@ -16,6 +16,6 @@ extension OnlineSession {
         machine.connectTimeout = options.requestTimeout > .zero ? options.requestTimeout : .seconds(10)
         return EventStreamGroup(
             configuration: .init(machine: machine, identity: identity), transport: streaming, clock: options.clock,
-            logHandler: options.logHandler)
+            logHandler: options.logSink)
     }
 }

@@ -44,7 +44,7 @@ package final class OnlineSession: Sendable {
         // Halyard's deadline and redirect log around the transport, for every request the client
         // sends (the engine and the recorder keep this one: wrapping is idempotent).
         let transport = GuardedTransport.wrapping(
-            options.transport ?? makeDefaultTransport(logHandler: options.logHandler), logHandler: options.logHandler)
+            options.transport ?? makeDefaultTransport(logHandler: options.logSink), logHandler: options.logSink)
         self.transport = transport
         let identity = ClientIdentity(
             baseURL: options.baseURL, key: options.key, appID: options.appID,
@@ -73,7 +73,7 @@ package final class OnlineSession: Sendable {
             configuration: .init(machine: machine, builder: builder),
             transport: transport,
             clock: options.clock,
-            logHandler: options.logHandler,
+            logHandler: options.logSink,
             observer: SyncObserver(
                 publish: { values in publisher.publishNetwork(values) },
                 confirmed: { confirmation in publisher.confirmed(confirmation) },
@@ -93,7 +93,7 @@ package final class OnlineSession: Sendable {
     ) -> ExposureRecorder {
         ExposureRecorder.forControlPlane(
             options: options.exposures, clock: options.clock, transport: transport, baseURL: options.baseURL,
-            appID: options.appID, serviceName: options.serviceName, identity: identity, logHandler: options.logHandler)
+            appID: options.appID, serviceName: options.serviceName, identity: identity, logHandler: options.logSink)
     }
 
     /// Serves the bootstrap values, then looks the initial context up in the on-device cache
@@ -152,7 +152,7 @@ package final class OnlineSession: Sendable {
                 store: store, maxContexts: options.maxCachedContexts, maxAge: options.cacheMaxAge,
                 baseURL: options.baseURL, appID: options.appID, key: { identity.key },
                 installID: { identity.installID },
-                clock: options.clock, log: options.logHandler))
+                clock: options.clock, log: options.logSink))
     }
 
     /// Whether `close()` was called.

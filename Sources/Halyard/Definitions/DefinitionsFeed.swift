@@ -17,7 +17,7 @@ package final class DefinitionsFeed: Sendable {
     package let source: DefinitionsSource
     private let transport: any FlagTransport
     private let clock: any HalyardClock
-    private let logHandler: HalyardLogHandler?
+    private let logHandler: HalyardLogRecordHandler?
     private let requestTimeout: Duration
     private let onPublish: (@Sendable (FlagDefinitions) -> Void)?
     private let published = Locked<FlagDefinitions?>(nil)
@@ -45,7 +45,7 @@ package final class DefinitionsFeed: Sendable {
         pollInterval: Duration = .seconds(30),
         pollJitter: Double = 0.1,
         requestTimeout: Duration = .seconds(10),
-        logHandler: HalyardLogHandler? = nil,
+        logHandler: HalyardLogRecordHandler? = nil,
         seed: UInt64 = UInt64.random(in: .min ... .max),
         onPublish: (@Sendable (FlagDefinitions) -> Void)? = nil
     ) throws(DefinitionsSourceError) {
@@ -221,7 +221,10 @@ package final class DefinitionsFeed: Sendable {
                     stats.lastError = .invalidDefinitions(error)
                 }
                 if delay != nil {
-                    logHandler?(.error, "flag definitions from \(source) refused, the previous ones kept: \(error)")
+                    logHandler?(
+                        HalyardLogRecord(
+                            .error, "flag definitions from \(source) refused, the previous ones kept: \(error)",
+                            .definitions, logFacts([HalyardLogRecord.Key.reason: "invalid_definitions"])))
                 }
             }
         case .failure(let error):
@@ -230,7 +233,10 @@ package final class DefinitionsFeed: Sendable {
                 stats.lastError = error
             }
             if let delay {
-                logHandler?(.warning, "flag definitions from \(source) not checked: \(error); next check in \(delay)")
+                logHandler?(
+                    HalyardLogRecord(
+                        .warning, "flag definitions from \(source) not checked: \(error); next check in \(delay)",
+                        .definitions, logFacts([HalyardLogRecord.Key.retryIn: HalyardLogRecord.seconds(delay)])))
             }
         }
     }
@@ -251,6 +257,12 @@ package final class DefinitionsFeed: Sendable {
         }
     }
 
+    /// `facts` with the source's origin (an HTTP source's; a file has none).
+    private func logFacts(_ facts: [String: String]) -> [String: String] {
+        guard case .http(let url, _) = source else { return facts }
+        return facts.merging([HalyardLogRecord.Key.origin: HalyardLogRecord.origin(url)]) { $1 }
+    }
+
     private func publish(_ definitions: FlagDefinitions, validator: String?) {
         let subscribers = state.withLock { s -> [AsyncStream<FlagDefinitions>.Continuation]? in
             s.running = nil
@@ -265,7 +277,10 @@ package final class DefinitionsFeed: Sendable {
             return Array(s.subscribers.values)
         }
         guard let subscribers else { return }
-        logHandler?(.info, "flag definitions from \(source) loaded: \(definitions.count) flags")
+        logHandler?(
+            HalyardLogRecord(
+                .info, "flag definitions from \(source) loaded: \(definitions.count) flags", .definitions,
+                logFacts([HalyardLogRecord.Key.count: "\(definitions.count)"])))
         for subscriber in subscribers { subscriber.yield(definitions) }
         onPublish?(definitions)
     }

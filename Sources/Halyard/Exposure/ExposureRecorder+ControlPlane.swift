@@ -15,11 +15,11 @@ extension ExposureRecorder {
         appID: String?,
         serviceName: String?,
         identity: ClientIdentity,
-        logHandler: HalyardLogHandler?
+        logHandler: HalyardLogRecordHandler?
     ) -> ExposureRecorder {
         var log: (@Sendable (String) -> Void)? = nil
         if let logHandler {
-            log = { message in logHandler(.warning, message) }
+            log = { message in logHandler(HalyardLogRecord(.warning, message, .exposures)) }
         }
         return ExposureRecorder(
             options: options,

@@ -131,8 +131,8 @@ package final class ExposureRecorder: Sendable {
         coarseClock = ExposureCoarseClock()
         self.clock = clock
         // Halyard's deadline and redirect log around whatever transport uploads.
-        var logHandler: HalyardLogHandler?
-        if let log { logHandler = { _, message in log(message) } }
+        var logHandler: HalyardLogRecordHandler?
+        if let log { logHandler = { record in log(record.message) } }
         self.transport = GuardedTransport.wrapping(transport, logHandler: logHandler)
         switch o.exporter {
         case .halyard:

@@ -15,7 +15,7 @@ final class RefreshEngine: Sendable {
         case event(ClientEvent)
         case resume([CheckedContinuation<Void, Never>])
         case resumeBool([CheckedContinuation<Bool, Never>], Bool)
-        case log(HalyardLogLevel, String)
+        case log(HalyardLogRecord)
         case status(ClientStatus)
         case eventStreams([OFREPEventStream])
         /// What `ready()` may report from now on; resolves waiting `ready()` callers.
@@ -59,7 +59,9 @@ final class RefreshEngine: Sendable {
     private let configuration: Configuration
     private let transport: any FlagTransport
     private let clock: any HalyardClock
-    private let logHandler: HalyardLogHandler?
+    private let logHandler: HalyardLogRecordHandler?
+    /// The control plane's origin, for log records.
+    private let logOrigin: String
     private let observer: SyncObserver
     private let state: Locked<State>
 
@@ -67,7 +69,7 @@ final class RefreshEngine: Sendable {
         configuration: Configuration,
         transport: any FlagTransport,
         clock: any HalyardClock,
-        logHandler: HalyardLogHandler?,
+        logHandler: HalyardLogRecordHandler?,
         seed: UInt64 = UInt64.random(in: .min ... .max),
         observer: SyncObserver
     ) {
@@ -75,6 +77,7 @@ final class RefreshEngine: Sendable {
         self.transport = GuardedTransport.wrapping(transport, logHandler: logHandler)
         self.clock = clock
         self.logHandler = logHandler
+        logOrigin = HalyardLogRecord.origin(configuration.builder.identity.baseURL)
         self.observer = observer
         state = Locked(
             State(
@@ -278,11 +281,17 @@ final class RefreshEngine: Sendable {
         if !context.droppedAttributes.isEmpty {
             s.stats.contextTrims += 1
             if s.stats.contextTrims == 1 {
+                // Attribute names only: never their values.
                 s.outbox.append(
                     .log(
-                        .info,
-                        "context trimmed to fit the size cap; dropped: \(context.droppedAttributes.joined(separator: ", "))"
-                    ))
+                        HalyardLogRecord(
+                            .info,
+                            "context trimmed to fit the size cap; dropped: \(context.droppedAttributes.joined(separator: ", "))",
+                            .refresh,
+                            [
+                                HalyardLogRecord.Key.count: "\(context.droppedAttributes.count)",
+                                HalyardLogRecord.Key.context: HalyardLogRecord.contextPrefix(context.fingerprint),
+                            ])))
             }
         }
     }
@@ -323,7 +332,11 @@ final class RefreshEngine: Sendable {
                 }
                 s.outbox.insert(
                     contentsOf: [
-                        .status(s.machine.status), .log(.info, "status \(statusBefore) -> \(s.machine.status)"),
+                        .status(s.machine.status),
+                        .log(
+                            record(
+                                .info, "status \(statusBefore) -> \(s.machine.status)",
+                                [HalyardLogRecord.Key.previousStatus: "\(statusBefore)"], in: s)),
                     ], at: at)
             }
             after(&s, step)
@@ -341,6 +354,20 @@ final class RefreshEngine: Sendable {
         return wait
     }
 
+    /// A refresh log record: `facts` with the status now, the context's fingerprint prefix and
+    /// the control plane's origin.
+    private func record(
+        _ level: HalyardLogLevel, _ message: String, _ facts: [String: String], in s: State
+    ) -> HalyardLogRecord {
+        var facts = facts
+        facts[HalyardLogRecord.Key.status] = "\(s.machine.status)"
+        facts[HalyardLogRecord.Key.origin] = logOrigin
+        if let fingerprint = s.context?.fingerprint {
+            facts[HalyardLogRecord.Key.context] = HalyardLogRecord.contextPrefix(fingerprint)
+        }
+        return HalyardLogRecord(level, message, .refresh, facts)
+    }
+
     private func perform(
         _ effect: RefreshMachine.Effect, wall: Date, decoded: OFREPResponse?, key: String?, state s: inout State,
         cancels: inout [Task<Void, Never>]
@@ -352,9 +379,13 @@ final class RefreshEngine: Sendable {
             s.stats.requestsSent += 1
             s.outbox.append(
                 .log(
-                    .debug,
-                    "fetch #\(request.id) (\(request.trigger.rawValue))\(request.ifNoneMatch == nil ? "" : " with If-None-Match")"
-                ))
+                    record(
+                        .debug,
+                        "fetch #\(request.id) (\(request.trigger.rawValue))\(request.ifNoneMatch == nil ? "" : " with If-None-Match")",
+                        [
+                            HalyardLogRecord.Key.fetchID: "\(request.id)",
+                            HalyardLogRecord.Key.trigger: request.trigger.rawValue,
+                        ], in: s)))
             // The request (and its identity headers: the install id is resolved on first use,
             // possibly from disk) is built in the task, never on the caller's thread.
             s.tasks[request.id] = Task { [weak self] in
@@ -383,8 +414,8 @@ final class RefreshEngine: Sendable {
             }
         case .emit(let event):
             s.outbox.append(.event(event))
-        case .log(let level, let message):
-            s.outbox.append(.log(level, message))
+        case .log(let level, let message, let facts):
+            s.outbox.append(.log(record(level, message, facts, in: s)))
         case .finished(let id):
             s.tasks.removeValue(forKey: id)
             if let waiters = s.refreshWaiters.removeValue(forKey: id) { s.outbox.append(.resume(waiters)) }
@@ -485,8 +516,8 @@ final class RefreshEngine: Sendable {
             for c in continuations { c.resume() }
         case .resumeBool(let continuations, let value):
             for c in continuations { c.resume(returning: value) }
-        case .log(let level, let message):
-            logHandler?(level, message)
+        case .log(let record):
+            logHandler?(record)
         case .status(let status):
             observer.status(status)
         case .eventStreams(let streams):

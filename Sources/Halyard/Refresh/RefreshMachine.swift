@@ -108,8 +108,9 @@ struct RefreshMachine: Sendable {
         case confirm
         /// Emit an event.
         case emit(ClientEvent)
-        /// Log a message at this level (the machine decides the level, the engine only writes).
-        case log(HalyardLogLevel, String)
+        /// Log a message at this level with this metadata (``HalyardLogRecord/Key``; the machine
+        /// decides the level, the engine adds the status, context and origin and writes).
+        case log(HalyardLogLevel, String, [String: String] = [:])
         /// The request is over: resume the `refresh()` callers waiting on it.
         case finished(requestID: UInt64)
         /// Resume `identify` callers of this generation with this result.
@@ -548,6 +549,7 @@ struct RefreshMachine: Sendable {
         let code: FlagErrorCode
         let message: String
         var level = HalyardLogLevel.warning
+        var facts: [String: String] = [:]
         switch outcome {
         case .badRequest:
             // A refused key stays refused: only a success, a key change or an identify lifts it.
@@ -555,17 +557,20 @@ struct RefreshMachine: Sendable {
             session.poll = PollSchedule(base: now, next: jitteredPoll(random: &random).map { now + $0 })
             code = .invalidContext
             message = "the control plane rejected the context (400)"
+            facts[HalyardLogRecord.Key.httpStatus] = "400"
         case .unauthorized(let statusCode):
             session.health = .rejected(.key, nil)
             session.poll?.next = nil
             code = values == nil ? .providerFatal : .general
             level = .error
             message = "the control plane refused the key (\(statusCode)); background refresh stopped"
+            facts[HalyardLogRecord.Key.httpStatus] = "\(statusCode)"
         case .rateLimited(let retryAfter):
             session.health = session.health.failedAgain(nextRetries(after: session.health, now: now, random: &random))
             honour(retryAfter, now: now, random: &random)
             code = .general
             message = "rate limited (429)" + (retryAfter.map { "; retry after \($0)" } ?? "")
+            facts[HalyardLogRecord.Key.httpStatus] = "429"
         case .transient(let cause, let retryAfter):
             session.health = session.health.failedAgain(nextRetries(after: session.health, now: now, random: &random))
             honour(retryAfter, now: now, random: &random)
@@ -578,11 +583,18 @@ struct RefreshMachine: Sendable {
                 case .invalidBody: "the response body could not be parsed"
                 case .tooLarge: "the response body exceeded the size limit"
                 }
+            switch cause {
+            case .status(let s): facts[HalyardLogRecord.Key.httpStatus] = "\(s)"
+            case .timedOut: facts[HalyardLogRecord.Key.reason] = "timeout"
+            case .network: facts[HalyardLogRecord.Key.reason] = "network"
+            case .invalidBody: facts[HalyardLogRecord.Key.reason] = "invalid_body"
+            case .tooLarge: facts[HalyardLogRecord.Key.reason] = "too_large"
+            }
         case .updated, .notModified:
             preconditionFailure("a success handled as a failure")
         }
         running = session
-        step.effects.append(.log(level, message))
+        step.effects.append(.log(level, message, facts))
         step.effects.append(.emit(.error(code: code, message: message)))
         step.effects.append(.identifyResolved(generation: request.generation, false))
     }

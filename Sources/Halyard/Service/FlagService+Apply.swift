@@ -102,6 +102,8 @@ extension FlagService {
         let budget = cache.budget
         var dropped: [Snapshot] = []
         var pending: (node: ContextCache.Node, needed: Int)?
+        /// New values stored, and the ones they replaced (for the change signal).
+        var stored: (fresh: Snapshot, replaced: Snapshot?)?
         let home = cache.shardIndex(for: fingerprint)
         let outcome: ContextPolicy.Outcome
         switch result {
@@ -147,6 +149,7 @@ extension FlagService {
                     key: fingerprint, snapshot: snapshot, confirmedAt: facts.confirmedAt, retryAt: .zero,
                     failures: 0, bytes: bytes + overhead, prev: -1, next: -1)
                 node.held = facts
+                if let fresh { stored = (fresh, index.flatMap { s.nodes[Int($0)].snapshot }) }
                 s.failureRecords.removeValue(forKey: fingerprint)
                 let change = s.upsert(node, budget: budget)
                 dropped += change.dropped
@@ -177,6 +180,7 @@ extension FlagService {
             dropped += cache.storeMakingRoom(pending.node, home: home, needed: pending.needed).dropped
         }
         dropped.removeAll()  // evicted snapshots are released here, outside the locks
+        if let stored { noteStored(stored.fresh, replacing: stored.replaced, for: fingerprint) }
         return delivered
     }
 }

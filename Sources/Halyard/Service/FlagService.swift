@@ -46,6 +46,8 @@ public final class FlagService: Sendable {
     /// Whether this service still has to learn the event stream from a control-plane answer of
     /// its own before it may be served from the shared cache alone (nil without a stream).
     let streamLearning: StreamLearning?
+    /// The per-context change signal (FlagService+Changes.swift).
+    let changes = ContextChangeHub()
     let clock: any HalyardClock
     /// The service's own atomic counters and its closed flag: named offsets into one
     /// allocation (``word(_:)``).
@@ -78,7 +80,7 @@ public final class FlagService: Sendable {
         details = DetailInterner(stripes: options.sharedDetailStripes)
         clock = options.clock
         words.initialize(repeating: hal_atomic_word(value: 0), count: Word.allCases.count)
-        let transport = options.transport ?? makeDefaultTransport(logHandler: options.logHandler)
+        let transport = options.transport ?? makeDefaultTransport(logHandler: options.logSink)
         let identity = ClientIdentity(
             baseURL: options.baseURL, key: options.key, appID: options.appID,
             installID: { [fixed = options.installID] in fixed ?? UUID().uuidString.lowercased() })
@@ -91,7 +93,7 @@ public final class FlagService: Sendable {
         recorder = ExposureRecorder.forControlPlane(
             options: options.exposures, clock: options.clock, transport: transport, baseURL: options.baseURL,
             appID: options.appID, serviceName: options.serviceName, identity: identity,
-            logHandler: options.logHandler)
+            logHandler: options.logSink)
         environment = ServiceReadEnvironment(sink: recorder, counters: ReadCounters())
         memo = FittingMemo(
             maxCount: min(options.maxContexts, 65_536), maxBytes: min(16 << 20, max(1 << 20, options.maxCacheBytes / 4))
@@ -184,6 +186,7 @@ public final class FlagService: Sendable {
         fetcher.close()
         sharedTier?.close()
         recorder.close()
+        changes.finish()
     }
 
     /// Whether ``close()`` was called.

@@ -105,6 +105,9 @@ public struct FlagServiceOptions: Sendable {
     public var sharedCache: SharedCache? = nil
     /// Receives log messages; *default* `nil` (silent).
     public var logHandler: HalyardLogHandler? = nil
+    /// Receives the same log lines as ``HalyardLogRecord``s, with `halyard.*` metadata;
+    /// *default* `nil`. Either hook, both or neither may be set (docs/integrations.md).
+    public var logRecordHandler: HalyardLogRecordHandler? = nil
     /// How HTTP is sent; *default* `nil` = the same default transport as ``FlagClient``
     /// (libcurl on Linux, URLSession on Apple platforms).
     public var transport: (any FlagTransport)? = nil

@@ -72,7 +72,7 @@ final class SharedTier: Sendable {
     /// How long an entry lives in Redis: `maxStaleness`.
     let entryLifetime: Duration
     private let clock: any HalyardClock
-    private let logHandler: HalyardLogHandler?
+    private let logHandler: HalyardLogRecordHandler?
     private let queue = DispatchQueue(label: "halyard.shared-cache")
     private let state: Locked<State>
 
@@ -81,7 +81,7 @@ final class SharedTier: Sendable {
 
     init(
         client: RedisClient, keys: Keys, leaseDuration: Duration, entryLifetime: Duration, clock: any HalyardClock,
-        logHandler: HalyardLogHandler?, maxEntryBytes: Int = defaultMaxEntryBytes
+        logHandler: HalyardLogRecordHandler?, maxEntryBytes: Int = defaultMaxEntryBytes
     ) {
         self.client = client
         self.leaseDuration = leaseDuration
@@ -286,7 +286,7 @@ final class SharedTier: Sendable {
                 s.breaker.succeeded()
                 s.loggedOutage = false
             }
-            if let log { logHandler?(.info, log) }
+            if let log { logHandler?(HalyardLogRecord(.info, log, .sharedCache, logFacts)) }
             return value
         case .failure(.closed):
             // The tier was closed (the service is shutting down): a failure for the breaker, so
@@ -303,10 +303,13 @@ final class SharedTier: Sendable {
                     log = "the shared cache is unavailable (\(error)); the service runs on its own cache and retries"
                 }
             }
-            if let log { logHandler?(.warning, log) }
+            if let log { logHandler?(HalyardLogRecord(.warning, log, .sharedCache, logFacts)) }
             return nil
         }
     }
+
+    /// The metadata of the tier's log lines: the server's origin (never its login).
+    private var logFacts: [String: String] { [HalyardLogRecord.Key.origin: Self.origin(of: client.endpoint)] }
 
     static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 }

@@ -28,7 +28,7 @@ final class EventStreamDriver: Sendable {
         case close(Task<Void, Never>?)
         case fetch(EventStreamMachine.Fetch)
         case pollInterval(Duration)
-        case log(HalyardLogLevel, String)
+        case log(HalyardLogRecord)
         case connected(Bool)
     }
 
@@ -47,7 +47,7 @@ final class EventStreamDriver: Sendable {
     private let configuration: Configuration
     private let transport: any StreamingTransport
     private let clock: any HalyardClock
-    private let logHandler: HalyardLogHandler?
+    private let logHandler: HalyardLogRecordHandler?
     private let owner = Locked<Owner?>(nil)
     private let state: Locked<State>
     /// The redirect targets whose refusal was logged (SPEC §5: one warning per origin).
@@ -55,7 +55,7 @@ final class EventStreamDriver: Sendable {
 
     init(
         configuration: Configuration, transport: any StreamingTransport, clock: any HalyardClock,
-        logHandler: HalyardLogHandler?, seed: UInt64 = UInt64.random(in: .min ... .max)
+        logHandler: HalyardLogRecordHandler?, seed: UInt64 = UInt64.random(in: .min ... .max)
     ) {
         self.configuration = configuration
         self.transport = transport
@@ -163,7 +163,10 @@ final class EventStreamDriver: Sendable {
                     s.outbox.append(.close(s.tasks.removeValue(forKey: id)))
                 case .fetch(let fetch): s.outbox.append(.fetch(fetch))
                 case .pollInterval(let interval): s.outbox.append(.pollInterval(interval))
-                case .log(let level, let message): s.outbox.append(.log(level, message))
+                case .log(let level, let message, var facts):
+                    // The stream's origin only: its path and query may carry a credential.
+                    if let url = s.stream?.url { facts[HalyardLogRecord.Key.origin] = HalyardLogRecord.origin(url) }
+                    s.outbox.append(.log(HalyardLogRecord(level, message, .stream, facts)))
                 }
             }
             if case .stopped = s.machine.phase {
@@ -218,8 +221,8 @@ final class EventStreamDriver: Sendable {
             }
         case .pollInterval(let interval):
             owner.value?.pollInterval(interval)
-        case .log(let level, let message):
-            logHandler?(level, message)
+        case .log(let record):
+            logHandler?(record)
         case .connected(let connected):
             owner.value?.connected(connected)
         }
@@ -252,7 +255,13 @@ final class EventStreamDriver: Sendable {
             if Task.isCancelled { return }
             // SPEC §5: the typed error, and one warning naming the target's origin only.
             if loggedRefusals.withLock({ $0.count < 64 && $0.insert(origin).inserted }) {
-                logHandler?(.warning, "event stream redirect to \(origin) not followed (\(reason.rawValue))")
+                logHandler?(
+                    HalyardLogRecord(
+                        .warning, "event stream redirect to \(origin) not followed (\(reason.rawValue))", .stream,
+                        [
+                            HalyardLogRecord.Key.origin: HalyardLogRecord.origin(stream.url),
+                            HalyardLogRecord.Key.reason: "redirect_refused",
+                        ]))
             }
             process(.closed(connection: id, .transportError))
             return

@@ -28,7 +28,7 @@ final class EventStreamGroup: Sendable {
 
     init(
         configuration: EventStreamDriver.Configuration, transport: any StreamingTransport, clock: any HalyardClock,
-        logHandler: HalyardLogHandler?
+        logHandler: HalyardLogRecordHandler?
     ) {
         drivers = (0..<Self.maxStreams).map { _ in
             EventStreamDriver(

@@ -137,8 +137,9 @@ struct EventStreamMachine: Sendable {
         case fetch(Fetch)
         /// Poll at this interval from now on (`.zero`: no polling).
         case pollInterval(Duration)
-        /// A log line (never carries the URL: the machine does not know it).
-        case log(HalyardLogLevel, String)
+        /// A log line and its metadata (``HalyardLogRecord/Key``; never carries the URL: the
+        /// machine does not know it).
+        case log(HalyardLogLevel, String, [String: String] = [:])
     }
 
     /// What following an advertised stream carries from one connection to the next (the
@@ -390,7 +391,7 @@ struct EventStreamMachine: Sendable {
                 fail(
                     following, hard: true, message: "the event stream answered \(why)", now: now, random: &random,
                     retryAfter: Self.honoursRetryAfter(status) ? retryAfter : nil,
-                    into: &actions)
+                    facts: [HalyardLogRecord.Key.httpStatus: "\(status)"], into: &actions)
                 // The URL may have been rotated or its credential refused: one unconditional
                 // bulk fetch per failing step learns the current advertisement (a new URL
                 // arrives as `.withdrawn` + `.advertised`; the same one keeps this backoff).
@@ -600,7 +601,7 @@ struct EventStreamMachine: Sendable {
     /// one instant.
     private mutating func fail(
         _ following: Following, hard: Bool, message: String, now: Duration, random: inout SplitMix64,
-        retryAfter: Duration? = nil, into actions: inout [Action]
+        retryAfter: Duration? = nil, facts: [String: String] = [:], into actions: inout [Action]
     ) {
         var following = following
         stats.failures += 1
@@ -616,7 +617,9 @@ struct EventStreamMachine: Sendable {
         }
         following.retryFloor = nil
         phase = .waiting(until: now + delay, following)
-        actions.append(.log(following.degraded ? .warning : .info, message + "; reconnecting in \(delay)"))
+        var facts = facts
+        facts[HalyardLogRecord.Key.retryIn] = HalyardLogRecord.seconds(delay)
+        actions.append(.log(following.degraded ? .warning : .info, message + "; reconnecting in \(delay)", facts))
     }
 
     private mutating func requestFetch(_ next: Fetch, now: Duration, into actions: inout [Action]) {

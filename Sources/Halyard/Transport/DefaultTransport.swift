@@ -6,7 +6,7 @@ import Foundation
 /// failing): then one warning says why, through `logHandler`.
 /// `options.transport = URLSessionTransport()` selects URLSession on Linux too. Package-visible:
 /// `halyard-bench-service` measures the transport a service gets by default.
-package func makeDefaultTransport(logHandler: HalyardLogHandler? = nil) -> any FlagTransport {
+package func makeDefaultTransport(logHandler: HalyardLogRecordHandler? = nil) -> any FlagTransport {
     #if canImport(CHalyardCurl)
         switch CurlMulti.shared {
         case .success: return CurlTransport()
@@ -21,7 +21,7 @@ package func makeDefaultTransport(logHandler: HalyardLogHandler? = nil) -> any F
     /// The default transport when libcurl is looked for under `libraryNames` instead of the
     /// process's libcurl (tests of the fallback): a curl transport on its own multi handle, or the
     /// URLSession fallback.
-    func makeDefaultTransport(libraryNames: [String], logHandler: HalyardLogHandler?) -> any FlagTransport {
+    func makeDefaultTransport(libraryNames: [String], logHandler: HalyardLogRecordHandler?) -> any FlagTransport {
         let multi = CurlLibrary.load(names: libraryNames).flatMap { library in
             Result { () throws(CurlUnavailable) in try CurlMulti(library: library) }
         }
@@ -31,8 +31,11 @@ package func makeDefaultTransport(logHandler: HalyardLogHandler? = nil) -> any F
         }
     }
 
-    private func fallbackTransport(_ why: CurlUnavailable, logHandler: HalyardLogHandler?) -> any FlagTransport {
-        logHandler?(.warning, "libcurl transport unavailable (\(why.reason)); using URLSessionTransport")
+    private func fallbackTransport(_ why: CurlUnavailable, logHandler: HalyardLogRecordHandler?) -> any FlagTransport {
+        logHandler?(
+            HalyardLogRecord(
+                .warning, "libcurl transport unavailable (\(why.reason)); using URLSessionTransport", .transport,
+                [HalyardLogRecord.Key.reason: "libcurl_unavailable"]))
         return URLSessionTransport()
     }
 #endif

@@ -18,15 +18,17 @@ package struct GuardedTransport: FlagTransport {
     package let base: any FlagTransport
     /// How long after the deadline a transport that ignores cancellation is abandoned.
     package static let abandonAfter: Duration = .milliseconds(500)
-    private let logHandler: HalyardLogHandler?
+    private let logHandler: HalyardLogRecordHandler?
 
     /// `transport` guarded, unless it already is.
-    package static func wrapping(_ transport: any FlagTransport, logHandler: HalyardLogHandler?) -> any FlagTransport {
+    package static func wrapping(_ transport: any FlagTransport, logHandler: HalyardLogRecordHandler?)
+        -> any FlagTransport
+    {
         if transport is GuardedTransport { return transport }
         return GuardedTransport(base: transport, logHandler: logHandler)
     }
 
-    private init(base: any FlagTransport, logHandler: HalyardLogHandler?) {
+    private init(base: any FlagTransport, logHandler: HalyardLogRecordHandler?) {
         self.base = base
         self.logHandler = logHandler
     }
@@ -35,7 +37,14 @@ package struct GuardedTransport: FlagTransport {
         do {
             return try await Self.withDeadline(request.timeout) { [base] in try await base.send(request) }
         } catch TransportError.redirectRefused(let origin, let reason) {
-            logHandler?(.warning, "redirect to \(origin) not followed (\(reason.rawValue)): \(request.method) failed")
+            logHandler?(
+                HalyardLogRecord(
+                    .warning, "redirect to \(origin) not followed (\(reason.rawValue)): \(request.method) failed",
+                    .transport,
+                    [
+                        HalyardLogRecord.Key.origin: HalyardLogRecord.origin(request.url),
+                        HalyardLogRecord.Key.reason: reason.rawValue,
+                    ]))
             throw TransportError.redirectRefused(origin: origin, reason: reason)
         }
     }

@@ -113,7 +113,9 @@ import Testing
         let file = dir.appendingPathComponent("flags.json")
         try Self.document(true).write(to: file, atomically: false, encoding: .utf8)
         let log = Lines()
-        let feed = try DefinitionsFeed(source: .file(file), clock: ManualClock(), logHandler: log.handler)
+        let feed = try DefinitionsFeed(
+            source: .file(file), clock: ManualClock(),
+            logHandler: HalyardLogRecord.sink(logHandler: log.handler, recordHandler: nil))
         defer { feed.close() }
         await feed.check()
 

@@ -56,7 +56,8 @@ import Testing
         let lines = DefinitionsFileSourceTests.Lines()
         let url = try #require(URL(string: "https://flags.example.com/flags.json"))
         let feed = try DefinitionsFeed(
-            source: .http(url), transport: transport, clock: ManualClock(), logHandler: lines.handler, seed: 1)
+            source: .http(url), transport: transport, clock: ManualClock(),
+            logHandler: HalyardLogRecord.sink(logHandler: lines.handler, recordHandler: nil), seed: 1)
         defer { feed.close() }
         await feed.check()
         await feed.check()

@@ -24,7 +24,8 @@
         @Test func aMissingLibraryFallsBackToURLSessionWithOneLogLineAndRequestsStillWork() async throws {
             let log = LogLines()
             let transport = makeDefaultTransport(
-                libraryNames: ["libhalyard-no-such-curl.so.4", "libhalyard-no-such-curl.so"], logHandler: log.handler)
+                libraryNames: ["libhalyard-no-such-curl.so.4", "libhalyard-no-such-curl.so"],
+                logHandler: HalyardLogRecord.sink(logHandler: log.handler, recordHandler: nil))
             #expect(transport is URLSessionTransport)
             let lines = log.lines.value
             #expect(lines.count == 1, "\(lines.map(\.1))")
@@ -46,7 +47,11 @@
             }
             #expect(why.reason.contains("curl_version_info"), "\(why.reason)")
             let log = LogLines()
-            #expect(makeDefaultTransport(libraryNames: ["libz.so.1"], logHandler: log.handler) is URLSessionTransport)
+            #expect(
+                makeDefaultTransport(
+                    libraryNames: ["libz.so.1"],
+                    logHandler: HalyardLogRecord.sink(logHandler: log.handler, recordHandler: nil))
+                    is URLSessionTransport)
             #expect(log.lines.value.count == 1)
         }
 

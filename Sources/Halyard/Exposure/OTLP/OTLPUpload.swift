@@ -25,7 +25,7 @@ package struct OTLPUpload: Sendable {
     /// creation; or why it cannot be used (then the recorder drops its batches).
     package static func make(
         _ exporter: ExposureExporter, headers given: [String: String], transport: any FlagTransport,
-        logHandler: HalyardLogHandler?
+        logHandler: HalyardLogRecordHandler?
     ) -> (plan: Result<OTLPUpload, ExposureExporterError>, warnings: [String]) {
         var warnings: [String] = []
         var encoding = OTLPEncoding.json

@@ -65,11 +65,15 @@ extension ServiceFetcher {
             }
             outcome = .transient(.network, retryAfter: nil)
         }
-        return Answer(result: record(outcome, status: status, decoded: decoded, generation: generation), sent: sent)
+        return Answer(
+            result: record(
+                outcome, status: status, decoded: decoded, generation: generation, fingerprint: context.fingerprint),
+            sent: sent)
     }
 
     private func record(
-        _ outcome: RefreshMachine.Outcome, status: Int?, decoded: OFREPResponse?, generation: UInt64
+        _ outcome: RefreshMachine.Outcome, status: Int?, decoded: OFREPResponse?, generation: UInt64,
+        fingerprint: String
     ) -> Result {
         let now = clock.monotonicNow
         let unit = Double.random(in: 0..<1)
@@ -77,7 +81,9 @@ extension ServiceFetcher {
         // here for the pause, the 429 gate and the context's failure record alike.
         let floorUnit = Double.random(in: 0..<1)
         var log: (HalyardLogLevel, String)?
+        var serviceStatus = ""
         let result = state.withLock { s -> Result in
+            defer { serviceStatus = "\(s.status)" }
             defer { publish(s) }
             if let status { s.stats.responsesByStatus[status, default: 0] += 1 }
             if generation != s.keyGeneration {
@@ -142,7 +148,17 @@ extension ServiceFetcher {
                 return .failed(retryAfter: floor)
             }
         }
-        if let log { logHandler?(log.0, log.1) }
+        if let log {
+            var facts = [
+                HalyardLogRecord.Key.origin: logOrigin, HalyardLogRecord.Key.status: serviceStatus,
+                HalyardLogRecord.Key.context: HalyardLogRecord.contextPrefix(fingerprint),
+            ]
+            if let status { facts[HalyardLogRecord.Key.httpStatus] = "\(status)" }
+            if case .failed(let retryAfter?) = result {
+                facts[HalyardLogRecord.Key.retryIn] = HalyardLogRecord.seconds(retryAfter)
+            }
+            logHandler?(HalyardLogRecord(log.0, log.1, .service, facts))
+        }
         return result
     }
 

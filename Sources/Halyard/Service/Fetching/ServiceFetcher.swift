@@ -150,7 +150,9 @@ final class ServiceFetcher: Sendable {
     let recoveryInterval: Duration
     private let contextBackoff: Backoff
     let backoffAfterFailures: Int
-    let logHandler: HalyardLogHandler?
+    let logHandler: HalyardLogRecordHandler?
+    /// The control plane's origin, for log records (``HalyardLogRecord/Key/origin``).
+    let logOrigin: String
     private let identity: ClientIdentity
     let state: Locked<State>
     /// The gate's atomic words: what a request checks before it creates anything, without the
@@ -185,7 +187,7 @@ final class ServiceFetcher: Sendable {
             maxResponseBytes: options.maxResponseBytes > 0 ? options.maxResponseBytes : 8 << 20)
         self.identity = identity
         // Halyard's deadline and redirect log around whatever transport fetches (docs/protocol.md).
-        self.transport = GuardedTransport.wrapping(transport, logHandler: options.logHandler)
+        self.transport = GuardedTransport.wrapping(transport, logHandler: options.logSink)
         clock = options.clock
         maxConcurrent = max(1, options.maxConcurrentFetches)
         maxQueued = max(0, options.maxQueuedFetches)
@@ -196,7 +198,8 @@ final class ServiceFetcher: Sendable {
         contextBackoff = Backoff(
             initial: options.initialBackoff, maximum: options.maxBackoff, floor: options.initialBackoff / 2)
         backoffAfterFailures = max(1, options.backoffAfterFailures)
-        logHandler = options.logHandler
+        logHandler = options.logSink
+        logOrigin = HalyardLogRecord.origin(options.baseURL)
         state = Locked(State(key: identity.key, queue: FetchQueue(capacity: max(0, options.maxQueuedFetches))))
         words.initialize(repeating: hal_atomic_word(value: 0), count: Word.allCases.count)
     }

@@ -5,23 +5,36 @@ extension SharedTier {
     /// (then it logs one warning and the service runs on its own cache).
     static func make(options: FlagServiceOptions) -> SharedTier? {
         guard let shared = options.sharedCache, let endpoint = try? shared.redisEndpoint() else { return nil }
+        // `shared`'s description never shows the URL's password; the origin has no login at all.
+        let facts = [HalyardLogRecord.Key.origin: origin(of: endpoint)]
         if endpoint.tls, case .failure(let error) = RedisTLSContext.shared(trustedCAFile: endpoint.trustedCAFile) {
-            options.logHandler?(
-                .warning,
-                "sharedCache \(shared): rediss:// (TLS) cannot be used (\(error)); the service runs on its own cache only"
-            )
+            options.logSink?(
+                HalyardLogRecord(
+                    .warning,
+                    "sharedCache \(shared): rediss:// (TLS) cannot be used (\(error)); the service runs on its own cache only",
+                    .sharedCache, facts.merging([HalyardLogRecord.Key.reason: "tls_unavailable"]) { $1 }))
             return nil
         }
         if !endpoint.tls && !endpoint.isLoopback {
-            options.logHandler?(
-                .warning,
-                "sharedCache \(shared) is plain redis:// to a host that is not loopback: entries are authenticated, not encrypted"
-            )
+            options.logSink?(
+                HalyardLogRecord(
+                    .warning,
+                    "sharedCache \(shared) is plain redis:// to a host that is not loopback: entries are authenticated, not encrypted",
+                    .sharedCache, facts.merging([HalyardLogRecord.Key.reason: "not_encrypted"]) { $1 }))
         }
         return SharedTier(
             client: RedisClient(endpoint: endpoint),
             keys: Keys(baseURL: options.baseURL, key: options.key, appID: options.appID),
             leaseDuration: options.requestTimeout + .seconds(1), entryLifetime: options.maxStaleness,
-            clock: options.clock, logHandler: options.logHandler)
+            clock: options.clock, logHandler: options.logSink)
+    }
+
+    /// `redis://host:port`, `rediss://host:port` or `unix://path`: no user, no password.
+    static func origin(of endpoint: RedisEndpoint) -> String {
+        switch endpoint.address {
+        case .unix(let path): "unix://\(path)"
+        case .tcp(let host, let port):
+            (endpoint.tls ? "rediss://" : "redis://") + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+        }
     }
 }

@@ -132,7 +132,7 @@ final class ServiceStreaming: Sendable {
         machine.connectTimeout = options.requestTimeout > .zero ? options.requestTimeout : .seconds(10)
         let driver = EventStreamDriver(
             configuration: .init(machine: machine, identity: identity), transport: streaming, clock: options.clock,
-            logHandler: options.logHandler)
+            logHandler: options.logSink)
         return ServiceStreaming(
             driver: driver, clock: options.clock, cache: cache, maxConcurrentFetches: options.maxConcurrentFetches)
     }
