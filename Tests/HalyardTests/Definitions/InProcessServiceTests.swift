@@ -290,6 +290,28 @@ import Testing
         #expect(throws: FlagServiceError.self) { try FlagService(options: remote) }
     }
 
+    @Test func anHTTPSourceIsPolledOverTheServicesTransportAndNeverPerContext() async throws {
+        let ok = TransportResponse(status: 200, headers: ["ETag": "\"v1\""], body: Data(Self.document().utf8))
+        let transport = DefinitionsScriptedTransport([
+            .response(ok), .response(TransportResponse(status: 304)),
+            .response(TransportResponse(status: 503)),
+        ])
+        var options = FlagServiceOptions(definitions: .http(URL(string: "http://127.0.0.1:9/flags.json")!))
+        options.transport = transport
+        options.clock = ManualClock()
+        let service = try await Self.loadedService(options)
+        defer { service.close() }
+        for id in 0..<100 {
+            #expect(await service.flags(for: Self.user(id, plan: "pro")).string("plan-flag", default: "none") == "pro")
+        }
+        await service.checkDefinitions()  // 304
+        let sent = transport.requests.count
+        #expect(sent >= 1 && sent <= 3)
+        #expect(transport.requests.allSatisfy { $0.url.path == "/flags.json" })
+        #expect(transport.requests.last?.headers["If-None-Match"] == "\"v1\"")
+        #expect(service.stats.definitions?.generation == 1)
+    }
+
     @Test func withoutAControlPlaneExposuresAreNotUploaded() async throws {
         let file = try DefinitionsFile(Self.document())
         let clock = ManualClock()
