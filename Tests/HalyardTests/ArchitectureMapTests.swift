@@ -13,7 +13,7 @@ import Testing
         ],
         "Service": [
             "Reads", "Refresh", "Streaming", "OFREP", "Transport", "Exposure", "SharedCache", "Snapshot", "Layout",
-            "Context", "Values", "Support",
+            "Context", "Values", "Support", "Definitions",
         ],
         "SharedCache": ["Cache", "OFREP", "Context", "Values", "Support"],
         "Reads": ["Exposure", "Snapshot", "Layout", "Values", "Support"],

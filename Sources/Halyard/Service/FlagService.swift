@@ -49,6 +49,9 @@ public final class FlagService: Sendable {
     /// The per-context change signal (FlagService+Changes.swift).
     let changes = ContextChangeHub()
     let clock: any HalyardClock
+    /// The definitions evaluated in process (Service/InProcess/, docs/in-process.md), nil
+    /// when values come from the control plane.
+    let inProcess: InProcessEvaluator?
     /// The service's own atomic counters and its closed flag: named offsets into one
     /// allocation (``word(_:)``).
     enum Word: Int, CaseIterable {
@@ -75,12 +78,22 @@ public final class FlagService: Sendable {
     ///   Server keys are accepted.
     public init(options: FlagServiceOptions) throws(FlagServiceError) {
         try options.validate()
+        let transport = options.transport ?? makeDefaultTransport(logHandler: options.logSink)
+        // First: the one step besides `validate` that throws, before anything is started.
+        if let source = options.definitions {
+            do throws(DefinitionsSourceError) {
+                inProcess = try InProcessEvaluator(options: options, source: source, transport: transport)
+            } catch {
+                throw .invalidDefinitionsSource(error)
+            }
+        } else {
+            inProcess = nil
+        }
         self.options = options
         probeLead = options.probeLead
         details = DetailInterner(stripes: options.sharedDetailStripes)
         clock = options.clock
         words.initialize(repeating: hal_atomic_word(value: 0), count: Word.allCases.count)
-        let transport = options.transport ?? makeDefaultTransport(logHandler: options.logSink)
         let identity = ClientIdentity(
             baseURL: options.baseURL, key: options.key, appID: options.appID,
             installID: { [fixed = options.installID] in fixed ?? UUID().uuidString.lowercased() })
@@ -90,8 +103,12 @@ public final class FlagService: Sendable {
             configuration: .init(
                 refreshAfter: options.refreshAfter, maxStaleness: options.maxStaleness, probeLead: probeLead),
             backoffs: fetcher.backoffs)
+        // In process without a control plane, the Halyard exporter has nowhere to upload:
+        // exposures then go to an OTLP exporter only (docs/in-process.md, "Exposures").
+        var exposureOptions = options.exposures
+        if !options.hasControlPlane, case .halyard = exposureOptions.exporter { exposureOptions.enabled = false }
         recorder = ExposureRecorder.forControlPlane(
-            options: options.exposures, clock: options.clock, transport: transport, baseURL: options.baseURL,
+            options: exposureOptions, clock: options.clock, transport: transport, baseURL: options.baseURL,
             appID: options.appID, serviceName: options.serviceName, identity: identity,
             logHandler: options.logSink)
         environment = ServiceReadEnvironment(sink: recorder, counters: ReadCounters())
@@ -104,6 +121,7 @@ public final class FlagService: Sendable {
         sharedTier = SharedTier.make(options: options)
         streamLearning = streaming == nil ? nil : StreamLearning()
         attachStreaming()
+        inProcess?.start()
     }
 
     /// A service dropped without `close()` closes itself.
@@ -123,6 +141,7 @@ public final class FlagService: Sendable {
     /// (`PROVIDER_FATAL` once the key was refused) while the fetch completes. An invalid
     /// context gives a view serving defaults with `INVALID_CONTEXT`, and nothing is sent.
     public func flags(for context: EvaluationContext) async -> ContextFlags {
+        if let inProcess { return await evaluatedFlags(for: context, inProcess, wait: true) }
         guard let entry = fit(context) else { return invalidView() }
         // Decided here rather than by awaiting `flags(for: entry.fitted)`: a hit then runs in
         // this one async frame, without a second frame holding the fitted context (measured).
@@ -135,6 +154,7 @@ public final class FlagService: Sendable {
     /// ``flags(for:)-(EvaluationContext)`` for a context fitted already (its fingerprint is
     /// the cache key): skips the fitting, the costly part of a hit.
     public func flags(for fitted: FittedContext) async -> ContextFlags {
+        if let inProcess { return await evaluatedFlags(for: fitted, inProcess, wait: true) }
         switch decide(fitted, join: true) {
         case .view(let view): return view
         case .join(let flight): return await wait(flight, fitted.fingerprint)
@@ -155,13 +175,15 @@ public final class FlagService: Sendable {
     /// The flag values for `context` if they are held now; never waits. On a miss the view
     /// serves defaults with `PROVIDER_NOT_READY` and the fetch starts (joined if in flight).
     public func flagsIfCached(for context: EvaluationContext) -> ContextFlags {
+        if let inProcess { return evaluatedFlags(for: context, inProcess) }
         guard let entry = fit(context) else { return invalidView() }
         return flagsIfCached(entry.fitted, link: entry.cacheNode)
     }
 
     /// ``flagsIfCached(for:)-(EvaluationContext)`` for a context fitted already.
     public func flagsIfCached(for fitted: FittedContext) -> ContextFlags {
-        flagsIfCached(fitted, link: nil)
+        if let inProcess { return evaluatedFlags(for: fitted, inProcess) }
+        return flagsIfCached(fitted, link: nil)
     }
 
     private func flagsIfCached(_ fitted: FittedContext, link: UnsafeMutablePointer<Int32>?) -> ContextFlags {
@@ -182,6 +204,7 @@ public final class FlagService: Sendable {
     /// hold; later calls serve held values and fetch nothing. Idempotent; never blocks.
     public func close() {
         guard hal_fetch_add(word(.closed), 1) == 0 else { return }
+        inProcess?.close()
         streaming?.close()
         fetcher.close()
         sharedTier?.close()
@@ -196,7 +219,9 @@ public final class FlagService: Sendable {
     /// 429 or the service-wide backoff until the next success (during a pause and after it,
     /// until a fetch succeeds again: docs/service.md, "Status"); `fatal` once the key was
     /// refused (401) until ``setKey(_:)``. A 403 is about one context and changes nothing here.
-    public var status: ClientStatus { fetcher.status }
+    /// With ``FlagServiceOptions/definitions``: `notReady` until the first definitions load,
+    /// then `ready` (docs/in-process.md, "Status").
+    public var status: ClientStatus { inProcess?.status ?? fetcher.status }
 
     /// Replaces the credential for every later request (fetches and exposure uploads), as
     /// ``FlagClient/setKey(_:)`` does. After a 401 made the service `fatal`, this is how it
@@ -255,7 +280,8 @@ public final class FlagService: Sendable {
         stats.cache.sharedDetailBytes = details.bytes
         stats.cache.sharedDetails = details.count
         stats.cache.memoBytes = memo.totals.bytes
-        stats.status = fetcher.status
+        stats.status = status
+        stats.definitions = inProcess?.stats
         stats.reads = environment.counters.stats
         stats.exposures = recorder.counters
         addStreamingStats(&stats)
@@ -267,7 +293,7 @@ public final class FlagService: Sendable {
 
     /// The memo's entry for `context` (its `fitted` is read in place), or nil when the context
     /// is invalid.
-    private func fit(_ context: EvaluationContext) -> FittingMemo.Entry? {
+    func fit(_ context: EvaluationContext) -> FittingMemo.Entry? {
         do {
             let limit = options.maxContextCodeUnits
             return try memo.entry(context) { (c) throws(ContextError) in try c.fitted(limit: limit) }
@@ -277,7 +303,7 @@ public final class FlagService: Sendable {
         }
     }
 
-    private func invalidView() -> ContextFlags {
+    func invalidView() -> ContextFlags {
         ContextFlags(unavailable: .invalidContext, fingerprint: nil, environment: environment)
     }
 

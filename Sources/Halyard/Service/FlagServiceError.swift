@@ -25,6 +25,10 @@ public enum FlagServiceError: Error, Sendable, Hashable, CustomStringConvertible
     /// catch FlagServiceError.invalidSharedCache(let reason) { print(reason) }   // no password in it
     /// ```
     case invalidSharedCache(SharedCacheError)
+    /// ``FlagServiceOptions/definitions`` cannot be used (an http URL to a host that is not
+    /// loopback, a header that may not be sent, a URL that is not a file URL). Carries the
+    /// reason, never the headers' values.
+    case invalidDefinitionsSource(DefinitionsSourceError)
 
     /// A description that never contains the key.
     public var description: String {
@@ -39,6 +43,7 @@ public enum FlagServiceError: Error, Sendable, Hashable, CustomStringConvertible
         case .controlCharacter(let field):
             "the \(field) holds a control character (U+0000-U+001F or U+007F); it is never sent"
         case .invalidSharedCache(let reason): "the shared cache cannot be used: \(reason)"
+        case .invalidDefinitionsSource(let reason): "the definitions source cannot be used: \(reason)"
         }
     }
 }

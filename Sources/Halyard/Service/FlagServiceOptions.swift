@@ -103,6 +103,22 @@ public struct FlagServiceOptions: Sendable {
     /// the others. Redis slow or gone never takes values away: the service then runs on its
     /// own cache (docs/fleet.md). ``FlagServiceStats/sharedCache`` shows what it did.
     public var sharedCache: SharedCache? = nil
+    /// Flag definitions in flagd's format, evaluated in process (SPEC §17, docs/in-process.md);
+    /// *default* `nil` (values come from the control plane, one request per context).
+    ///
+    /// ```swift
+    /// let options = FlagServiceOptions(definitions: .file(URL(fileURLWithPath: "/etc/flags.json")))
+    /// ```
+    ///
+    /// When set, ``FlagService/flags(for:)-(EvaluationContext)`` evaluates the definitions for
+    /// each context and sends no request for it; the source is read when the service is made
+    /// and then every ``definitionsPollInterval``. ``baseURL`` and ``key`` then serve only the
+    /// exposure upload (``ExposureExporter/halyard``); with ``init(definitions:)`` there is no
+    /// control plane and exposures go only to an OTLP exporter, if one is set.
+    public var definitions: DefinitionsSource? = nil
+    /// How often ``definitions`` are checked for a change (a file's `stat`, an HTTP `GET` with
+    /// `If-None-Match`); *default* 30 s, ±10 % jitter.
+    public var definitionsPollInterval: Duration = .seconds(30)
     /// Receives log messages; *default* `nil` (silent).
     public var logHandler: HalyardLogHandler? = nil
     /// Receives the same log lines as ``HalyardLogRecord``s, with `halyard.*` metadata;
@@ -125,6 +141,24 @@ public struct FlagServiceOptions: Sendable {
         self.key = key
     }
 
+    /// Creates options for a service that evaluates flag `definitions` in process (SPEC §17,
+    /// docs/in-process.md), with no control plane: every other setting at its default.
+    /// Setting ``baseURL`` and ``key`` afterwards uploads exposures to that control plane.
+    public init(definitions: DefinitionsSource) {
+        self.baseURL = Self.noControlPlane
+        self.key = ""
+        self.definitions = definitions
+    }
+
+    /// The ``baseURL`` of options made by ``init(definitions:)``: no control plane (a file URL,
+    /// which no request is ever sent to: the service sends none per context, and exposures
+    /// then go only to an OTLP exporter).
+    public static let noControlPlane = URL(fileURLWithPath: "/", isDirectory: true)
+
+    /// Whether the service talks to a control plane: always, unless ``definitions`` is set and
+    /// ``baseURL`` is ``noControlPlane``.
+    var hasControlPlane: Bool { definitions == nil || baseURL != Self.noControlPlane }
+
     /// The longest the service pauses on its own (a 429's `Retry-After` may be longer) and the
     /// longest a context whose values are held backs off: half of ``refreshAfter``, at least
     /// ``initialBackoff``, at most ``maxBackoff`` (docs/service.md, "Recovery").
@@ -139,20 +173,28 @@ public struct FlagServiceOptions: Sendable {
 
     /// Checks the programming errors ``FlagService/init(options:)`` throws for.
     func validate() throws(FlagServiceError) {
-        if key.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw .blankKey }
-        if let field = ClientIdentity.fieldWithControlCharacter(key: key, appID: appID) {
+        if hasControlPlane {
+            if key.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw .blankKey }
+            if let field = ClientIdentity.fieldWithControlCharacter(key: key, appID: appID) {
+                throw .controlCharacter(field: field)
+            }
+            guard let scheme = baseURL.scheme?.lowercased(), let host = baseURL.host, !host.isEmpty else {
+                throw .baseURLNotAbsolute
+            }
+            guard scheme == "http" || scheme == "https" else { throw .unsupportedScheme(scheme) }
+            if scheme == "http" && !LoopbackHost.contains(host) { throw .insecureHTTPToNonLoopbackHost(host) }
+        } else if let field = ClientIdentity.fieldWithControlCharacter(key: key, appID: appID) {
             throw .controlCharacter(field: field)
         }
-        guard let scheme = baseURL.scheme?.lowercased(), let host = baseURL.host, !host.isEmpty else {
-            throw .baseURLNotAbsolute
-        }
-        guard scheme == "http" || scheme == "https" else { throw .unsupportedScheme(scheme) }
-        if scheme == "http" && !LoopbackHost.contains(host) { throw .insecureHTTPToNonLoopbackHost(host) }
         do throws(ExposureExporterError) {
             try exposures.exporter.validate()
         } catch {
             throw .invalidExposureExporter(error)
         }
+        if definitions != nil && sharedCache != nil {
+            throw .invalidOption("sharedCache is not used with definitions (nothing is fetched per context)")
+        }
+        if definitionsPollInterval <= .zero { throw .invalidOption("definitionsPollInterval must be positive") }
         if let sharedCache {
             do throws(SharedCacheError) {
                 _ = try sharedCache.redisEndpoint()

@@ -123,6 +123,9 @@ public struct FlagServiceStats: Sendable, Hashable {
     /// The fleet's shared cache (SPEC §15, docs/fleet.md): nil when
     /// ``FlagServiceOptions/sharedCache`` is not set (or cannot be used: `rediss://`).
     public var sharedCache: SharedCacheStats? = nil
+    /// Flag definitions evaluated in process (SPEC §17, docs/in-process.md, "Stats"): nil
+    /// unless ``FlagServiceOptions/definitions`` is set.
+    public var definitions: DefinitionsStats? = nil
     /// The service's status (`notReady`, `ready`, `error`, `fatal`).
     public var status: ClientStatus = .notReady
     /// Reads that did not succeed, by outcome, over all views.
