@@ -416,6 +416,33 @@ import Testing
         #expect(plane.requests.first?.headers["Authorization"] == "Bearer cli-SECRET-123")
     }
 
+    /// SPEC §12, "Key rotation" (the same holds for `FlagClient.setKey`): the request still on
+    /// the wire with the old key is cancelled, and the new key's fetch does not wait for it.
+    @Test func setKeyCancelsTheOldKeysRequest() async throws {
+        let transport = HeldOldKeyTransport(oldKey: "cli-old-key")
+        var options = FlagClientOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "cli-old-key")
+        options.transport = transport
+        options.changeDetection = .none
+        options.exposures.enabled = false
+        options.maxCachedContexts = 0
+        options.installIDStorage = .fixed("install-1")
+        // Only the cancellation may end the old request.
+        options.requestTimeout = .seconds(120)
+        let client = try FlagClient(options: options)
+        defer {
+            client.close()
+            transport.releaseAll()
+        }
+        try await Wait.until("the start fetch on the wire with the old key") { transport.held == 1 }
+        try await Wait.result("setKey(_:)", seconds: 10) { try await client.setKey("cli-new-key") }
+        try await Wait.until("the old key's request to observe its cancellation", seconds: 10) {
+            transport.cancelled == 1
+        }
+        #expect(client.string("env", default: "none") == "new")
+        #expect(transport.newKeyRequests == 1)
+        #expect(client.status == .ready)
+    }
+
     @Test func setKeyRecoversFromARefusedKey() async throws {
         let plane = InMemoryControlPlane(values: ["a": 1])
         plane.failInitialization(status: 401)

@@ -117,6 +117,57 @@ struct RefreshMachineStreamTests {
         }
     }
 
+    /// An event's fetch held by a `Retry-After` (owed) or a backoff kept its reason but not its
+    /// `flagConfig*` values: the request sent when the hold ended went without them (SPEC §14:
+    /// an event's values survive being merged, as a service's refetch mark keeps them).
+    @Test("an event fetch held by a backoff or a Retry-After keeps its flagConfig values for the next request")
+    func heldEventFetchKeepsItsFlagConfig() throws {
+        let refusals: [RefreshMachine.Outcome] = [
+            .transient(.status(503), retryAfter: nil), .rateLimited(retryAfter: .seconds(30)),
+        ]
+        let v2 = FlagConfigVersion(etag: "\"v2\"", lastModified: "17")
+        let v3 = FlagConfigVersion(etag: "\"v3\"", lastModified: nil)
+        for refusal in refusals {
+            var d = MachineDriver()
+            d.feed(.start(fingerprint: "fp"))
+            try d.respond(.updated(etag: "\"e1\""))
+            d.feed(.refresh)
+            try d.respond(refusal)
+            #expect(d.feed(.streamFetch(.init(reason: .event, flagConfig: v2))).wait == .none, "\(refusal)")
+            // A (re)connect's fetch, held too, keeps the event's values (it names none).
+            #expect(d.feed(.streamFetch(.init(reason: .connected))).wait == .none, "\(refusal)")
+            let sent = d.sent.count
+            d.fireTimer()
+            #expect(d.sent.count == sent + 1, "\(refusal)")
+            #expect(d.sent.last?.flagConfig == v2, "the held event's flagConfig values were lost (\(refusal))")
+            try d.respond(.updated(etag: "\"e2\""))
+            d.feed(.refresh)
+            #expect(d.sent.last?.flagConfig == nil, "only one request carries them (\(refusal))")
+            try d.respond(.notModified)
+
+            // A later event's values replace an earlier one's.
+            d.feed(.refresh)
+            try d.respond(refusal)
+            d.feed(.streamFetch(.init(reason: .event, flagConfig: v2)))
+            d.feed(.streamFetch(.init(reason: .event, flagConfig: v3)))
+            d.fireTimer()
+            #expect(d.sent.last?.flagConfig == v3, "\(refusal)")
+        }
+    }
+
+    @Test("a key change forgets the held event's flagConfig values (another environment's version)")
+    func keyChangeForgetsHeldFlagConfig() throws {
+        var d = MachineDriver()
+        d.feed(.start(fingerprint: "fp"))
+        try d.respond(.updated(etag: "\"e1\""))
+        d.feed(.refresh)
+        try d.respond(.rateLimited(retryAfter: .seconds(30)))
+        d.feed(.streamFetch(.init(reason: .event, flagConfig: FlagConfigVersion(etag: "\"v2\"", lastModified: nil))))
+        #expect(d.feed(.keyChanged).wait == .none, "the Retry-After still holds")
+        d.fireTimer()
+        #expect(d.sent.last?.flagConfig == nil)
+    }
+
     @Test("a stream fetch never bypasses backoff, Retry-After or a refused key")
     func obeysBackoff() throws {
         var d = MachineDriver()

@@ -25,14 +25,35 @@ extension ServiceFetcher {
         case .shed: return Answer(result: .shed)
         }
         defer { release() }
-        let now = clock.monotonicNow
-        let gate = gate(now: now)
-        let paused = probe ? gate.retryAfterInForce : gate.pausedUntil != nil
-        if gate.closed || gate.fatal || paused {
-            // Paused, fatal or closed while it waited for its slot.
-            if paused { state.withLock { $0.stats.paused += 1 } }
-            return Answer(result: .skipped(until: gate.pausedUntil))
+        // An answer to a key `setKey` has replaced (cancelled on the wire, or landing after
+        // the rotation) says nothing: the fetch sends again, with the key in use, so its
+        // waiters get the new key's answer (SPEC §12). Bounded: a rotation per attempt.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let now = clock.monotonicNow
+            let gate = gate(now: now)
+            let paused = probe ? gate.retryAfterInForce : gate.pausedUntil != nil
+            if gate.closed || gate.fatal || paused {
+                // Paused, fatal or closed while it waited for its slot (or since the rotation).
+                if paused { state.withLock { $0.stats.paused += 1 } }
+                return Answer(result: .skipped(until: gate.pausedUntil))
+            }
+            // A re-send goes without `If-None-Match`: the held ETag is the replaced key's.
+            let answer = await sendOnce(context, etag: attempt == 1 ? etag : nil, flagConfig: flagConfig)
+            guard attempt < Self.attemptsPerRotation, let sent = answer.sent, !Task.isCancelled,
+                !isCurrentKey(sent.keyGeneration), !isClosedForTasks
+            else { return answer }
         }
+    }
+
+    /// How many requests one fetch sends at most when `setKey` replaces the key of each
+    /// (``send(_:etag:priority:flight:flagConfig:probe:)``).
+    static let attemptsPerRotation = 3
+
+    /// One request of a fetch that holds a slot: built with the key in use, sent as a task of
+    /// its own that ``setKey(_:tier:)`` cancels if that key is replaced, classified and recorded.
+    private func sendOnce(_ context: FittedContext, etag: String?, flagConfig: FlagConfigVersion?) async -> Answer {
         // The key and its generation in one read: the request carries exactly the key its
         // answer is judged by (SPEC §12).
         let (generation, key) = state.withLock { s -> (UInt64, String) in
@@ -47,7 +68,7 @@ extension ServiceFetcher {
         var decoded: OFREPResponse?
         var status: Int?
         do {
-            let response = try await transport.send(request)
+            let response = try await exchange(request, keyGeneration: generation)
             status = response.status
             (outcome, decoded) = RefreshMachine.Outcome.classify(
                 response, maxResponseBytes: builder.maxResponseBytes, wallNow: clock.wallNow,
@@ -59,7 +80,8 @@ extension ServiceFetcher {
             case .network, .cancelled, .redirectRefused: outcome = .transient(.network, retryAfter: nil)
             }
         } catch {
-            // Cancelled (close(), a service dropped): not a network error, nothing to record.
+            // Cancelled (close(), a service dropped, or `setKey` replaced its key): not a
+            // network error, nothing to record.
             if Task.isCancelled || error is CancellationError || (error as? TransportError) == .cancelled {
                 return Answer(result: .skipped(until: nil), sent: sent)
             }
@@ -69,6 +91,29 @@ extension ServiceFetcher {
             result: record(
                 outcome, status: status, decoded: decoded, generation: generation, fingerprint: context.fingerprint),
             sent: sent)
+    }
+
+    /// Sends `request` as a task of its own, registered with the key generation it carries so
+    /// that ``setKey(_:tier:)`` can cancel it; the caller's cancellation cancels it too.
+    private func exchange(_ request: TransportRequest, keyGeneration: UInt64) async throws -> TransportResponse {
+        let transport = self.transport
+        let task = Task { try await transport.send(request) }
+        let id = state.withLock { s -> UInt64? in
+            // A rotation between the key's read and now: the request is already an old key's.
+            guard s.keyGeneration == keyGeneration, !s.closed else { return nil }
+            s.nextExchangeID &+= 1
+            s.exchanges[s.nextExchangeID] = Exchange(keyGeneration: keyGeneration, task: task)
+            return s.nextExchangeID
+        }
+        if id == nil { task.cancel() }
+        defer {
+            if let id { _ = state.withLock { $0.exchanges.removeValue(forKey: id) } }
+        }
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
     }
 
     private func record(
