@@ -11,17 +11,17 @@ enum CustomOperators {
     /// is not `[variant]` or `[variant, integer]`, the total is 0 or above `Int32.max`.
     static func fractional(_ args: [JSONValue], _ env: LogicEnvironment) -> JSONValue {
         guard let first = args.first else { return .null }
-        let key: String
+        let hash: UInt32
         let buckets: ArraySlice<JSONValue>
-        if case .string(let s) = first {
-            key = s
+        if case .string(let key) = first {
+            guard !key.isEmpty else { return .null }
+            hash = MurmurHash3.hash(key)
             buckets = args.dropFirst()
         } else {
             guard !env.targetingKey.isEmpty else { return .null }
-            key = env.flagKey + env.targetingKey
+            hash = MurmurHash3.hash(env.flagKey, env.targetingKey)
             buckets = args[...]
         }
-        guard !key.isEmpty else { return .null }
         var total: Int64 = 0
         var weights: [Int64] = []
         weights.reserveCapacity(buckets.count)
@@ -36,8 +36,7 @@ enum CustomOperators {
             guard total <= maxTotalWeight else { return .null }
             weights.append(weight)
         }
-        let hash = UInt64(MurmurHash3.hash(key))
-        let bucket = Int64((hash &* UInt64(total)) >> 32)
+        let bucket = Int64((UInt64(hash) &* UInt64(total)) >> 32)
         var end: Int64 = 0
         for (index, bucketValue) in buckets.enumerated() {
             end += weights[index]
@@ -53,23 +52,15 @@ enum CustomOperators {
     /// major), `~` (same major and minor). Numbers are read as their text (`1.2` → `1.2.0`).
     /// Null for another argument count, a value that is not a version, or another operator.
     static func semVer(_ args: [JSONValue]) -> JSONValue {
-        guard args.count == 3 else { return .null }
-        guard let leftText = versionText(args[0]), let rightText = versionText(args[2]),
-            let left = SemanticVersion(leftText), let right = SemanticVersion(rightText),
-            case .string(let op) = args[1]
+        guard args.count == 3, case .string(let opText) = args[1], let op = SemanticVersionOperator(rawValue: opText),
+            let left = version(args[0]), let right = version(args[2])
         else { return .null }
-        let order = SemanticVersion.order(left, right)
-        switch op {
-        case "=": return .bool(order == 0)
-        case "!=": return .bool(order != 0)
-        case "<": return .bool(order < 0)
-        case "<=": return .bool(order <= 0)
-        case ">": return .bool(order > 0)
-        case ">=": return .bool(order >= 0)
-        case "^": return .bool(left.core[0] == right.core[0])
-        case "~": return .bool(left.core[0] == right.core[0] && left.core[1] == right.core[1])
-        default: return .null
-        }
+        return .bool(op.holds(left, right))
+    }
+
+    /// A value read as a version (strings and numbers, as their text), or nil.
+    static func version(_ value: JSONValue) -> SemanticVersion? {
+        versionText(value).flatMap(SemanticVersion.init)
     }
 
     private static func versionText(_ value: JSONValue) -> String? {

@@ -1,7 +1,8 @@
 /// One flag of a definitions document, validated and compiled (immutable): its state, typed
 /// variants, default variant, compiled targeting rule and metadata (the flag's own over the
-/// document's).
-struct FlagDefinition: Sendable {
+/// document's). A class: the definitions' table holds one reference per flag, so an evaluation
+/// that looks a flag up retains one object instead of copying a dozen fields.
+final class FlagDefinition: Sendable {
     /// The flag key.
     let key: String
     /// `state` is `ENABLED`.
@@ -14,6 +15,8 @@ struct FlagDefinition: Sendable {
     let targeting: LogicNode?
     /// The flag's metadata merged over the document's.
     let metadata: FlagMetadata
+    /// Whether the rule may read `$flagd.timestamp`; when not, an evaluation skips the clock.
+    let readsTimestamp: Bool
     /// The result when no rule runs or the rule gives null, with reason STATIC (it is
     /// re-labelled DEFAULT for a null rule result); computed once.
     let staticResult: ServedFlag
@@ -28,6 +31,7 @@ struct FlagDefinition: Sendable {
         self.defaultVariant = defaultVariant
         self.targeting = targeting
         self.metadata = metadata
+        readsTimestamp = targeting?.mayReadTimestamp ?? false
         if !enabled {
             staticResult = ServedFlag(key: key, value: nil, reason: .disabled, metadata: metadata)
         } else if let defaultVariant {

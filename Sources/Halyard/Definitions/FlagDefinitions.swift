@@ -75,7 +75,7 @@ public struct FlagDefinitions: Sendable {
         guard flag.enabled, let rule = flag.targeting else { return Self.checked(flag.staticResult, type) }
         let env = LogicEnvironment(
             attributes: context.attributes, targetingKey: context.targetingKey, flagKey: key,
-            timestamp: timestamp ?? Int64(Date().timeIntervalSince1970))
+            timestamp: timestamp ?? (flag.readsTimestamp ? Int64(Date().timeIntervalSince1970) : 0))
         let result: JSONValue
         do {
             result = try rule.evaluate(.root, env)

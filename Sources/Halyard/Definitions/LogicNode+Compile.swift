@@ -101,6 +101,13 @@ extension LogicNode {
                 return .invalid("unknown operator: \(name)")
             }
             if arguments.count == 2, binaryOperators.contains(op) { return .binary(op, arguments[0], arguments[1]) }
+            if op == .fractional, let plan = FractionalPlan(arguments) { return .fractional(plan) }
+            if op == .semVer, arguments.count == 3, case .string(let text)? = arguments[1].constant,
+                let comparison = SemanticVersionOperator(rawValue: text),
+                let right = arguments[2].constant.flatMap(CustomOperators.version)
+            {
+                return .semVer(arguments[0], comparison, right)
+            }
             return .apply(op, arguments)
         }
     }

@@ -75,6 +75,11 @@ extension LogicNode {
                 return .bool(CustomOperators.matches(text, part, suffix: op == .endsWith))
             default: return try Self.apply(op, [a, b], data, env)
             }
+        case .fractional(let plan):
+            return try plan.evaluate(data, env)
+        case .semVer(let left, let op, let right):
+            guard let version = CustomOperators.version(try left.evaluate(data, env)) else { return .null }
+            return .bool(op.holds(version, right))
         case .invalid(let message):
             throw .invalidRule(message)
         }

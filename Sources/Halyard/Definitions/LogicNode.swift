@@ -24,6 +24,11 @@ indirect enum LogicNode: Sendable {
     /// A comparison or string test with exactly two arguments (`==`, `<`, `in`,
     /// `starts_with`, ...): the same result as ``apply(_:_:)`` without an argument array.
     case binary(LogicOperator, LogicNode, LogicNode)
+    /// `fractional` with constant buckets, summed once (``FractionalPlan``).
+    case fractional(FractionalPlan)
+    /// `sem_ver` whose operator and second version are constants: the version parsed once;
+    /// the first argument is evaluated and parsed per evaluation.
+    case semVer(LogicNode, SemanticVersionOperator, SemanticVersion)
     /// An expression that fails when evaluated: an unknown operator or a `$ref` to no evaluator
     /// (the flag's evaluation reports `PARSE_ERROR`).
     case invalid(String)
@@ -39,6 +44,29 @@ indirect enum LogicNode: Sendable {
         let text: String
         /// The segments (`["user", "name"]`); empty for `""` (the whole data).
         let segments: [String]
+    }
+
+    /// Whether evaluating this node may read `$flagd.timestamp` (a `var` of `$flagd`, of the
+    /// whole data, or with a computed path): when no rule of a flag can, its evaluation skips
+    /// the clock read.
+    var mayReadTimestamp: Bool {
+        switch self {
+        case .literal, .invalid: false
+        case .array(let nodes), .conditional(let nodes), .and(let nodes), .or(let nodes):
+            nodes.contains { $0.mayReadTimestamp }
+        case .variable(let path, let defaultValue):
+            (path.segments.first.map { $0 == "$flagd" } ?? true) || (defaultValue?.mayReadTimestamp ?? false)
+        case .arrayOperation(_, let items, let logic), .reduce(let items, let logic, _):
+            (items?.mayReadTimestamp ?? false) || (logic?.mayReadTimestamp ?? false)
+        case .apply(let op, let nodes):
+            op == .var || nodes.contains { $0.mayReadTimestamp }
+        case .binary(_, let left, let right):
+            left.mayReadTimestamp || right.mayReadTimestamp
+        case .fractional(let plan):
+            plan.key?.mayReadTimestamp ?? false
+        case .semVer(let left, _, _):
+            left.mayReadTimestamp
+        }
     }
 
     /// The constant this node always evaluates to, if it is one.

@@ -1,33 +1,50 @@
 /// MurmurHash3, x86 32-bit variant (Austin Appleby's public-domain algorithm), as `fractional`
 /// uses it to bucket a key (flagd's bucketing v2: seed 0, the key's UTF-8 bytes).
-enum MurmurHash3 {
-    /// The 32-bit hash of `bytes` with `seed`.
-    static func x86_32<Bytes: Sequence>(_ bytes: Bytes, seed: UInt32 = 0) -> UInt32 where Bytes.Element == UInt8 {
-        let c1: UInt32 = 0xcc9e_2d51
-        let c2: UInt32 = 0x1b87_3593
-        var h = seed
-        var length: UInt32 = 0
-        var block: UInt32 = 0
-        var filled = 0
-        for byte in bytes {
-            block |= UInt32(byte) << (8 * UInt32(filled))
-            filled += 1
-            length &+= 1
-            if filled == 4 {
-                var k = block &* c1
-                k = (k << 15) | (k >> 17)
-                k = k &* c2
-                h ^= k
-                h = (h << 13) | (h >> 19)
-                h = h &* 5 &+ 0xe654_6b64
-                block = 0
-                filled = 0
-            }
-        }
-        if filled > 0 {
-            var k = block &* c1
+///
+/// Bytes are fed one at a time, so a key made of two strings (the flag key, then the targeting
+/// key) is hashed without concatenating them first.
+struct MurmurHash3 {
+    private static let c1: UInt32 = 0xcc9e_2d51
+    private static let c2: UInt32 = 0x1b87_3593
+
+    private var h: UInt32
+    private var length: UInt32 = 0
+    private var block: UInt32 = 0
+    private var filled: UInt32 = 0
+
+    /// A hash of no bytes yet, with `seed`.
+    init(seed: UInt32 = 0) { h = seed }
+
+    /// Feeds one byte.
+    @inline(__always)
+    mutating func combine(_ byte: UInt8) {
+        block |= UInt32(byte) << (8 * filled)
+        filled += 1
+        length &+= 1
+        if filled == 4 {
+            var k = block &* Self.c1
             k = (k << 15) | (k >> 17)
-            k = k &* c2
+            k = k &* Self.c2
+            h ^= k
+            h = (h << 13) | (h >> 19)
+            h = h &* 5 &+ 0xe654_6b64
+            block = 0
+            filled = 0
+        }
+    }
+
+    /// Feeds every byte of `bytes`.
+    mutating func combine<Bytes: Sequence>(contentsOf bytes: Bytes) where Bytes.Element == UInt8 {
+        for byte in bytes { combine(byte) }
+    }
+
+    /// The hash of the bytes fed so far.
+    func finalize() -> UInt32 {
+        var h = self.h
+        if filled > 0 {
+            var k = block &* Self.c1
+            k = (k << 15) | (k >> 17)
+            k = k &* Self.c2
             h ^= k
         }
         h ^= length
@@ -39,9 +56,23 @@ enum MurmurHash3 {
         return h
     }
 
+    /// The 32-bit hash of `bytes` with `seed`.
+    static func x86_32<Bytes: Sequence>(_ bytes: Bytes, seed: UInt32 = 0) -> UInt32 where Bytes.Element == UInt8 {
+        var hasher = MurmurHash3(seed: seed)
+        hasher.combine(contentsOf: bytes)
+        return hasher.finalize()
+    }
+
     /// The hash of a string's UTF-8 form with seed 0.
     static func hash(_ string: String) -> UInt32 {
-        var string = string
-        return string.withUTF8 { x86_32($0) }
+        x86_32(string.utf8)
+    }
+
+    /// The hash of `first` followed by `second` (UTF-8, seed 0): the hash of their concatenation.
+    static func hash(_ first: String, _ second: String) -> UInt32 {
+        var hasher = MurmurHash3()
+        hasher.combine(contentsOf: first.utf8)
+        hasher.combine(contentsOf: second.utf8)
+        return hasher.finalize()
     }
 }

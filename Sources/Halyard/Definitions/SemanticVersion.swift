@@ -4,52 +4,77 @@
 /// any length compare exactly; build metadata is ignored in comparisons.
 struct SemanticVersion: Sendable, Comparable {
     /// Major, minor and patch as decimal digits without leading zeros.
-    let core: [Substring]
+    let major: Substring, minor: Substring, patch: Substring
     /// Pre-release identifiers (empty when none).
     let prerelease: [Substring]
+
+    /// Major, minor and patch in order.
+    var core: [Substring] { [major, minor, patch] }
 
     /// The longest version text accepted.
     static let maxLength = 255
 
-    /// Parses `text`, or nil when it is not a version.
+    /// Parses `text`, or nil when it is not a version. One pass over the bytes: a rule's
+    /// `sem_ver` parses the context's version at every evaluation, so nothing is allocated
+    /// unless the version has pre-release identifiers.
     init?(_ text: String) {
         var version = Substring(text)
-        if let first = version.first, first == "v" || first == "V" { version = version.dropFirst() }
-        guard version.utf8.count <= Self.maxLength, version.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
-        // Pad a partial core: the part before the first "-" then before the first "+".
-        let beforeDash = version.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        let numeric = beforeDash.split(separator: "+", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        let dots = numeric.filter { $0 == "." }.count
-        if dots < 2 {
-            version = Substring(
-                String(numeric) + String(repeating: ".0", count: 2 - dots) + version[numeric.endIndex...])
+        if let first = version.utf8.first, first == UInt8(ascii: "v") || first == UInt8(ascii: "V") {
+            version = version.dropFirst()
         }
-        var rest = version
-        var build: Substring?
-        if let plus = rest.firstIndex(of: "+") {
-            build = rest[rest.index(after: plus)...]
-            rest = rest[..<plus]
+        let bytes = version.utf8
+        guard bytes.count <= Self.maxLength, bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+        // The core ends at the first "-" or "+"; the pre-release runs from a "-" before any
+        // "+" to the "+"; the build metadata from the first "+" to the end.
+        let plus = bytes.firstIndex(of: UInt8(ascii: "+"))
+        let head = version[..<(plus ?? version.endIndex)]
+        let dash = head.utf8.firstIndex(of: UInt8(ascii: "-"))
+        let numeric = head[..<(dash ?? head.endIndex)]
+        // Up to three dot-separated parts; a missing minor or patch is "0" ("1" is 1.0.0).
+        var parts: (Substring, Substring, Substring) = ("0", "0", "0")
+        var count = 0
+        var partStart = numeric.startIndex
+        var index = numeric.startIndex
+        while true {
+            let atEnd = index == numeric.endIndex
+            if atEnd || numeric.utf8[index] == UInt8(ascii: ".") {
+                let part = numeric[partStart..<index]
+                switch count {
+                case 0: parts.0 = part
+                case 1: parts.1 = part
+                case 2: parts.2 = part
+                default: return nil
+                }
+                count += 1
+                if atEnd { break }
+                partStart = numeric.utf8.index(after: index)
+            }
+            index = numeric.utf8.index(after: index)
         }
-        var pre: Substring?
-        if let dash = rest.firstIndex(of: "-") {
-            pre = rest[rest.index(after: dash)...]
-            rest = rest[..<dash]
-        }
-        let parts = rest.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts.allSatisfy(Self.isNumericIdentifier) else { return nil }
-        core = parts
-        if let pre {
-            let identifiers = pre.split(separator: ".", omittingEmptySubsequences: false)
+        guard Self.isNumericIdentifier(parts.0), Self.isNumericIdentifier(parts.1), Self.isNumericIdentifier(parts.2)
+        else { return nil }
+        (major, minor, patch) = parts
+        if let dash {
+            let identifiers = head[head.utf8.index(after: dash)...].split(
+                separator: ".", omittingEmptySubsequences: false)
             guard identifiers.allSatisfy(Self.isPrereleaseIdentifier) else { return nil }
             prerelease = identifiers
         } else {
             prerelease = []
         }
-        if let build {
-            let identifiers = build.split(separator: ".", omittingEmptySubsequences: false)
-            guard identifiers.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy(Self.isIdentifierByte) }) else {
-                return nil
+        if let plus {
+            let build = version[version.utf8.index(after: plus)...]
+            var identifierLength = 0
+            for byte in build.utf8 {
+                if byte == UInt8(ascii: ".") {
+                    guard identifierLength > 0 else { return nil }
+                    identifierLength = 0
+                } else {
+                    guard Self.isIdentifierByte(byte) else { return nil }
+                    identifierLength += 1
+                }
             }
+            guard identifierLength > 0 else { return nil }
         }
     }
 
@@ -81,10 +106,12 @@ struct SemanticVersion: Sendable, Comparable {
     /// SemVer precedence: core, then a version without pre-release above one with, then
     /// identifiers (numeric below alphanumeric, numerics by value, others by ASCII), then count.
     static func order(_ a: SemanticVersion, _ b: SemanticVersion) -> Int {
-        for (x, y) in zip(a.core, b.core) {
-            let c = compareNumeric(x, y)
-            if c != 0 { return c }
-        }
+        var c = compareNumeric(a.major, b.major)
+        if c != 0 { return c }
+        c = compareNumeric(a.minor, b.minor)
+        if c != 0 { return c }
+        c = compareNumeric(a.patch, b.patch)
+        if c != 0 { return c }
         if a.prerelease == b.prerelease { return 0 }
         if a.prerelease.isEmpty { return 1 }
         if b.prerelease.isEmpty { return -1 }
@@ -95,8 +122,8 @@ struct SemanticVersion: Sendable, Comparable {
             case (true, false): return -1
             case (false, true): return 1
             case (true, true):
-                let c = compareNumeric(x, y)
-                if c != 0 { return c }
+                let order = compareNumeric(x, y)
+                if order != 0 { return order }
             case (false, false):
                 if x != y { return x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : 1 }
             }

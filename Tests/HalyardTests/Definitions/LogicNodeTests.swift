@@ -46,6 +46,53 @@ import Testing
         try Self.check(#"{"var": "$flagd.flagKey"}"#, "flag", ["$flagd": ["flagKey": "mine"]])
     }
 
+    /// `fractional` with constant buckets and `sem_ver` with a constant operator and version
+    /// compile to plans (weights summed, the version parsed once); each gives what the general
+    /// path gives. The general path is forced by writing one argument as an `if` that yields the
+    /// same constant at run time.
+    @Test func compiledPlansAgreeWithTheGeneralPath() throws {
+        func compiled(_ rule: String) throws -> LogicNode {
+            try #require(LogicNode.compile(try JSONValue(parsing: rule), evaluators: [:]))
+        }
+        func same(_ planned: String, _ general: String, isPlan: (LogicNode) -> Bool) throws {
+            let plan = try compiled(planned), generic = try compiled(general)
+            #expect(isPlan(plan), "\(planned) compiles to a plan")
+            #expect(!isPlan(generic), "\(general) takes the general path")
+            let keys = ["", "u-1", "user-42", "ünï", "jon@company.com"] + (0..<200).map { "user-\($0 * 7919)" }
+            let attributes: [[String: JSONValue]] = [
+                [:], ["k": "bucket-key"], ["k": ""], ["k": 7], ["k": ["a", 1]], ["v": "2.1.0"], ["v": "v2.0.9-rc.1"],
+                ["v": "2.1"], ["v": 3], ["v": 2.5], ["v": "not a version"], ["v": nil], ["v": "1.0.0+build"],
+            ]
+            for key in keys {
+                for attrs in attributes {
+                    let env = LogicEnvironment(attributes: attrs, targetingKey: key, flagKey: "flag", timestamp: 1)
+                    let a = try plan.evaluate(.root, env), b = try generic.evaluate(.root, env)
+                    #expect(a == b, "\(planned) for \(key), \(attrs)")
+                }
+            }
+        }
+        let isFractional: (LogicNode) -> Bool = { if case .fractional = $0 { true } else { false } }
+        let isSemVer: (LogicNode) -> Bool = { if case .semVer = $0 { true } else { false } }
+        try same(
+            #"{"fractional": [["a", 50], ["b", 30], ["c", 20]]}"#,
+            #"{"fractional": [["a", 50], ["b", 30], {"if": [true, ["c", 20], null]}]}"#, isPlan: isFractional)
+        try same(
+            #"{"fractional": [{"var": "k"}, ["a", 1], ["b"], ["c", -4], ["d", 0]]}"#,
+            #"{"fractional": [{"var": "k"}, ["a", 1], ["b"], ["c", -4], {"if": [true, ["d", 0], null]}]}"#,
+            isPlan: isFractional)
+        try same(
+            #"{"fractional": ["fixed", ["a", 0], ["b", 0]]}"#,
+            #"{"fractional": ["fixed", ["a", 0], {"if": [true, ["b", 0], null]}]}"#, isPlan: isFractional)
+        for op in ["=", "!=", "<", "<=", ">", ">=", "^", "~"] {
+            try same(
+                #"{"sem_ver": [{"var": "v"}, "\#(op)", "2.1.0"]}"#,
+                #"{"sem_ver": [{"var": "v"}, "\#(op)", {"if": [true, "2.1.0", null]}]}"#, isPlan: isSemVer)
+        }
+        try same(
+            #"{"sem_ver": [{"var": "v"}, ">=", 2]}"#, #"{"sem_ver": [{"var": "v"}, ">=", {"if": [true, 2, null]}]}"#,
+            isPlan: isSemVer)
+    }
+
     @Test func conditionalsAndLogic() throws {
         try Self.check(#"{"if": [true, "a", "b"]}"#, "a")
         try Self.check(#"{"if": [false, "a", "b"]}"#, "b")

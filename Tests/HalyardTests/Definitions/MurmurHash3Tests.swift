@@ -31,4 +31,19 @@ import Testing
     func seedZeroOverUTF8(input: String, expected: UInt32) {
         #expect(MurmurHash3.hash(input) == expected)
     }
+
+    /// `fractional` hashes the flag key and the targeting key without concatenating them: the
+    /// hash of two strings is the hash of their concatenation, at every split point (block
+    /// boundaries included) and across multi-byte characters.
+    @Test func twoStringsHashAsTheirConcatenation() {
+        let whole = "fractional-flag🙂user-12345é"
+        let bytes = Array(whole.utf8)
+        var index = whole.startIndex
+        while true {
+            let first = String(whole[..<index]), second = String(whole[index...])
+            #expect(MurmurHash3.hash(first, second) == MurmurHash3.x86_32(bytes), "split at \(first.utf8.count)")
+            if index == whole.endIndex { break }
+            index = whole.index(after: index)
+        }
+    }
 }
