@@ -242,7 +242,7 @@ import Testing
         let context = EvaluationContext(
             targetingKey: "alice-7f3k", kind: "user", attributes: ["email": .string("alice@example.test")])
         _ = await service.flags(for: context)
-        #expect(service.stats.sharedCache?.writes == 1)
+        #expect(service.stats.sharedCache?.writes == 1, "\(String(describing: service.stats.sharedCache))")
         let client = redis.client()
         defer { client.close() }
         guard case .array(let names?) = try client.send(RedisCommand("KEYS", [Array("*".utf8)])) else {

@@ -19,12 +19,30 @@ extension ServiceFetcher {
         _ context: FittedContext, etag: String?, priority: FetchPriority = .cold, flight: ContextFlight? = nil,
         flagConfig: FlagConfigVersion? = nil, probe: Bool = false
     ) async -> Answer {
+        if let refused = await takeSlot(priority, flight: flight, probe: probe) { return refused }
+        defer { releaseSlot() }
+        return await sendHoldingSlot(context, etag: etag, flagConfig: flagConfig, probe: probe)
+    }
+
+    /// Takes a fetch slot, waiting when all are taken: nil when it was granted (the caller
+    /// sends with ``sendHoldingSlot(_:etag:flagConfig:probe:)`` and then calls
+    /// ``releaseSlot()``), else the answer of a fetch that was refused or shed. The shared
+    /// cache's plan takes a context's lease only once it holds a slot (SharedFetchPlan.swift).
+    func takeSlot(_ priority: FetchPriority, flight: ContextFlight?, probe: Bool) async -> Answer? {
         switch await acquire(priority, flight: flight, probe: probe) {
-        case .granted: break
+        case .granted: return nil
         case .refused(let until): return Answer(result: .skipped(until: until))
         case .shed: return Answer(result: .shed)
         }
-        defer { release() }
+    }
+
+    /// Frees the slot ``takeSlot(_:flight:probe:)`` granted.
+    func releaseSlot() { release() }
+
+    /// Sends the request of a fetch that holds a slot (``takeSlot(_:flight:probe:)``).
+    func sendHoldingSlot(
+        _ context: FittedContext, etag: String?, flagConfig: FlagConfigVersion?, probe: Bool
+    ) async -> Answer {
         let now = clock.monotonicNow
         let gate = gate(now: now)
         let paused = probe ? gate.retryAfterInForce : gate.pausedUntil != nil
