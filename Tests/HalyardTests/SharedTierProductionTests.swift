@@ -23,7 +23,10 @@ import Testing
     @Test(.needsRedisServer) func aHungRedisCostsAColdMissAtMostOneCallDeadline() async throws {
         let redis = try RedisTestServer()
         let plane = SharedCacheServiceTests.plane()
-        let service = try SharedCacheServiceTests.service(plane, redis) { $0.coldFetchTimeout = .seconds(2) }
+        let service = try SharedCacheServiceTests.service(plane, redis) {
+            $0.coldFetchTimeout = .seconds(2)
+            $0.sharedCache?.callDeadline = .milliseconds(25)  // the default, as production runs it
+        }
         defer { service.close() }
         // The connection is open and the breaker closed.
         #expect(await service.flags(for: serviceContext(0)).int("version", default: 0) == 1)
@@ -43,16 +46,21 @@ import Testing
     static let keys = SharedTier.Keys(baseURL: InMemoryControlPlane.baseURL, key: "srv-tier-test", appID: nil)
 
     /// A tier of `redis`'s (one connection) with a long lease.
+    /// Its deadline is generous (the machine is shared), so a call is sent even when the
+    /// tier's thread starts late.
     static func tier(_ redis: RedisTestServer, logs: LogCollector? = nil) -> SharedTier {
         SharedTier(
             client: RedisClient(endpoint: redis.endpoint(), timeout: .seconds(5)), keys: keys,
-            leaseDuration: .seconds(60), entryLifetime: .seconds(600), clock: SystemClock(), logHandler: logs?.handler)
+            leaseDuration: .seconds(60), entryLifetime: .seconds(600), clock: SystemClock(), logHandler: logs?.handler,
+            callDeadline: .milliseconds(500))
     }
 
     /// An entry confirmed `offset` milliseconds from now, serving `version`.
     static func entry(offset: Int64, version: Int) -> SharedEntry {
         SharedEntry(
-            flags: [ServedFlag(key: "version", value: .int(Int64(version)), variant: "v\(version)", reason: .staticValue)],
+            flags: [
+                ServedFlag(key: "version", value: .int(Int64(version)), variant: "v\(version)", reason: .staticValue)
+            ],
             etag: "\"e\(version)\"", confirmedAt: SharedTier.milliseconds(Date()) + offset, flagConfig: nil)
     }
 
@@ -64,7 +72,9 @@ import Testing
 
     /// The lease keys in `redis` now.
     static func leaseKeys(_ client: RedisClient) throws -> Int {
-        guard case .array(let names?) = try client.send(RedisCommand("KEYS", [Array("*:lease".utf8)])) else { return -1 }
+        guard case .array(let names?) = try client.send(RedisCommand("KEYS", [Array("*:lease".utf8)])) else {
+            return -1
+        }
         return names.count
     }
 
@@ -111,7 +121,8 @@ import Testing
         defer { service.close() }
         let client = redis.client()
         defer { client.close() }
-        let asks = (1...3).map { id in Task { await service.flags(for: serviceContext(id)).int("version", default: 0) } }
+        let asks = (1...3).map { id in Task { await service.flags(for: serviceContext(id)).int("version", default: 0) }
+        }
         try await Wait.until("two fetches waiting for the slot") { service.fetcher.queuedCount == 2 }
         // Their lookups and lease calls (had they been made) are over well within this.
         try await Task.sleep(for: .milliseconds(200))
@@ -130,8 +141,10 @@ import Testing
         let service = try SharedCacheServiceTests.service(plane, redis) { $0.requestTimeout = .seconds(30) }
         let client = redis.client()
         defer { client.close() }
-        _ = service.flagsIfCached(for: serviceContext(1))  // starts the fetch
-        try await Wait.until("the fetch's lease") { (try? Self.leaseKeys(client)) == 1 }
+        // Eight fetches, each holding a lease (one alone may win its race with the closing
+        // connection: eight do not).
+        for id in 1...8 { _ = service.flagsIfCached(for: serviceContext(id)) }
+        try await Wait.until("the fetches' leases") { (try? Self.leaseKeys(client)) == 8 }
         service.close()
         try await Wait.until("the lease released after close()", seconds: 5) { (try? Self.leaseKeys(client)) == 0 }
     }
@@ -148,7 +161,10 @@ import Testing
         #expect(Self.answered(await tier.lookup("fp-warm")))  // connected
         redis.pause()
         let lease = await tier.acquireLease("fp-lease")
-        if case .unavailable = lease {} else { Issue.record("the lease call answered while Redis was stopped: \(lease)") }
+        if case .unavailable = lease {
+        } else {
+            Issue.record("the lease call answered while Redis was stopped: \(lease)")
+        }
         redis.resume()
         try await Wait.until("Redis to run the stopped SET NX") { (try? Self.leaseKeys(client)) == 1 }
         _ = await tier.lookup("fp-next")  // Redis answers again
@@ -166,12 +182,15 @@ import Testing
         defer { client.close() }
         var big = Self.entry(offset: -1_000, version: 1)
         big.flags.append(
-            ServedFlag(key: "big", value: .string(String(repeating: "x", count: 100_000)), variant: nil, reason: .staticValue))
+            ServedFlag(
+                key: "big", value: .string(String(repeating: "x", count: 100_000)), variant: nil, reason: .staticValue))
         await tier.store(big, for: "fp-wait", releasing: nil)
         let keys = tier.current.keys
         try client.set(keys.leaseKey(keys.id("fp-wait")), Array("other-pod".utf8), expiry: .seconds(60))
         func sent() throws -> Int {
-            guard case .bulk(let info?) = try client.send(RedisCommand("INFO", [Array("stats".utf8)])) else { return -1 }
+            guard case .bulk(let info?) = try client.send(RedisCommand("INFO", [Array("stats".utf8)])) else {
+                return -1
+            }
             let line = String(decoding: info, as: UTF8.self).split(whereSeparator: \.isNewline)
                 .first { $0.hasPrefix("total_net_output_bytes:") }
             return Int(line?.split(separator: ":").last ?? "") ?? -1
@@ -247,4 +266,3 @@ import Testing
         #expect(stats.queueDepth == 0)
     }
 }
-

@@ -322,7 +322,8 @@ final class SharedTier: Sendable {
             if bytes.count <= maxEntryBytes {
                 let age = Duration.milliseconds(max(0, Self.milliseconds(clock.wallNow) - entry.confirmedAt))
                 if age < entryLifetime {
-                    commands.append(Self.orderedSet(keys.entryKey(id), bytes, entry: entry, expiry: entryLifetime - age))
+                    commands.append(
+                        Self.orderedSet(keys.entryKey(id), bytes, entry: entry, expiry: entryLifetime - age))
                 }
             } else {
                 state.withLock { $0.stats.oversizedEntries += 1 }
