@@ -54,7 +54,7 @@ public struct SharedCache: Sendable, CustomStringConvertible, CustomDebugStringC
     public var slowCallThreshold: Duration? = nil
 
     /// Connections to Redis (*default* 1; 1 to 16): calls are spread over them, each connection
-    /// taking one exchange at a time (docs/fleet.md, "Sizing").
+    /// taking one exchange at a time (docs/fleet.md, "Sizing Redis").
     public var connections: Int = 1
 
     /// A Redis server (Debian's `redis-server` 7.x, or Valkey) at `url`:

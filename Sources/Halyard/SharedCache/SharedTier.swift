@@ -74,6 +74,10 @@ final class SharedTier: Sendable {
         var loggedOutage = false
         /// Calls admitted and not yet taken off each lane's queue.
         var queued: [Int]
+        /// Whether each lane's last call failed: a call that then waits out its deadline in the
+        /// queue is behind a stuck connection (a failure for the breaker), not behind a burst
+        /// a healthy Redis is working through.
+        var laneFailing: [Bool]
         /// The leases this service may hold, by lease key: taken (or asked for, the `SET NX`
         /// sent) and not yet released. ``close()`` releases them all, and a lease call that
         /// failed (its `SET NX` may have run) is released by its token after the next call
@@ -149,7 +153,10 @@ final class SharedTier: Sendable {
         self.maxEntryBytes = maxEntryBytes
         self.callDeadline = callDeadline
         self.slowCallThreshold = slowCallThreshold ?? callDeadline / 2
-        state = Locked(State(keys: keys, queued: Array(repeating: 0, count: clients.count)))
+        state = Locked(
+            State(
+                keys: keys, queued: Array(repeating: 0, count: clients.count),
+                laneFailing: Array(repeating: false, count: clients.count)))
     }
 
     /// The counters and the breaker's state.
@@ -252,18 +259,23 @@ final class SharedTier: Sendable {
         let token = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let leaseKey = keys.leaseKey(id)
         let lapsesAt = clock.monotonicNow + leaseDuration
-        let recorded = state.withLock { s -> Bool in
-            if s.closed { return false }
+        let recorded = state.withLock { s -> (ok: Bool, stale: [UInt8]?) in
+            if s.closed { return (false, nil) }
+            // This pod's own earlier lease of the context, whose call failed: released first,
+            // or this pod would wait on it.
+            let stale = s.leases[leaseKey].flatMap { $0.unsettled ? $0.token : nil }
             s.leases[leaseKey] = HeldLease(token: token, unsettled: false, lapsesAt: lapsesAt)
-            return true
+            return (true, stale)
         }
-        guard recorded else { return .unavailable }
-        let commands: [RedisCommand] = [
-            .set(leaseKey, token, expiry: leaseDuration, onlyIfAbsent: true), .get(keys.entryKey(id)),
-        ]
-        let replies = await perform { (client, timeout) throws(RedisError) in
+        guard recorded.ok else { return .unavailable }
+        let commands: [RedisCommand] =
+            (recorded.stale.map { [.compareAndDelete(leaseKey, token: $0)] } ?? []) + [
+                .set(leaseKey, token, expiry: leaseDuration, onlyIfAbsent: true), .get(keys.entryKey(id)),
+            ]
+        let answered = await perform { (client, timeout) throws(RedisError) in
             try client.pipeline(commands, timeout: timeout)
         }
+        let replies = answered.map { Array($0.suffix(2)) }
         guard let replies, replies.count == 2 else {
             // The `SET NX` may have run: released by its token after the next success.
             state.withLock { s in
@@ -462,8 +474,9 @@ final class SharedTier: Sendable {
     private enum Outcome<T: Sendable>: Sendable {
         case done(T, elapsed: Duration)
         case failed(RedisError)
-        /// Its deadline passed while it waited in the queue: not sent.
-        case expired
+        /// Its deadline passed while it waited in the queue: not sent. `stuck`: the call before
+        /// it on its connection failed too.
+        case expired(stuck: Bool)
         /// The breaker opened while it waited in the queue: not sent.
         case skipped
     }
@@ -473,8 +486,9 @@ final class SharedTier: Sendable {
     /// included: counted, and a failure for the breaker). The deadline counts from now (the
     /// admission): a call whose deadline passed in the queue is dropped unsent, one whose
     /// breaker opened meanwhile is skipped. Every call admitted and run reports its outcome to
-    /// the breaker (the closed client's included), a call dropped in the queue reports a
-    /// failure, and a call that succeeded slower than ``slowCallThreshold`` reports one too.
+    /// the breaker (the closed client's included), a call dropped in the queue behind a failed
+    /// call reports a failure (behind calls that succeed it does not: a burst is not an
+    /// outage), and a call that succeeded slower than ``slowCallThreshold`` reports one too.
     private func perform<T: Sendable>(
         _ body: @escaping @Sendable (RedisClient, Duration) throws(RedisError) -> T
     ) async -> T? {
@@ -498,16 +512,18 @@ final class SharedTier: Sendable {
             queue.async { [state] in
                 let start = ContinuousClock.now
                 let left = start.duration(to: deadline)
-                let go = state.withLock { s -> Bool in
+                let (go, stuck) = state.withLock { s -> (Bool, Bool) in
                     s.queued[lane] -= 1
-                    return s.breaker.stillAdmits(now: clock.monotonicNow)
+                    return (s.breaker.stillAdmits(now: clock.monotonicNow), s.laneFailing[lane])
                 }
                 guard go else { return continuation.resume(returning: .skipped) }
-                guard left > .zero else { return continuation.resume(returning: .expired) }
+                guard left > .zero else { return continuation.resume(returning: .expired(stuck: stuck)) }
                 do throws(RedisError) {
                     let value = try body(client, left)
+                    state.withLock { $0.laneFailing[lane] = false }
                     continuation.resume(returning: .done(value, elapsed: start.duration(to: .now)))
                 } catch {
+                    state.withLock { $0.laneFailing[lane] = error != .closed }
                     continuation.resume(returning: .failed(error))
                 }
             }
@@ -548,6 +564,10 @@ final class SharedTier: Sendable {
             // that a trial ends and no phase outlives its call; not an error of Redis's, so
             // neither counted nor logged.
             state.withLock { $0.breaker.failed(now: end) }
+            return nil
+        case .expired(stuck: false):
+            // Behind a burst a healthy Redis is working through: counted, not a failure.
+            state.withLock { $0.stats.droppedInQueue += 1 }
             return nil
         case .expired, .failed:
             state.withLock { s in

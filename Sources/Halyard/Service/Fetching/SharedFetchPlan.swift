@@ -8,10 +8,12 @@ import Foundation
 ///    arrived) answers the flight: no request. For a cold miss, an older entry still within
 ///    `maxStaleness` is served as a held entry is (the next read past `refreshAfter` refreshes
 ///    it through these same steps).
-/// 2. **Lease**: `SET lease token NX PX` (`requestTimeout` + 1 s). The pod that takes it
-///    fetches from the control plane, writes the entry back and releases the lease (one round
-///    trip). A pod that finds the lease held waits for the entry (polling the entry and the
-///    lease, 2 ms growing to 20 ms), up to the lease's lifetime; a cold miss's requests stop
+/// 2. **Lease**, once the flight holds a fetch slot: `SET lease token NX PX` (`requestTimeout`
+///    + 1 s). The pod that takes it fetches from the control plane, writes the entry back (an
+///    ordered write: never over a newer entry) and releases the lease (one round trip),
+///    whatever the answer. A pod that finds the lease held gives its slot back and waits for
+///    the entry (polling the lease, and the entry only once the lease is gone; 2 ms growing to
+///    20 ms), up to the lease's lifetime; a cold miss's requests stop
 ///    waiting at `coldFetchTimeout` as always, while the flight goes on. If the lease lapses
 ///    with no entry, the pod tries for it once more, then fetches alone.
 /// 3. Redis unavailable (breaker open, deadline, connection) at any step: the pod fetches
