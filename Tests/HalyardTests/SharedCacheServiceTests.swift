@@ -19,7 +19,7 @@ import Testing
         configure: (inout FlagServiceOptions) -> Void = { _ in }
     ) throws -> FlagService {
         var options = plane.makeServiceOptions(key: key)
-        options.sharedCache = .redis(url: URL(string: "redis://127.0.0.1:\(redis.port)")!)
+        options.sharedCache = Self.cache(redis)
         options.changeDetection = .polling
         options.exposures.enabled = false
         // Bounded, and long enough for a suite start: CI once saw a first read of a fresh
@@ -29,6 +29,15 @@ import Testing
         if let logs { options.logHandler = logs.handler }
         configure(&options)
         return try FlagService(options: options)
+    }
+
+    /// The test's Redis, with a call deadline for a shared machine: a deadline counts from
+    /// the call's admission, the wait for the tier's thread included, and two cores running
+    /// many suites can hold that thread longer than the production default of 25 ms.
+    static func cache(_ redis: RedisTestServer) -> SharedCache {
+        var cache = SharedCache.redis(url: URL(string: "redis://127.0.0.1:\(redis.port)")!)
+        cache.callDeadline = .milliseconds(250)
+        return cache
     }
 
     static func plane() -> InMemoryControlPlane {
@@ -51,7 +60,7 @@ import Testing
         func service(key: String) throws -> FlagService {
             var options = FlagServiceOptions(baseURL: InMemoryControlPlane.baseURL, key: key)
             options.transport = transport
-            options.sharedCache = .redis(url: URL(string: "redis://127.0.0.1:\(redis.port)")!)
+            options.sharedCache = Self.cache(redis)
             options.changeDetection = .polling
             options.exposures.enabled = false
             options.coldFetchTimeout = .seconds(120)
@@ -148,7 +157,7 @@ import Testing
             #expect(flags.int("version", default: 0) == 1, "context \(id) while Redis is stopped")
         }
         let stopped = try #require(service.stats.sharedCache, "shared-cache stats")
-        #expect(stopped.errors >= SharedCacheBreaker.failuresToOpen)
+        #expect(stopped.errors + stopped.droppedInQueue >= SharedCacheBreaker.failuresToOpen)
         #expect(stopped.breakerOpen, "repeated deadlines open the breaker")
         #expect(stopped.skippedCalls > 0, "an open breaker skips calls")
         #expect(service.stats.cache.coldWaitTimeouts == 0)
@@ -242,7 +251,7 @@ import Testing
         let context = EvaluationContext(
             targetingKey: "alice-7f3k", kind: "user", attributes: ["email": .string("alice@example.test")])
         _ = await service.flags(for: context)
-        #expect(service.stats.sharedCache?.writes == 1)
+        #expect(service.stats.sharedCache?.writes == 1, "\(String(describing: service.stats.sharedCache))")
         let client = redis.client()
         defer { client.close() }
         guard case .array(let names?) = try client.send(RedisCommand("KEYS", [Array("*".utf8)])) else {
@@ -308,7 +317,7 @@ import Testing
             options.coldFetchTimeout = .seconds(10)
             options.refreshAfter = .seconds(3600)
             options.maxStaleness = .seconds(7200)
-            options.sharedCache = .redis(url: URL(string: "redis://127.0.0.1:\(redis.port)")!)
+            options.sharedCache = Self.cache(redis)
             return try FlagService(options: options)
         }
         let a = try service()

@@ -75,7 +75,9 @@ extension FlagService {
         case .shared(let entry):
             // Confirmed when the entry was: it is as old here as in the fleet's cache.
             let wall = clock.wallNow
-            let age = Duration.milliseconds(max(0, SharedTier.milliseconds(wall) - entry.confirmedAt))
+            // (Due a little earlier on this pod: `dueEarlierMilliseconds`, SharedFetchPlan.)
+            let age = Duration.milliseconds(
+                max(0, SharedTier.milliseconds(wall) - entry.confirmedAt + entry.dueEarlierMilliseconds))
             confirmedAt = now - min(age, now)
             served = (entry.flags, entry.etag, Date(timeIntervalSince1970: Double(entry.confirmedAt) / 1000))
         default:

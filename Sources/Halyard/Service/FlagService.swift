@@ -206,8 +206,10 @@ public final class FlagService: Sendable {
         guard hal_fetch_add(word(.closed), 1) == 0 else { return }
         inProcess?.close()
         streaming?.close()
-        fetcher.close()
+        // The shared cache's leases are released (queued ahead of the closing of its
+        // connections) before the fetches holding them are cancelled.
         sharedTier?.close()
+        fetcher.close()
         recorder.close()
         changes.finish()
     }

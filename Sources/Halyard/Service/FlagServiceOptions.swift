@@ -201,6 +201,7 @@ public struct FlagServiceOptions: Sendable {
             } catch {
                 throw .invalidSharedCache(error)
             }
+            if let problem = sharedCache.optionProblem() { throw .invalidOption(problem) }
         }
         if maxContexts < 1 { throw .invalidOption("maxContexts must be at least 1") }
         if maxCacheBytes < 1 { throw .invalidOption("maxCacheBytes must be at least 1") }

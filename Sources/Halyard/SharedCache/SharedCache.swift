@@ -40,6 +40,36 @@ public struct SharedCache: Sendable, CustomStringConvertible, CustomDebugStringC
     /// ```
     public var trustedCAFile: String?
 
+    /// The first part of every key this service writes (*default* `halyard`): keys are
+    /// `<keyPrefix>:v1:<namespace>:{<id>}` and `…:{<id>}:lease`, so that several applications
+    /// can share one Redis (and ACL rules can be written per prefix). Letters, digits and
+    /// `-_.:/`, 1 to 64 of them (no `{`, `}` or space: the braces are the id's hash tag).
+    ///
+    /// ```swift
+    /// var cache = SharedCache.redis(url: URL(string: "redis://10.0.0.5:6379")!)
+    /// cache.keyPrefix = "checkout"
+    /// ```
+    public var keyPrefix: String = "halyard"
+
+    /// Each call's deadline, counted from when the tier admits the call (queued), not from when
+    /// it reaches Redis (*default* 25 ms, SPEC §15; 1 ms to 10 s). A call whose deadline passes
+    /// while it waits for its turn is dropped without being sent (``SharedCacheStats/droppedInQueue``).
+    ///
+    /// ```swift
+    /// cache.callDeadline = .milliseconds(50)   // a Redis in another zone
+    /// ```
+    public var callDeadline: Duration = .milliseconds(25)
+
+    /// A call that succeeds but takes longer than this counts as a failure for the breaker
+    /// (*default* nil: half of ``callDeadline``), so a Redis slow but under the deadline (a
+    /// fork for `BGSAVE`, a slow script) opens the breaker instead of slowing every fetch
+    /// (docs/fleet.md, "When Redis is slow or gone"). Counted in ``SharedCacheStats/slowCalls``.
+    public var slowCallThreshold: Duration? = nil
+
+    /// Connections to Redis (*default* 1; 1 to 16): calls are spread over them, each connection
+    /// taking one exchange at a time (docs/fleet.md, "Sizing Redis").
+    public var connections: Int = 1
+
     /// A Redis server (Debian's `redis-server` 7.x, or Valkey) at `url`:
     /// `redis://[user:password@]host[:port][/db]` (port *default* 6379, db *default* 0),
     /// `rediss://…` (TLS, Linux: ``trustedCAFile`` and docs/fleet.md "TLS"), or `unix:///path`
@@ -78,6 +108,24 @@ public struct SharedCache: Sendable, CustomStringConvertible, CustomDebugStringC
             return endpoint
         }
     }
+
+    /// Why these options cannot be used (nil: they can): checked by
+    /// ``FlagService/init(options:)``, which throws ``FlagServiceError/invalidOption(_:)``.
+    func optionProblem() -> String? {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/")
+        if keyPrefix.isEmpty || keyPrefix.count > 64 || !keyPrefix.allSatisfy(allowed.contains) {
+            return "sharedCache.keyPrefix must be 1 to 64 of letters, digits and -_.:/"
+        }
+        if callDeadline < .milliseconds(1) || callDeadline > .seconds(10) {
+            return "sharedCache.callDeadline must be within 1 ms...10 s"
+        }
+        if let slow = slowCallThreshold, slow <= .zero { return "sharedCache.slowCallThreshold must be positive" }
+        if connections < 1 || connections > 16 { return "sharedCache.connections must be within 1...16" }
+        return nil
+    }
+
+    /// The threshold over which a successful call counts as slow.
+    var effectiveSlowCallThreshold: Duration { slowCallThreshold ?? callDeadline / 2 }
 
     /// What the cache is, without its password: `redis://user:***@host:6379/2`.
     ///

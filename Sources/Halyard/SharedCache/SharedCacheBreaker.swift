@@ -1,7 +1,9 @@
 /// The shared cache's circuit breaker (SPEC §15, docs/fleet.md, "When Redis is slow or gone"),
 /// a pure state machine on a monotonic time given by the caller:
 ///
-/// - **closed**: every call goes; ``failuresToOpen`` failures in a row open it;
+/// - **closed**: every call goes; ``failuresToOpen`` failures in a row open it (a call that
+///   waited its deadline out in the queue, or succeeded slower than the slow-call threshold,
+///   is a failure here);
 /// - **open** until `retryAt`: no call goes (the service runs on its own cache);
 /// - then **half-open** until `trialDeadline`: one trial call goes; its success closes the
 ///   breaker, its failure opens it again for twice as long (``baseOpenTime`` doubling up to
@@ -48,6 +50,20 @@ struct SharedCacheBreaker: Sendable, Hashable {
         }
     }
 
+    /// Whether a call admitted earlier and waiting its turn may still go when its turn comes:
+    /// not while the breaker is open (a call queued before it opened is skipped); when the
+    /// open time is over, the call goes as the trial. A closed or half-open breaker lets it go
+    /// (its deadline, counted from its admission, bounds it).
+    mutating func stillAdmits(now: Duration) -> Bool {
+        switch phase {
+        case .closed, .halfOpen: return true
+        case .open(let until):
+            guard now >= until else { return false }
+            phase = .halfOpen(trialDeadline: now + Self.trialTime)
+            return true
+        }
+    }
+
     /// A call admitted by ``admit(now:)`` succeeded.
     mutating func succeeded() {
         phase = .closed
@@ -56,7 +72,8 @@ struct SharedCacheBreaker: Sendable, Hashable {
     }
 
     /// A call admitted by ``admit(now:)`` failed (deadline, connection, error reply, the client
-    /// closed).
+    /// closed), waited its deadline out in the queue, or succeeded slower than the slow-call
+    /// threshold (a Redis slow under the deadline still opens the breaker).
     mutating func failed(now: Duration) {
         failuresInARow += 1
         switch phase {

@@ -33,6 +33,28 @@ public struct SharedCacheStats: Sendable, Hashable {
     /// Times the breaker opened.
     public var breakerOpenings = 0
 
+    /// Writes Redis refused because it held a newer entry (a later sent-time stamp), or because
+    /// the entry's stamp was more than 1 s ahead of Redis's clock (docs/fleet.md, "Ordered writes").
+    public var writesRefused = 0
+    /// Entries read with a stamp more than 1 s ahead of this service's clock: not served (a
+    /// writer's clock, or this one's, is off).
+    public var entriesAhead = 0
+    /// Calls dropped unsent because their deadline (counted from their admission) passed while
+    /// they waited for their turn: Redis is slower than the calls arrive. A failure for the breaker.
+    public var droppedInQueue = 0
+    /// Calls that succeeded slower than the slow-call threshold (*default* half the call
+    /// deadline): a failure for the breaker, so a slow Redis opens it.
+    public var slowCalls = 0
+    /// Calls waiting for their turn now.
+    public var queueDepth = 0
+    /// The most calls that waited at once.
+    public var peakQueueDepth = 0
+    /// Leases this service holds now (taken and not released, or whose release is pending).
+    public var leasesHeld = 0
+    /// Leases released (after the fetch, on an error path, by token after a failed call, or by
+    /// `close()`).
+    public var leasesReleased = 0
+
     /// Creates empty stats.
     public init() {}
 }

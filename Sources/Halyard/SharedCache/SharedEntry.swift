@@ -7,11 +7,14 @@ import Foundation
 /// The value's bytes:
 ///
 /// ```
-/// halyard-shared 1 <HMAC-SHA1, 40 hex>\n
+/// halyard-shared 2 <stamp> <0|1> <HMAC-SHA1, 40 hex>\n
 /// {"flagConfigEtag":…,"flagConfigLastModified":…}\n      (members only when known)
 /// <the §8 envelope: header line and payload, CacheEnvelope.encoded()>
 /// ```
 ///
+/// `stamp` is ``confirmedAt`` (decimal) and the digit is 1 when the entry was fetched for a
+/// named flag-set version: the ordered write reads them (`SharedTier.orderedSetScript`) without
+/// decoding the rest; a reader checks they agree with the envelope and the version line.
 /// The MAC covers the namespace, the entry id and everything after the first line, so an
 /// entry copied from another namespace or context, or written without the SDK key, is refused.
 /// Nothing in it names the context: the envelope's `fingerprint` and `targetingKeyHash` both
@@ -25,8 +28,11 @@ struct SharedEntry: Sendable, Hashable {
     var confirmedAt: Int64
     /// The flag-set version of the event whose fetch wrote them, when known.
     var flagConfig: FlagConfigVersion?
+    /// How much earlier than its entry's time the values count as due on this pod (never
+    /// written: a per-pod draw, so the fleet's pods do not refresh a context together).
+    var dueEarlierMilliseconds: Int64 = 0
 
-    static let magic = "halyard-shared 1 "
+    static let magic = "halyard-shared 2 "
     /// The envelope's `kind`: no context's own kind is written.
     static let kind = "service"
 }
@@ -55,7 +61,7 @@ extension SharedEntry {
             fingerprint: id, kind: Self.kind, targetingKeyHash: id, etag: etag, writtenAt: confirmedAt, flags: flags)
         body.append(contentsOf: envelope.encoded())
         let mac = Self.mac(namespace: namespace, id: id, body: body, secret: secret)
-        var bytes = Array((Self.magic + mac).utf8)
+        var bytes = Array((Self.magic + "\(confirmedAt) \(flagConfig == nil ? 0 : 1) " + mac).utf8)
         bytes.append(0x0A)
         bytes.append(contentsOf: body)
         return bytes
@@ -67,11 +73,18 @@ extension SharedEntry {
     ) throws(SharedEntryError) -> SharedEntry {
         guard bytes.count <= limit else { throw .tooLarge }
         let magic = Array(Self.magic.utf8)
-        guard bytes.count > magic.count + 41, bytes.starts(with: magic), bytes[magic.count + 40] == 0x0A else {
-            throw .badFormat
-        }
-        let macBytes = bytes[magic.count..<(magic.count + 40)]
-        let body = Array(bytes[(magic.count + 41)...])
+        // `<stamp> <0|1> <MAC>\n` after the magic: at most 19 + 1 + 1 + 1 + 40 + 1 bytes.
+        guard bytes.starts(with: magic),
+            let end = bytes[magic.count...].prefix(64).firstIndex(of: 0x0A)
+        else { throw .badFormat }
+        let fields = bytes[magic.count..<end].split(separator: 0x20, omittingEmptySubsequences: false)
+        guard fields.count == 3, fields[0].count <= 19, fields[0].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            let stamp = Int64(String(decoding: fields[0], as: UTF8.self)), fields[1].count == 1,
+            fields[1].first == 0x30 || fields[1].first == 0x31, fields[2].count == 40
+        else { throw .badFormat }
+        let versioned = fields[1].first == 0x31
+        let macBytes = fields[2]
+        let body = Array(bytes[(end + 1)...])
         let expected = Array(Self.mac(namespace: namespace, id: id, body: body, secret: secret).utf8)
         // Compared in full whatever differs first (no early exit).
         var difference: UInt8 = 0
@@ -106,9 +119,12 @@ extension SharedEntry {
         guard envelope.fingerprint == id, envelope.targetingKeyHash == id, envelope.kind == Self.kind else {
             throw .badEnvelope
         }
+        let flagConfig = FlagConfigVersion(etag: etag, lastModified: modified)
+        // The header's stamp and version digit (not MAC'd: what the ordered write reads) agree
+        // with the authenticated body.
+        guard stamp == envelope.writtenAt, versioned == (flagConfig != nil) else { throw .badFormat }
         return SharedEntry(
-            flags: envelope.flags, etag: envelope.etag, confirmedAt: envelope.writtenAt,
-            flagConfig: FlagConfigVersion(etag: etag, lastModified: modified))
+            flags: envelope.flags, etag: envelope.etag, confirmedAt: envelope.writtenAt, flagConfig: flagConfig)
     }
 
     /// HMAC-SHA1 (RFC 2104) of namespace, id and body, 40 lowercase hex.

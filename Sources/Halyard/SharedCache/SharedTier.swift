@@ -4,10 +4,13 @@ import Foundation
 /// The fleet's shared cache as one service uses it (SPEC §15, docs/fleet.md): entry and lease
 /// names, the entry format, the breaker and the counters, over one ``RedisClient``.
 ///
-/// Every call is made on one serial queue of its own (the client is one connection, so calls
-/// take turns anyway) and awaited by the fetch task that asked: no call blocks a thread of the
-/// Swift concurrency pool, none is made on the read path, each ends by the client's deadline
-/// (*default* 25 ms), and none is made while the breaker is open.
+/// Every call is made on a serial queue of the tier's own (one per connection: a connection
+/// takes one exchange at a time anyway) and awaited by the fetch task that asked: no call
+/// blocks a thread of the Swift concurrency pool and none is made on the read path. A call's
+/// deadline (*default* 25 ms) counts from when the tier admits it, so a call that waited its
+/// deadline out in the queue is dropped unsent (counted), and one queued before the breaker
+/// opened is skipped when its turn comes: a hung Redis costs a fetch at most one deadline per
+/// call, however many calls are queued (docs/fleet.md, "When Redis is slow or gone").
 final class SharedTier: Sendable {
     /// What a lookup found.
     enum Lookup: Sendable {
@@ -36,8 +39,11 @@ final class SharedTier: Sendable {
         var namespace: String
         /// The MAC key, derived from the SDK key.
         var secret: [UInt8]
+        /// The first part of every key (``SharedCache/keyPrefix``).
+        var prefix = "halyard"
 
-        init(baseURL: URL, key: String, appID: String?) {
+        init(baseURL: URL, key: String, appID: String?, prefix: String = "halyard") {
+            self.prefix = prefix
             func prefixed(_ s: String) -> String { "\(s.utf8.count):\(s)" }
             let material = prefixed(baseURL.absoluteString) + prefixed(key) + prefixed(appID ?? "")
             namespace = SHA1.hexDigest("halyard-l2 namespace\n" + material)
@@ -50,8 +56,12 @@ final class SharedTier: Sendable {
             SHA1.hex(SharedEntry.hmac(secret, Array("fingerprint\n\(fingerprint)".utf8)))
         }
 
-        func entryKey(_ id: String) -> [UInt8] { Array("halyard:v1:\(namespace):\(id)".utf8) }
-        func leaseKey(_ id: String) -> [UInt8] { Array("halyard:v1:\(namespace):\(id):lease".utf8) }
+        /// `<prefix>:v1:<namespace>:{<id>}` (SPEC §15's `halyard:v1:` names): the id is the key's hash tag, so a context's entry and
+        /// lease are in one Redis Cluster slot and contexts spread over the slots (a later
+        /// Cluster mode needs no migration).
+        func entryKey(_ id: String) -> [UInt8] { Array("\(prefix):v1:\(namespace):{\(id)}".utf8) }
+        /// The entry's key and `:lease`.
+        func leaseKey(_ id: String) -> [UInt8] { Array("\(prefix):v1:\(namespace):{\(id)}:lease".utf8) }
     }
 
     private struct State {
@@ -62,34 +72,91 @@ final class SharedTier: Sendable {
         var stats = SharedCacheStats()
         /// Whether the unavailability was logged (once per breaker opening).
         var loggedOutage = false
+        /// Calls admitted and not yet taken off each lane's queue.
+        var queued: [Int]
+        /// Whether each lane's last call failed: a call that then waits out its deadline in the
+        /// queue is behind a stuck connection (a failure for the breaker), not behind a burst
+        /// a healthy Redis is working through.
+        var laneFailing: [Bool]
+        /// The leases this service may hold, by lease key: taken (or asked for, the `SET NX`
+        /// sent) and not yet released. ``close()`` releases them all, and a lease call that
+        /// failed (its `SET NX` may have run) is released by its token after the next call
+        /// that succeeds.
+        var leases: [[UInt8]: HeldLease] = [:]
+        var closed = false
     }
 
-    let client: RedisClient
+    /// A lease this service took or asked for.
+    private struct HeldLease {
+        var token: [UInt8]
+        /// Whether the call that asked for it failed: Redis may hold it; release it by token.
+        var unsettled: Bool
+        /// When it lapses anyway (monotonic).
+        var lapsesAt: Duration
+    }
+
+    /// One connection and the serial queue its calls take turns on.
+    private struct Lane: Sendable {
+        let client: RedisClient
+        let queue: DispatchQueue
+    }
+
+    private let lanes: [Lane]
+    /// The first connection's client (tests).
+    var client: RedisClient { lanes[0].client }
     /// Entries larger than this are not written (*default* 256 KiB).
     let maxEntryBytes: Int
     /// How long a lease lasts: `requestTimeout` + 1 s.
     let leaseDuration: Duration
     /// How long an entry lives in Redis: `maxStaleness`.
     let entryLifetime: Duration
+    /// Each call's deadline, from its admission (``SharedCache/callDeadline``).
+    let callDeadline: Duration
+    /// A successful call slower than this is a failure for the breaker.
+    let slowCallThreshold: Duration
     private let clock: any HalyardClock
     private let logHandler: HalyardLogRecordHandler?
-    private let queue = DispatchQueue(label: "halyard.shared-cache")
     private let state: Locked<State>
 
     /// The default entry limit.
     static let defaultMaxEntryBytes = 256 << 10
+    /// How far ahead of a clock an entry's stamp may be (docs/fleet.md, "Ordered writes"):
+    /// Redis refuses a write stamped further ahead of its own clock (`TIME`), and a reader
+    /// does not serve an entry stamped further ahead of its own.
+    static let maxStampLead: Int64 = 1000
 
-    init(
+    convenience init(
         client: RedisClient, keys: Keys, leaseDuration: Duration, entryLifetime: Duration, clock: any HalyardClock,
-        logHandler: HalyardLogRecordHandler?, maxEntryBytes: Int = defaultMaxEntryBytes
+        logHandler: HalyardLogRecordHandler?, maxEntryBytes: Int = defaultMaxEntryBytes,
+        callDeadline: Duration = RedisClient.defaultTimeout, slowCallThreshold: Duration? = nil
     ) {
-        self.client = client
+        self.init(
+            clients: [client], keys: keys, leaseDuration: leaseDuration, entryLifetime: entryLifetime, clock: clock,
+            logHandler: logHandler, maxEntryBytes: maxEntryBytes, callDeadline: callDeadline,
+            slowCallThreshold: slowCallThreshold)
+    }
+
+    /// A tier over `clients` (one connection each; at least one).
+    init(
+        clients: [RedisClient], keys: Keys, leaseDuration: Duration, entryLifetime: Duration, clock: any HalyardClock,
+        logHandler: HalyardLogRecordHandler?, maxEntryBytes: Int = defaultMaxEntryBytes,
+        callDeadline: Duration = RedisClient.defaultTimeout, slowCallThreshold: Duration? = nil
+    ) {
+        precondition(!clients.isEmpty, "a shared tier needs a client")
+        lanes = clients.enumerated().map { index, client in
+            Lane(client: client, queue: DispatchQueue(label: "halyard.shared-cache.\(index)"))
+        }
         self.leaseDuration = leaseDuration
         self.entryLifetime = entryLifetime
         self.clock = clock
         self.logHandler = logHandler
         self.maxEntryBytes = maxEntryBytes
-        state = Locked(State(keys: keys))
+        self.callDeadline = callDeadline
+        self.slowCallThreshold = slowCallThreshold ?? callDeadline / 2
+        state = Locked(
+            State(
+                keys: keys, queued: Array(repeating: 0, count: clients.count),
+                laneFailing: Array(repeating: false, count: clients.count)))
     }
 
     /// The counters and the breaker's state.
@@ -98,14 +165,19 @@ final class SharedTier: Sendable {
             var stats = s.stats
             stats.breakerOpen = s.breaker.isOpen
             stats.breakerOpenings = s.breaker.openings
+            stats.queueDepth = s.queued.reduce(0, +)
+            stats.leasesHeld = s.leases.count
             return stats
         }
     }
 
     /// Entries are named and MAC'd under the new key from now on: `setKey`, called by the
     /// service's fetcher in the critical section that makes `generation` its key generation.
+    /// The key prefix stays this tier's.
     func setKeys(_ keys: Keys, generation: UInt64) {
         state.withLock {
+            var keys = keys
+            keys.prefix = $0.keys.prefix
             $0.keys = keys
             $0.generation = generation
         }
@@ -115,7 +187,34 @@ final class SharedTier: Sendable {
     /// them once and makes every call of its own with them.
     var current: (keys: Keys, generation: UInt64) { state.withLock { ($0.keys, $0.generation) } }
 
-    func close() { client.close() }
+    /// Releases every lease this service may hold (by token), then closes the connections: on
+    /// each lane after the calls queued there before it (those already past their deadline, or
+    /// behind an open breaker, are dropped unsent). Never blocks; no lease is taken after it.
+    /// ``FlagService/close()`` calls it before it cancels the fetches.
+    func close() {
+        let already = state.withLock { s -> Bool in
+            defer { s.closed = true }
+            return s.closed
+        }
+        guard !already else { return }
+        for lane in lanes {
+            lane.queue.async { [self] in
+                let releases = state.withLock { s -> [RedisCommand] in
+                    s.leases.map { .compareAndDelete($0.key, token: $0.value.token) }
+                }
+                if !releases.isEmpty {
+                    let released = (try? lane.client.pipeline(releases, timeout: callDeadline)) != nil
+                    if released {
+                        state.withLock { s in
+                            s.stats.leasesReleased += s.leases.count
+                            s.leases.removeAll()
+                        }
+                    }
+                }
+                lane.client.close()
+            }
+        }
+    }
 
     // MARK: - Calls
 
@@ -124,38 +223,66 @@ final class SharedTier: Sendable {
     func lookup(_ fingerprint: String, keys: Keys? = nil) async -> Lookup {
         let keys = keys ?? state.withLock { $0.keys }
         let id = keys.id(fingerprint)
-        let replies = await perform { (client) throws(RedisError) in try client.pipeline([.get(keys.entryKey(id))]) }
+        let replies = await perform { (client, timeout) throws(RedisError) in
+            try client.pipeline([.get(keys.entryKey(id))], timeout: timeout)
+        }
         guard let replies else { return .unavailable }
         return decode(replies.first, keys: keys, id: id)
     }
 
-    /// The entry of `fingerprint` and whether its lease is still held (one round trip): what a
-    /// pod waiting for another's fetch looks at.
+    /// Whether `fingerprint`'s lease is still held and, only once it is not, its entry (one
+    /// round trip, a script): what a pod waiting for another's fetch looks at. The entry is
+    /// not read while the lease is held, so a waiter does not download a stale entry at every
+    /// poll.
     func poll(_ fingerprint: String, keys: Keys? = nil) async -> (Lookup, leaseHeld: Bool) {
         let keys = keys ?? state.withLock { $0.keys }
         let id = keys.id(fingerprint)
-        let replies = await perform { (client) throws(RedisError) in
-            try client.pipeline([.get(keys.entryKey(id)), .get(keys.leaseKey(id))])
+        let command = RedisCommand.eval(
+            Self.pollScript, keys: [keys.leaseKey(id), keys.entryKey(id)], arguments: [])
+        let replies = await perform { (client, timeout) throws(RedisError) in
+            try client.pipeline([command], timeout: timeout)
         }
-        guard let replies, replies.count == 2 else { return (.unavailable, false) }
-        let held: Bool
-        if case .bulk(let bytes) = replies[1] { held = bytes != nil } else { held = false }
-        return (decode(replies[0], keys: keys, id: id, counting: false), held)
+        guard let reply = replies?.first else { return (.unavailable, false) }
+        if case .integer = reply { return (.none, true) }
+        return (decode(reply, keys: keys, id: id, counting: false), false)
     }
 
     /// Takes `fingerprint`'s lease (`SET … NX PX`) with a random token, and reads the entry in
     /// the same round trip: another pod may have written it and released its lease since this
-    /// pod looked (then the lease just taken is given back and the entry used).
+    /// pod looked (then the lease just taken is given back and the entry used). The token is
+    /// recorded before it is sent: should the call fail after Redis ran the `SET`, the lease is
+    /// released by its token later (``close()``, or after the next call that succeeds).
     func acquireLease(_ fingerprint: String, keys: Keys? = nil) async -> Lease {
         let keys = keys ?? state.withLock { $0.keys }
         let id = keys.id(fingerprint)
         var generator = SystemRandomNumberGenerator()
         let token = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        let commands: [RedisCommand] = [
-            .set(keys.leaseKey(id), token, expiry: leaseDuration, onlyIfAbsent: true), .get(keys.entryKey(id)),
-        ]
-        let replies = await perform { (client) throws(RedisError) in try client.pipeline(commands) }
-        guard let replies, replies.count == 2 else { return .unavailable }
+        let leaseKey = keys.leaseKey(id)
+        let lapsesAt = clock.monotonicNow + leaseDuration
+        let recorded = state.withLock { s -> (ok: Bool, stale: [UInt8]?) in
+            if s.closed { return (false, nil) }
+            // This pod's own earlier lease of the context, whose call failed: released first,
+            // or this pod would wait on it.
+            let stale = s.leases[leaseKey].flatMap { $0.unsettled ? $0.token : nil }
+            s.leases[leaseKey] = HeldLease(token: token, unsettled: false, lapsesAt: lapsesAt)
+            return (true, stale)
+        }
+        guard recorded.ok else { return .unavailable }
+        let commands: [RedisCommand] =
+            (recorded.stale.map { [.compareAndDelete(leaseKey, token: $0)] } ?? []) + [
+                .set(leaseKey, token, expiry: leaseDuration, onlyIfAbsent: true), .get(keys.entryKey(id)),
+            ]
+        let answered = await perform { (client, timeout) throws(RedisError) in
+            try client.pipeline(commands, timeout: timeout)
+        }
+        let replies = answered.map { Array($0.suffix(2)) }
+        guard let replies, replies.count == 2 else {
+            // The `SET NX` may have run: released by its token after the next success.
+            state.withLock { s in
+                if s.leases[leaseKey]?.token == token { s.leases[leaseKey]?.unsettled = true }
+            }
+            return .unavailable
+        }
         let entry: SharedEntry?
         if case .entry(let e) = decode(replies[1], keys: keys, id: id, counting: false) {
             entry = e
@@ -167,11 +294,18 @@ final class SharedTier: Sendable {
             state.withLock { $0.stats.leasesTaken += 1 }
             return .acquired(token: token, entry: entry)
         case .bulk(nil):
+            forget(leaseKey, token: token)
             return .held
         default:
             state.withLock { $0.stats.errors += 1 }
+            forget(leaseKey, token: token)
             return .unavailable
         }
+    }
+
+    /// Gives back the lease `token` of `fingerprint` (taken under `keys`), without writing.
+    func releaseLease(_ token: [UInt8], for fingerprint: String, keys: Keys) async {
+        await store(nil, for: fingerprint, releasing: token, leaseKeys: keys)
     }
 
     /// Writes `entry` for `fingerprint` (unless it is over the entry limit) and releases the
@@ -180,6 +314,12 @@ final class SharedTier: Sendable {
     /// still the current one, under that key's names and MAC, never under a newer key's
     /// (SPEC §15). The lease is released under `leaseKeys` (those it was taken with; *default*
     /// the current ones).
+    ///
+    /// The write is ordered (``orderedSetScript``): Redis keeps the entry it holds when that
+    /// one is newer (a later sent-time stamp, or the same stamp and fetched for a named
+    /// flag-set version when this one was not), and refuses a stamp more than
+    /// ``maxStampLead`` ahead of its own clock; both are counted in
+    /// ``SharedCacheStats/writesRefused``.
     func store(
         _ entry: SharedEntry?, for fingerprint: String, sentWith generation: UInt64? = nil,
         releasing token: [UInt8]?, leaseKeys: Keys? = nil
@@ -194,23 +334,43 @@ final class SharedTier: Sendable {
             if bytes.count <= maxEntryBytes {
                 let age = Duration.milliseconds(max(0, Self.milliseconds(clock.wallNow) - entry.confirmedAt))
                 if age < entryLifetime {
-                    commands.append(.set(keys.entryKey(id), bytes, expiry: entryLifetime - age))
+                    commands.append(
+                        Self.orderedSet(keys.entryKey(id), bytes, entry: entry, expiry: entryLifetime - age))
                 }
             } else {
                 state.withLock { $0.stats.oversizedEntries += 1 }
             }
         }
         let writes = commands.count
+        var leaseKey: [UInt8]?
         if let token {
             let leaseKeys = leaseKeys ?? keys
-            commands.append(.compareAndDelete(leaseKeys.leaseKey(leaseKeys.id(fingerprint)), token: token))
+            let key = leaseKeys.leaseKey(leaseKeys.id(fingerprint))
+            leaseKey = key
+            commands.append(.compareAndDelete(key, token: token))
         }
         guard !commands.isEmpty else { return }
         let pipeline = commands
-        let replies = await perform { (client) throws(RedisError) in try client.pipeline(pipeline) }
-        guard let replies, writes == 1 else { return }
+        let replies = await perform { (client, timeout) throws(RedisError) in
+            try client.pipeline(pipeline, timeout: timeout)
+        }
+        guard let replies else {
+            // Not released: Redis may still hold it. Released by token after the next success.
+            if let leaseKey, let token {
+                state.withLock { s in
+                    if s.leases[leaseKey]?.token == token { s.leases[leaseKey]?.unsettled = true }
+                }
+            }
+            return
+        }
+        if let leaseKey, let token {
+            forget(leaseKey, token: token)
+            state.withLock { $0.stats.leasesReleased += 1 }
+        }
+        guard writes == 1 else { return }
         switch replies.first {
-        case .simple("OK")?: state.withLock { $0.stats.writes += 1 }
+        case .integer(1)?: state.withLock { $0.stats.writes += 1 }
+        case .integer(0)?, .integer(-1)?: state.withLock { $0.stats.writesRefused += 1 }
         default: state.withLock { $0.stats.errors += 1 }  // an error reply (e.g. Redis out of memory)
         }
     }
@@ -229,10 +389,57 @@ final class SharedTier: Sendable {
     /// Counts a fetch answered by an entry.
     func noteHit() { state.withLock { $0.stats.hits += 1 } }
 
+    // MARK: - Scripts
+
+    /// The waiter's poll: `1` while the lease (`KEYS[1]`) is held, else the entry (`KEYS[2]`,
+    /// or nil).
+    static let pollScript = "if redis.call('exists',KEYS[1])==1 then return 1 end return redis.call('get',KEYS[2])"
+
+    /// The ordered write (docs/fleet.md, "Ordered writes"): `SET KEYS[1] ARGV[1] PX ARGV[2]`
+    /// unless the entry there is newer. `ARGV[3]`: the new entry's stamp (wall milliseconds its
+    /// request was sent), `ARGV[4]`: 1 when fetched for a named flag-set version, `ARGV[5]`: the
+    /// largest lead of a stamp over Redis's clock. Returns 1 (written), 0 (a newer entry kept)
+    /// or -1 (the stamp is too far ahead of Redis's clock). An entry held whose own stamp is
+    /// too far ahead never blocks a write.
+    static let orderedSetScript = """
+        local t = redis.call('time')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        local stamp, lead = tonumber(ARGV[3]), tonumber(ARGV[5])
+        if stamp > now + lead then return -1 end
+        local old = redis.call('get', KEYS[1])
+        if old then
+          local s, v = string.match(old, '^halyard%-shared 2 (%d+) (%d) ')
+          s = tonumber(s)
+          if s and s <= now + lead and (s > stamp or (s == stamp and tonumber(v) > tonumber(ARGV[4]))) then
+            return 0
+          end
+        end
+        redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+        return 1
+        """
+
+    /// The ordered write of `bytes` (the encoding of `entry`) at `key`.
+    static func orderedSet(_ key: [UInt8], _ bytes: [UInt8], entry: SharedEntry, expiry: Duration) -> RedisCommand {
+        .eval(
+            orderedSetScript, keys: [key],
+            arguments: [
+                bytes, Array(String(RedisCommand.milliseconds(expiry)).utf8), Array(String(entry.confirmedAt).utf8),
+                Array((entry.flagConfig == nil ? "0" : "1").utf8), Array(String(maxStampLead).utf8),
+            ])
+    }
+
     // MARK: - Internals
 
+    /// Drops the record of a lease that is released (or was never taken).
+    private func forget(_ leaseKey: [UInt8], token: [UInt8]) {
+        state.withLock { s in
+            if s.leases[leaseKey]?.token == token { s.leases.removeValue(forKey: leaseKey) }
+        }
+    }
+
     /// The entry in `reply`; a miss or a rejected entry is counted when `counting` (a lease's
-    /// read and a lease wait's polls look again at what the lookup counted).
+    /// read and a lease wait's polls look again at what the lookup counted). An entry stamped
+    /// more than ``maxStampLead`` ahead of this pod's clock is not used (``SharedCacheStats/entriesAhead``).
     private func decode(_ reply: RedisValue?, keys: Keys, id: String, counting: Bool = true) -> Lookup {
         guard case .bulk(let bytes)? = reply, let bytes else {
             if counting { state.withLock { $0.stats.misses += 1 } }
@@ -241,6 +448,15 @@ final class SharedTier: Sendable {
         do {
             let entry = try SharedEntry.decode(
                 bytes, namespace: keys.namespace, id: id, secret: keys.secret, limit: maxEntryBytes)
+            if entry.confirmedAt > Self.milliseconds(clock.wallNow) + Self.maxStampLead {
+                if counting {
+                    state.withLock {
+                        $0.stats.entriesAhead += 1
+                        $0.stats.misses += 1
+                    }
+                }
+                return .none
+            }
             return .entry(entry)
         } catch {
             // Corrupt, foreign or unauthenticated: ignored; the fetch that follows overwrites it.
@@ -254,62 +470,154 @@ final class SharedTier: Sendable {
         }
     }
 
-    /// Runs `body` on the tier's queue unless the breaker is open; nil when it was skipped or
-    /// failed (an error reply included: counted, and a failure for the breaker). Every call
-    /// admitted reports its outcome to the breaker, the closed client's included.
+    /// What became of one call.
+    private enum Outcome<T: Sendable>: Sendable {
+        case done(T, elapsed: Duration)
+        case failed(RedisError)
+        /// Its deadline passed while it waited in the queue: not sent. `stuck`: the call before
+        /// it on its connection failed too.
+        case expired(stuck: Bool)
+        /// The breaker opened while it waited in the queue: not sent.
+        case skipped
+    }
+
+    /// Runs `body` (with the time left of the call's deadline) on the least busy lane unless
+    /// the breaker is open; nil when it was skipped, dropped or failed (an error reply
+    /// included: counted, and a failure for the breaker). The deadline counts from now (the
+    /// admission): a call whose deadline passed in the queue is dropped unsent, one whose
+    /// breaker opened meanwhile is skipped. Every call admitted and run reports its outcome to
+    /// the breaker (the closed client's included), a call dropped in the queue behind a failed
+    /// call reports a failure (behind calls that succeed it does not: a burst is not an
+    /// outage), and a call that succeeded slower than ``slowCallThreshold`` reports one too.
     private func perform<T: Sendable>(
-        _ body: @escaping @Sendable (RedisClient) throws(RedisError) -> T
+        _ body: @escaping @Sendable (RedisClient, Duration) throws(RedisError) -> T
     ) async -> T? {
         let now = clock.monotonicNow
-        let admitted = state.withLock { s -> Bool in
-            if s.breaker.admit(now: now) { return true }
-            s.stats.skippedCalls += 1
-            return false
+        let deadline = ContinuousClock.now + callDeadline
+        let lane = state.withLock { s -> Int? in
+            guard s.breaker.admit(now: now) else {
+                s.stats.skippedCalls += 1
+                return nil
+            }
+            var best = 0
+            for index in s.queued.indices where s.queued[index] < s.queued[best] { best = index }
+            s.queued[best] += 1
+            s.stats.peakQueueDepth = max(s.stats.peakQueueDepth, s.queued.reduce(0, +))
+            return best
         }
-        guard admitted else { return nil }
-        let client = self.client
-        let outcome: Result<T, RedisError> = await withCheckedContinuation { continuation in
-            queue.async {
+        guard let lane else { return nil }
+        let (client, queue) = (lanes[lane].client, lanes[lane].queue)
+        let clock = self.clock
+        let outcome: Outcome<T> = await withCheckedContinuation { continuation in
+            queue.async { [state] in
+                let start = ContinuousClock.now
+                let left = start.duration(to: deadline)
+                let (go, stuck) = state.withLock { s -> (Bool, Bool) in
+                    s.queued[lane] -= 1
+                    return (s.breaker.stillAdmits(now: clock.monotonicNow), s.laneFailing[lane])
+                }
+                guard go else { return continuation.resume(returning: .skipped) }
+                guard left > .zero else { return continuation.resume(returning: .expired(stuck: stuck)) }
                 do throws(RedisError) {
-                    continuation.resume(returning: .success(try body(client)))
+                    let value = try body(client, left)
+                    state.withLock { $0.laneFailing[lane] = false }
+                    continuation.resume(returning: .done(value, elapsed: start.duration(to: .now)))
                 } catch {
-                    continuation.resume(returning: .failure(error))
+                    state.withLock { $0.laneFailing[lane] = error != .closed }
+                    continuation.resume(returning: .failed(error))
                 }
             }
         }
         let end = clock.monotonicNow
-        var log: String?
+        var log: (HalyardLogLevel, String)?
         switch outcome {
-        case .success(let value):
+        case .done(let value, let elapsed) where elapsed > slowCallThreshold:
+            // Answered, but slower than the threshold: used, and a failure for the breaker.
             state.withLock { s in
-                if s.breaker.isOpen && s.loggedOutage { log = "the shared cache answers again" }
+                s.stats.slowCalls += 1
+                s.breaker.failed(now: end)
+                if s.breaker.isOpen && !s.loggedOutage {
+                    s.loggedOutage = true
+                    log = (
+                        .warning,
+                        "the shared cache is slow (calls over \(slowCallThreshold)); the service runs on its own cache and retries"
+                    )
+                }
+            }
+            if let log { logHandler?(HalyardLogRecord(log.0, log.1, .sharedCache, logFacts)) }
+            return value
+        case .done(let value, _):
+            let orphans = state.withLock { s -> [RedisCommand] in
+                if s.breaker.isOpen && s.loggedOutage { log = (.info, "the shared cache answers again") }
                 s.breaker.succeeded()
                 s.loggedOutage = false
+                return orphanReleases(&s, now: end)
             }
-            if let log { logHandler?(HalyardLogRecord(.info, log, .sharedCache, logFacts)) }
+            if let log { logHandler?(HalyardLogRecord(log.0, log.1, .sharedCache, logFacts)) }
+            if !orphans.isEmpty { releaseOrphans(orphans) }
             return value
-        case .failure(.closed):
+        case .skipped:
+            state.withLock { $0.stats.skippedCalls += 1 }
+            return nil
+        case .failed(.closed):
             // The tier was closed (the service is shutting down): a failure for the breaker, so
             // that a trial ends and no phase outlives its call; not an error of Redis's, so
             // neither counted nor logged.
             state.withLock { $0.breaker.failed(now: end) }
             return nil
-        case .failure(let error):
+        case .expired(stuck: false):
+            // Behind a burst a healthy Redis is working through: counted, not a failure.
+            state.withLock { $0.stats.droppedInQueue += 1 }
+            return nil
+        case .expired, .failed:
             state.withLock { s in
-                s.stats.errors += 1
+                if case .failed(let error) = outcome {
+                    s.stats.errors += 1
+                    log = (.warning, "\(error)")
+                } else {
+                    s.stats.droppedInQueue += 1
+                    log = (.warning, "calls waited out their \(callDeadline) deadline in the queue")
+                }
                 s.breaker.failed(now: end)
-                if s.breaker.isOpen && !s.loggedOutage {
+                if s.breaker.isOpen && !s.loggedOutage, let reason = log?.1 {
                     s.loggedOutage = true
-                    log = "the shared cache is unavailable (\(error)); the service runs on its own cache and retries"
+                    log = (
+                        .warning,
+                        "the shared cache is unavailable (\(reason)); the service runs on its own cache and retries"
+                    )
+                } else {
+                    log = nil
                 }
             }
-            if let log { logHandler?(HalyardLogRecord(.warning, log, .sharedCache, logFacts)) }
+            if let log { logHandler?(HalyardLogRecord(log.0, log.1, .sharedCache, logFacts)) }
             return nil
         }
     }
 
     /// The metadata of the tier's log lines: the server's origin (never its login).
     private var logFacts: [String: String] { [HalyardLogRecord.Key.origin: Self.origin(of: client.endpoint)] }
+
+    /// Takes the leases whose lease call or release failed (Redis may hold them) and have not
+    /// lapsed yet: released by token now that Redis answers. Lapsed ones are forgotten.
+    private func orphanReleases(_ s: inout State, now: Duration) -> [RedisCommand] {
+        guard s.leases.values.contains(where: \.unsettled) else { return [] }
+        var commands: [RedisCommand] = []
+        for (key, lease) in s.leases where lease.unsettled {
+            s.leases.removeValue(forKey: key)
+            if lease.lapsesAt > now { commands.append(.compareAndDelete(key, token: lease.token)) }
+        }
+        return commands
+    }
+
+    /// Releases leases by token in the background (one pipeline, one call deadline).
+    private func releaseOrphans(_ commands: [RedisCommand]) {
+        Task { [self] in
+            let done = await perform { (client, timeout) throws(RedisError) in
+                try client.pipeline(commands, timeout: timeout)
+            }
+            if done != nil { state.withLock { $0.stats.leasesReleased += commands.count } }
+        }
+    }
 
     static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
 }

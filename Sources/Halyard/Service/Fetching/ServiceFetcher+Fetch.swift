@@ -19,15 +19,34 @@ extension ServiceFetcher {
         _ context: FittedContext, etag: String?, priority: FetchPriority = .cold, flight: ContextFlight? = nil,
         flagConfig: FlagConfigVersion? = nil, probe: Bool = false
     ) async -> Answer {
+        if let refused = await takeSlot(priority, flight: flight, probe: probe) { return refused }
+        defer { releaseSlot() }
+        return await sendHoldingSlot(context, etag: etag, flagConfig: flagConfig, probe: probe)
+    }
+
+    /// Takes a fetch slot, waiting when all are taken: nil when it was granted (the caller
+    /// sends with ``sendHoldingSlot(_:etag:flagConfig:probe:)`` and then calls
+    /// ``releaseSlot()``), else the answer of a fetch that was refused or shed. The shared
+    /// cache's plan takes a context's lease only once it holds a slot (SharedFetchPlan.swift).
+    func takeSlot(_ priority: FetchPriority, flight: ContextFlight?, probe: Bool) async -> Answer? {
         switch await acquire(priority, flight: flight, probe: probe) {
-        case .granted: break
+        case .granted: return nil
         case .refused(let until): return Answer(result: .skipped(until: until))
         case .shed: return Answer(result: .shed)
         }
-        defer { release() }
-        // An answer to a key `setKey` has replaced (cancelled on the wire, or landing after
-        // the rotation) says nothing: the fetch sends again, with the key in use, so its
-        // waiters get the new key's answer (SPEC §12). Bounded: a rotation per attempt.
+    }
+
+    /// Frees the slot ``takeSlot(_:flight:probe:)`` granted.
+    func releaseSlot() { release() }
+
+    /// Sends the request of a fetch that holds a slot (``takeSlot(_:flight:probe:)``).
+    ///
+    /// An answer to a key `setKey` has replaced (cancelled on the wire, or landing after the
+    /// rotation) says nothing: the fetch sends again, with the key in use, so its waiters get
+    /// the new key's answer (SPEC §12). Bounded: a rotation per attempt.
+    func sendHoldingSlot(
+        _ context: FittedContext, etag: String?, flagConfig: FlagConfigVersion?, probe: Bool
+    ) async -> Answer {
         var attempt = 0
         while true {
             attempt += 1

@@ -8,10 +8,12 @@ import Foundation
 ///    arrived) answers the flight: no request. For a cold miss, an older entry still within
 ///    `maxStaleness` is served as a held entry is (the next read past `refreshAfter` refreshes
 ///    it through these same steps).
-/// 2. **Lease**: `SET lease token NX PX` (`requestTimeout` + 1 s). The pod that takes it
-///    fetches from the control plane, writes the entry back and releases the lease (one round
-///    trip). A pod that finds the lease held waits for the entry (polling the entry and the
-///    lease, 2 ms growing to 20 ms), up to the lease's lifetime; a cold miss's requests stop
+/// 2. **Lease**, once the flight holds a fetch slot: `SET lease token NX PX` (`requestTimeout`
+///    + 1 s). The pod that takes it fetches from the control plane, writes the entry back (an
+///    ordered write: never over a newer entry) and releases the lease (one round trip),
+///    whatever the answer. A pod that finds the lease held gives its slot back and waits for
+///    the entry (polling the lease, and the entry only once the lease is gone; 2 ms growing to
+///    20 ms), up to the lease's lifetime; a cold miss's requests stop
 ///    waiting at `coldFetchTimeout` as always, while the flight goes on. If the lease lapses
 ///    with no entry, the pod tries for it once more, then fetches alone.
 /// 3. Redis unavailable (breaker open, deadline, connection) at any step: the pod fetches
@@ -24,8 +26,13 @@ struct SharedFetchPlan: Sendable {
     let clock: any HalyardClock
     let streamLearning: StreamLearning?
 
+    /// The most a context served from the shared cache is due early on this pod: a tenth of
+    /// `refreshAfter`, at most 30 s.
+    let dueJitterMilliseconds: Int64
+
     init(options: FlagServiceOptions, streamLearning: StreamLearning?) {
         refreshAfterMilliseconds = options.refreshAfter.saturatingMilliseconds
+        dueJitterMilliseconds = max(0, min(refreshAfterMilliseconds / 10, 30_000))
         maxStalenessMilliseconds = options.maxStaleness.saturatingMilliseconds
         clock = options.clock
         self.streamLearning = streamLearning
@@ -50,18 +57,57 @@ struct SharedFetchPlan: Sendable {
             SharedTier.milliseconds(clock.wallNow) - (clock.monotonicNow - eventAt).saturatingMilliseconds
         }
 
+        // What this pod holds was confirmed then (wall milliseconds; values served from the
+        // shared cache carry their entry's time).
+        let heldConfirmedAt = start.previous?.confirmedAt.map { SharedTier.milliseconds($0) }
+
         func answers(_ entry: SharedEntry) -> Bool {
             let age = SharedTier.milliseconds(clock.wallNow) - entry.confirmedAt
             guard age <= refreshAfterMilliseconds else { return false }
+            // A refresh is not answered by the very entry it holds (due early by its jitter):
+            // it takes the lease and fetches for the fleet.
+            if eventWall == nil, let held = heldConfirmedAt, entry.confirmedAt <= held { return false }
             guard let eventWall else { return true }
             if let version = start.flagConfig, entry.flagConfig == version { return true }
             return entry.confirmedAt >= eventWall
         }
 
-        func fetchFromControlPlane(releasing token: [UInt8]?) async -> ServiceFetcher.Answer {
-            let answer = await fetcher.send(
-                fitted, etag: start.previous?.etag, priority: priority, flight: start.flight,
-                flagConfig: start.flagConfig, probe: start.probe)
+        /// What a fetch in a slot came to: an answer, or the lease was found held (the slot
+        /// is given back; the caller waits for the other pod's entry).
+        enum InSlot {
+            case answer(ServiceFetcher.Answer)
+            case leaseHeld
+        }
+
+        /// Takes a fetch slot, then (`lease`) the context's lease, sends, writes the entry back
+        /// and releases the lease. The lease is taken only once the slot is held, so its
+        /// lifetime covers the request, not the wait for a slot; it is released whatever the
+        /// answer (an error, a pause, a cancellation included).
+        func fetchInSlot(lease: Bool) async -> InSlot {
+            if let refused = await fetcher.takeSlot(priority, flight: start.flight, probe: start.probe) {
+                return .answer(refused)
+            }
+            var token: [UInt8]?
+            if lease {
+                switch await tier.acquireLease(fingerprint, keys: keys) {
+                case .held:
+                    fetcher.releaseSlot()
+                    return .leaseHeld
+                case .acquired(let taken, let entry):
+                    if let entry, answers(entry) {
+                        // Written by another pod between this pod's look and its lease.
+                        fetcher.releaseSlot()
+                        await tier.releaseLease(taken, for: fingerprint, keys: keys)
+                        return .answer(served(entry))
+                    }
+                    token = taken
+                case .unavailable:
+                    break  // fetch alone
+                }
+            }
+            let answer = await fetcher.sendHoldingSlot(
+                fitted, etag: start.previous?.etag, flagConfig: start.flagConfig, probe: start.probe)
+            fetcher.releaseSlot()
             let result = answer.result
             // The entry is confirmed as of when its request was sent: an answer to a request
             // sent before a change event must never look newer than the event to another pod.
@@ -84,7 +130,12 @@ struct SharedFetchPlan: Sendable {
                 await tier.store(
                     entry, for: fingerprint, sentWith: answer.sent?.keyGeneration, releasing: token, leaseKeys: keys)
             }
-            return answer
+            return .answer(answer)
+        }
+
+        func fetchAlone() async -> ServiceFetcher.Answer {
+            if case .answer(let answer) = await fetchInSlot(lease: false) { return answer }
+            return .init(result: .skipped(until: nil))
         }
 
         func served(_ entry: SharedEntry) -> ServiceFetcher.Answer {
@@ -92,12 +143,16 @@ struct SharedFetchPlan: Sendable {
             guard fetcher.isCurrentKey(generation) else { return .init(result: .skipped(until: nil)) }
             tier.noteHit()
             fetcher.servedFromSharedCache()
+            var entry = entry
+            // Due a little earlier on this pod than on the others (docs/fleet.md, "Herds"), so
+            // the fleet's pods do not all look the context up at the same moment.
+            entry.dueEarlierMilliseconds = Int64.random(in: 0...dueJitterMilliseconds)
             return .init(result: .shared(entry))
         }
 
         // A pod that has not yet learned the stream asks the control plane once.
         if let streamLearning, streamLearning.take() {
-            let answer = await fetchFromControlPlane(releasing: nil)
+            let answer = await fetchAlone()
             if case .updated = answer.result {} else { streamLearning.giveBack() }
             return answer
         }
@@ -112,32 +167,26 @@ struct SharedFetchPlan: Sendable {
         case .none:
             break
         case .unavailable:
-            return await fetchFromControlPlane(releasing: nil)
+            return await fetchAlone()
         }
 
         for _ in 0..<2 {
-            switch await tier.acquireLease(fingerprint, keys: keys) {
-            case .unavailable:
-                return await fetchFromControlPlane(releasing: nil)
-            case .acquired(let token, let entry):
-                if let entry, answers(entry) {
-                    // Written by another pod between this pod's look and its lease.
-                    await tier.store(nil, for: fingerprint, releasing: token, leaseKeys: keys)
-                    return served(entry)
-                }
-                return await fetchFromControlPlane(releasing: token)
-            case .held:
+            switch await fetchInSlot(lease: true) {
+            case .answer(let answer):
+                return answer
+            case .leaseHeld:
                 let entry = await waitForEntry(fingerprint, tier: tier, keys: keys, answers: answers)
                 tier.noteLeaseWait(served: entry != nil)
                 if let entry { return served(entry) }
                 if Task.isCancelled { return .init(result: .skipped(until: nil)) }
             }
         }
-        return await fetchFromControlPlane(releasing: nil)
+        return await fetchAlone()
     }
 
-    /// Polls the entry and the lease until an entry answers, the lease is gone, Redis is
-    /// unavailable or the lease's lifetime has passed.
+    /// Polls the lease until it is gone (then reads the entry, in the same script), Redis is
+    /// unavailable or the lease's lifetime has passed: the entry is not downloaded while the
+    /// lease is held.
     private func waitForEntry(
         _ fingerprint: String, tier: SharedTier, keys: SharedTier.Keys, answers: (SharedEntry) -> Bool
     ) async -> SharedEntry? {

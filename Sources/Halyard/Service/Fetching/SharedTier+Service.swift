@@ -22,11 +22,17 @@ extension SharedTier {
                     "sharedCache \(shared) is plain redis:// to a host that is not loopback: entries are authenticated, not encrypted",
                     .sharedCache, facts.merging([HalyardLogRecord.Key.reason: "not_encrypted"]) { $1 }))
         }
+        // One client per connection, each with the call deadline as its own default (the
+        // tier passes each call the time left of its deadline).
+        let clients = (0..<max(1, shared.connections)).map { _ in
+            RedisClient(endpoint: endpoint, timeout: shared.callDeadline)
+        }
         return SharedTier(
-            client: RedisClient(endpoint: endpoint),
-            keys: Keys(baseURL: options.baseURL, key: options.key, appID: options.appID),
+            clients: clients,
+            keys: Keys(baseURL: options.baseURL, key: options.key, appID: options.appID, prefix: shared.keyPrefix),
             leaseDuration: options.requestTimeout + .seconds(1), entryLifetime: options.maxStaleness,
-            clock: options.clock, logHandler: options.logSink)
+            clock: options.clock, logHandler: options.logSink, callDeadline: shared.callDeadline,
+            slowCallThreshold: shared.effectiveSlowCallThreshold)
     }
 
     /// `redis://host:port`, `rediss://host:port` or `unix://path`: no user, no password.
