@@ -55,7 +55,7 @@ import Testing
     static func tier(_ redis: RedisTestServer, logs: LogCollector? = nil) -> SharedTier {
         SharedTier(
             client: RedisClient(endpoint: redis.endpoint(), timeout: .seconds(5)), keys: keys,
-            leaseDuration: .seconds(60), entryLifetime: .seconds(600), clock: SystemClock(), logHandler: logs?.handler,
+            leaseDuration: .seconds(60), entryLifetime: .seconds(600), clock: SystemClock(), logHandler: logs?.recordHandler,
             callDeadline: .milliseconds(500))
     }
 
@@ -218,7 +218,7 @@ import Testing
         let logs = LogCollector()
         let tier = SharedTier(
             client: RedisClient(endpoint: redis.endpoint(), timeout: .seconds(5)), keys: Self.keys,
-            leaseDuration: .seconds(60), entryLifetime: .seconds(600), clock: SystemClock(), logHandler: logs.handler,
+            leaseDuration: .seconds(60), entryLifetime: .seconds(600), clock: SystemClock(), logHandler: logs.recordHandler,
             callDeadline: .seconds(3), slowCallThreshold: .milliseconds(100))
         defer { tier.close() }
         let busy = redis.client()

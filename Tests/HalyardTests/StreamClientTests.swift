@@ -9,6 +9,8 @@ final class LogCollector: Sendable {
     private let lines = Locked<[String]>([])
     var all: [String] { lines.withLock { $0 } }
     var handler: HalyardLogHandler { { [self] _, message in lines.withLock { $0.append(message) } } }
+    /// The same collection for the internal components that take records.
+    var recordHandler: HalyardLogRecordHandler { { [self] record in lines.withLock { $0.append(record.message) } } }
 }
 
 /// A client on a ``ScriptedStreamTransport`` and a manual clock.

@@ -37,7 +37,7 @@ final class InProcessEvaluator: Sendable {
         // First: the one step that throws, before anything a deinit would have to undo.
         feed = try DefinitionsFeed(
             source: source, transport: transport, clock: clock, pollInterval: options.definitionsPollInterval,
-            requestTimeout: options.requestTimeout, logHandler: options.logHandler,
+            requestTimeout: options.requestTimeout, logHandler: options.logSink,
             onPublish: { definitions in Self.install(definitions, into: state, loadedAt: clock.wallNow) })
         self.state = state
         self.clock = clock
