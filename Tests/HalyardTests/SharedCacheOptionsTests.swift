@@ -121,6 +121,9 @@ import Testing
             let plane = InMemoryControlPlane(values: ["a": .bool(true)])
             var options = plane.makeServiceOptions()
             options.changeDetection = .polling
+            // What is checked is where the values come from, not how fast: a loaded run must
+            // not turn the shared cache's failed call plus the fetch into a cold-wait timeout.
+            options.coldFetchTimeout = .seconds(10)
             if text.hasPrefix("rediss") {
                 options.sharedCache = .redis(url: try Self.url(text), trustedCAFile: "/nonexistent/halyard-ca.pem")
             } else if !text.isEmpty {

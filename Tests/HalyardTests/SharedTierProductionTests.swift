@@ -55,7 +55,8 @@ import Testing
     static func tier(_ redis: RedisTestServer, logs: LogCollector? = nil) -> SharedTier {
         SharedTier(
             client: RedisClient(endpoint: redis.endpoint(), timeout: .seconds(5)), keys: keys,
-            leaseDuration: .seconds(60), entryLifetime: .seconds(600), clock: SystemClock(), logHandler: logs?.recordHandler,
+            leaseDuration: .seconds(60), entryLifetime: .seconds(600), clock: SystemClock(),
+            logHandler: logs?.recordHandler,
             callDeadline: .milliseconds(500))
     }
 
@@ -218,7 +219,8 @@ import Testing
         let logs = LogCollector()
         let tier = SharedTier(
             client: RedisClient(endpoint: redis.endpoint(), timeout: .seconds(5)), keys: Self.keys,
-            leaseDuration: .seconds(60), entryLifetime: .seconds(600), clock: SystemClock(), logHandler: logs.recordHandler,
+            leaseDuration: .seconds(60), entryLifetime: .seconds(600), clock: SystemClock(),
+            logHandler: logs.recordHandler,
             callDeadline: .seconds(3), slowCallThreshold: .milliseconds(100))
         defer { tier.close() }
         let busy = redis.client()
