@@ -20,7 +20,15 @@ import Testing
     /// control plane within `coldFetchTimeout` (2 s). Before, each call's 25 ms deadline began
     /// when it left the tier's serial queue and calls queued before the breaker opened still ran,
     /// so 150 lookups stacked to seconds and about half the burst was served defaults.
-    @Test(.needsRedisServer) func aHungRedisCostsAColdMissAtMostOneCallDeadline() async throws {
+    ///
+    /// Its bound is 2 s of real time for 150 fetches: it runs alone, in `.ci/run`'s process step
+    /// (`HALYARD_PROCESS_TESTS=1`), not inside the parallel full run, where it once served 149.
+    @Test(
+        .needsRedisServer,
+        .enabled(
+            if: ProcessInfo.processInfo.environment["HALYARD_PROCESS_TESTS"] == "1",
+            "a real-time burst: run alone with HALYARD_PROCESS_TESTS=1"))
+    func aHungRedisCostsAColdMissAtMostOneCallDeadline() async throws {
         let redis = try RedisTestServer()
         let plane = SharedCacheServiceTests.plane()
         let service = try SharedCacheServiceTests.service(plane, redis) {
