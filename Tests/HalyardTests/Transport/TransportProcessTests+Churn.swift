@@ -24,7 +24,20 @@ import Testing
     /// list of `values`, `identify`, `exposures`, `cache` (the on-device cache, on by default like
     /// the client's, in a temporary folder), `readers`. `HALYARD_CHURN_CSV` names a file that gets every
     /// sample. Results: docs/benchmarks-transport.md, "Memory under churn".
+    ///
+    /// Swift Testing keeps a backtrace of every error thrown while a test runs (a `swift_willThrow`
+    /// hook; stale entries are flushed between tests), and every `identify` cancels the poll in
+    /// flight, which throws: over a long run that cache is most of the live heap's growth
+    /// (heaptrack, 2026-12-07). `.ci/run` and the documented commands set
+    /// `SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0` so the heap measured is the client's; the line
+    /// printed says which it was.
     extension TransportProcessTests {
+        /// Whether Swift Testing records a backtrace for every thrown error in this process (its
+        /// *default*; `SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0` turns it off).
+        static var capturesThrownErrorBacktraces: Bool {
+            ProcessInfo.processInfo.environment["SWT_SWIFT_ERROR_BACKTRACING_ENABLED"] != "0"
+        }
+
         /// The run length in seconds (see above).
         static let churnSeconds: Double = {
             let raw = ProcessInfo.processInfo.environment["HALYARD_CHURN_SECONDS"].flatMap(Double.init) ?? 60
@@ -202,7 +215,8 @@ import Testing
             func perSecond(_ value: Double?) -> String { value.map { String(format: "%.1f B/s", $0) } ?? "n/a" }
             print(
                 """
-                churn \(Int(seconds)) s (off: \(off.isEmpty ? "none" : off.sorted().joined(separator: ","))): \
+                churn \(Int(seconds)) s (off: \(off.isEmpty ? "none" : off.sorted().joined(separator: ","))\
+                \(Self.capturesThrownErrorBacktraces ? "; Swift Testing's thrown-error backtraces on" : "")): \
                 \(stats.sync.requestsSent) polls (\(stats.sync.snapshotsApplied) snapshots, \
                 \(stats.sync.notModified) not modified, \(stats.sync.networkErrors) network errors, \
                 \(stats.sync.timeouts) timeouts), \(rounds) value changes (\(changeFailures) failed), \
@@ -222,7 +236,8 @@ import Testing
             #expect(stats.sync.requestsSent >= Int(seconds) * 5, "polling stalled: \(stats.sync.requestsSent) polls")
             if !off.contains("values") { #expect(rounds > Int(seconds), "value changes stalled: \(rounds)") }
             if !off.contains("identify") { #expect(identified > 0) }
-            if !off.contains("exposures") { #expect(stats.exposures.sent > 0) }
+            // An exposure is recorded by a read: with the readers off there is none to send.
+            if !off.contains("exposures"), !off.contains("readers") { #expect(stats.exposures.sent > 0) }
             let slope = try #require(residentSlope, "too few samples: \(samples.count)")
             let bound = Self.residentSlopeBound(seconds: seconds)
             #expect(
