@@ -8,7 +8,7 @@ import Foundation
 /// read as the answer to a later command.
 ///
 /// ```swift
-/// let connection = try RedisConnection(endpoint: endpoint, limits: .init(), deadline: .now + .milliseconds(25))
+/// let connection = try RedisConnection(endpoint: endpoint, resolver: nil, limits: .init(), deadline: .now + .milliseconds(25))
 /// let replies = try connection.exchange([.get(Array("a".utf8)), .get(Array("b".utf8))], deadline: .now + .milliseconds(25))
 /// ```
 final class RedisConnection {
@@ -16,10 +16,19 @@ final class RedisConnection {
     private var decoder: RESPDecoder
     private var output: [UInt8] = []
 
-    /// Connects and runs the handshake (`AUTH`, `SELECT`, pipelined) before `deadline`.
-    init(endpoint: RedisEndpoint, limits: RESPDecoder.Limits, deadline: ContinuousClock.Instant) throws(RedisError) {
+    /// Connects and runs the handshake (`AUTH`, `SELECT`, pipelined) before `deadline`. A TCP
+    /// host's addresses come from `resolver` (*default*: one made for this connect).
+    init(endpoint: RedisEndpoint, resolver: RedisResolver?, limits: RESPDecoder.Limits, deadline: ContinuousClock.Instant)
+        throws(RedisError)
+    {
         if endpoint.tls { throw .tlsNotSupported }
-        socket = try RedisSocket.connect(endpoint.address, deadline: deadline)
+        switch endpoint.address {
+        case .unix(let path):
+            socket = try RedisSocket.connect(unixPath: path, deadline: deadline)
+        case .tcp(let host, let port):
+            let resolver = resolver ?? RedisResolver(host: host, port: port)
+            socket = try RedisSocket.connect(try resolver.addresses(deadline: deadline), deadline: deadline)
+        }
         decoder = RESPDecoder(limits: limits)
         var handshake: [RedisCommand] = []
         if let password = endpoint.password { handshake.append(.auth(user: endpoint.user, password: password)) }
@@ -31,6 +40,13 @@ final class RedisConnection {
             }
         }
     }
+
+    /// Wakes a thread waiting on this connection (from another thread): see
+    /// ``RedisSocket/shutdown()``. The connection is unusable afterwards.
+    func shutdown() { socket.shutdown() }
+
+    /// Whether TCP keepalive is on (for tests).
+    var keepAlive: Bool { socket.keepAlive }
 
     /// A server message with the password replaced, should the server ever echo it.
     static func scrub(_ message: String, _ password: RedisSecret?) -> String {
