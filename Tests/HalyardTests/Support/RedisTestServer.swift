@@ -36,7 +36,8 @@ final class RedisTestServer: @unchecked Sendable {
         for _ in 0..<8 {
             let candidate = Int.random(in: 20_000...60_000)
             do {
-                process = try Self.launch(port: candidate, password: password, arguments: arguments, directory: directory)
+                process = try Self.launch(
+                    port: candidate, password: password, arguments: arguments, directory: directory)
                 port = candidate
                 try waitUntilReady()
                 return

@@ -127,7 +127,8 @@ package final class RedisClient: @unchecked Sendable {
             connection = try take(deadline: deadline)
             holding = true
             if connection == nil {
-                let opened = try RedisConnection(endpoint: endpoint, resolver: resolver, limits: limits, deadline: deadline)
+                let opened = try RedisConnection(
+                    endpoint: endpoint, resolver: resolver, limits: limits, deadline: deadline)
                 try hold(opened)
                 connection = opened
             }

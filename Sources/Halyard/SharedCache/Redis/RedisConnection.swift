@@ -18,7 +18,9 @@ final class RedisConnection {
 
     /// Connects and runs the handshake (`AUTH`, `SELECT`, pipelined) before `deadline`. A TCP
     /// host's addresses come from `resolver` (*default*: one made for this connect).
-    init(endpoint: RedisEndpoint, resolver: RedisResolver?, limits: RESPDecoder.Limits, deadline: ContinuousClock.Instant)
+    init(
+        endpoint: RedisEndpoint, resolver: RedisResolver?, limits: RESPDecoder.Limits, deadline: ContinuousClock.Instant
+    )
         throws(RedisError)
     {
         if endpoint.tls { throw .tlsNotSupported }
