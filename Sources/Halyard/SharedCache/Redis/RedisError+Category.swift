@@ -39,7 +39,8 @@ extension RedisError {
     package var category: Category {
         switch self {
         case .timeout: .timeout
-        case .resolutionFailed, .connectionFailed, .connectionClosed, .tlsUnavailable, .tlsVerificationFailed, .tlsFailed:
+        case .resolutionFailed, .connectionFailed, .connectionClosed, .tlsUnavailable, .tlsVerificationFailed,
+            .tlsFailed:
             .connection
         case .protocolError, .unexpectedReply: .protocol
         case .server(let message): Self.category(ofReply: message)
