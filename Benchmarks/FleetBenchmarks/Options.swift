@@ -22,6 +22,8 @@ struct Options {
     var json: String?
     /// `--without-l2-only`: skip the mode with Redis.
     var withoutL2Only = false
+    /// `--l2-calls`: measure calls/s of one `RedisClient` instead (threads: 4 × `--processes`).
+    var l2Calls = false
 
     var warmupSeconds: Double { quick ? 3 : 10 }
     var steadySeconds: Double { seconds ?? (quick ? 5 : 20) }
@@ -53,9 +55,10 @@ struct Options {
             case "--zipf": zipf = number(argument)
             case "--json": json = iterator.next()
             case "--without-l2-only": withoutL2Only = true
+            case "--l2-calls": l2Calls = true
             case "--help", "-h":
                 print(
-                    "usage: halyard-bench-fleet [--quick] [--processes N] [--seconds S] [--contexts N] [--rate R] [--events N] [--zipf S] [--latency MS] [--json FILE] [--without-l2-only]"
+                    "usage: halyard-bench-fleet [--quick] [--processes N] [--seconds S] [--contexts N] [--rate R] [--events N] [--zipf S] [--latency MS] [--json FILE] [--without-l2-only] [--l2-calls]"
                 )
                 exit(0)
             default:

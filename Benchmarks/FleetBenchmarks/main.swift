@@ -7,7 +7,11 @@ import Foundation
 // The parent starts the control plane (Tests/ControlPlaneServer/server.py), redis-server, and
 // the workers: this executable again with `--worker` (Worker.swift).
 
-if CommandLine.arguments.contains("--worker") {
+if CommandLine.arguments.contains("--l2-calls") {
+    // The client alone: calls/s one pod's RedisClient sustains (ClientThroughput.swift).
+    let options = Options(CommandLine.arguments)
+    ClientThroughput.run(seconds: options.seconds ?? (options.quick ? 2 : 5), threads: options.processes * 4)
+} else if CommandLine.arguments.contains("--worker") {
     await FleetWorker.run(WorkerOptions(CommandLine.arguments))
 } else {
     FleetBench(options: Options(CommandLine.arguments)).run()

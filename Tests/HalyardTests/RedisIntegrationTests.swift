@@ -71,9 +71,8 @@ import Testing
         #expect(client.connectionsOpened == 1)
     }
 
-    /// One client used from many tasks at once: each task's replies are its own (the lock
-    /// around the one connection keeps exchanges whole), and a call that waits for the lock
-    /// still ends by its deadline.
+    /// One client used from many tasks at once: each task's replies are its own (a call holds
+    /// the one connection for its whole exchange), and no second connection is opened.
     @Test(.needsRedisServer) func manyTasksShareOneClient() async throws {
         let server = try RedisTestServer()
         let client = server.client()

@@ -55,6 +55,29 @@ public struct SharedCacheStats: Sendable, Hashable {
     /// `close()`).
     public var leasesReleased = 0
 
+    /// The median time of a Redis call on its connection (from the client's latency buckets:
+    /// the bucket's upper bound, so never understated), the connect included, the wait for its
+    /// turn in the queue not (that is ``queueDepth``). Nil before the first call, or over 1 s.
+    public var callLatencyP50: Duration? = nil
+    /// The 99th percentile of the same (``callLatencyP50``).
+    public var callLatencyP99: Duration? = nil
+    /// Connections opened again after one was dropped (a failure, a deadline, a failover reply).
+    public var reconnects = 0
+    /// Calls that failed with a failover reply (`-READONLY`, `-LOADING`, `-MASTERDOWN`): the
+    /// connection was dropped and the next call connects again, to where the name points now.
+    public var failoverErrors = 0
+    /// Calls refused for the configuration (`-NOAUTH`, `-WRONGPASS`, `-NOPERM`, `AUTH` or
+    /// `SELECT` refused on connect): logged once; retrying does not help.
+    public var authErrors = 0
+    /// Calls answered as by a Redis Cluster (`-MOVED`, `-ASK`, `-CROSSSLOT`, `-CLUSTERDOWN`,
+    /// `-TRYAGAIN`): Cluster is not supported; logged once.
+    public var clusterErrors = 0
+    /// Calls whose deadline passed on the connection (connecting, sending or waiting for the
+    /// reply); calls dropped before they were sent are ``droppedInQueue``.
+    public var timeoutErrors = 0
+    /// Writes Redis refused with `-OOM` (it is full: `maxmemory` with `noeviction`). Reads go on.
+    public var outOfMemoryErrors = 0
+
     /// Creates empty stats.
     public init() {}
 }

@@ -72,6 +72,9 @@ final class SharedTier: Sendable {
         var stats = SharedCacheStats()
         /// Whether the unavailability was logged (once per breaker opening).
         var loggedOutage = false
+        /// The failure classes already logged (auth, cluster): a configuration problem is
+        /// logged once in the tier's life, however often it recurs.
+        var loggedClasses: Set<RedisError.Category> = []
         /// Calls admitted and not yet taken off each lane's queue.
         var queued: [Int]
         /// Whether each lane's last call failed: a call that then waits out its deadline in the
@@ -117,6 +120,9 @@ final class SharedTier: Sendable {
     private let clock: any HalyardClock
     private let logHandler: HalyardLogRecordHandler?
     private let state: Locked<State>
+    /// How much earlier a context served from an entry counts as due on this pod, given the
+    /// most (docs/fleet.md, "Herds"): uniform in `0...most`; tests inject a fixed draw.
+    private let dueDraw = Locked<@Sendable (Int64) -> Int64>({ Int64.random(in: 0...max(0, $0)) })
 
     /// The default entry limit.
     static let defaultMaxEntryBytes = 256 << 10
@@ -161,7 +167,7 @@ final class SharedTier: Sendable {
 
     /// The counters and the breaker's state.
     var stats: SharedCacheStats {
-        state.withLock { s in
+        var stats = state.withLock { s in
             var stats = s.stats
             stats.breakerOpen = s.breaker.isOpen
             stats.breakerOpenings = s.breaker.openings
@@ -169,6 +175,21 @@ final class SharedTier: Sendable {
             stats.leasesHeld = s.leases.count
             return stats
         }
+        // The connections' own figures: latency, reconnects, failures by class.
+        var latency = RedisClientStats.LatencyHistogram()
+        for lane in lanes {
+            let client = lane.client.stats
+            latency.merge(client.latency)
+            stats.reconnects += client.reconnects
+            stats.failoverErrors += client.errors[.failover, default: 0]
+            stats.authErrors += client.errors[.auth, default: 0]
+            stats.clusterErrors += client.errors[.cluster, default: 0]
+            stats.timeoutErrors += client.errors[.timeout, default: 0]
+            stats.outOfMemoryErrors += client.errors[.outOfMemory, default: 0]
+        }
+        stats.callLatencyP50 = latency.percentile(0.5)
+        stats.callLatencyP99 = latency.percentile(0.99)
+        return stats
     }
 
     /// Entries are named and MAC'd under the new key from now on: `setKey`, called by the
@@ -375,6 +396,16 @@ final class SharedTier: Sendable {
         }
     }
 
+    /// A draw of how many milliseconds earlier than its entry says a context served from the
+    /// shared cache counts as due on this pod, at most `most` (docs/fleet.md, "Herds").
+    func drawDueEarlier(most: Int64) -> Int64 {
+        let draw = dueDraw.withLock { $0 }
+        return min(max(0, draw(most)), max(0, most))
+    }
+
+    /// Replaces the due-early draw (tests: a fixed value instead of a random one).
+    func setDueDraw(_ draw: @escaping @Sendable (Int64) -> Int64) { dueDraw.withLock { $0 = draw } }
+
     /// Counts a lease wait and how it ended.
     func noteLeaseWait(served: Bool) {
         state.withLock {
@@ -570,10 +601,16 @@ final class SharedTier: Sendable {
             state.withLock { $0.stats.droppedInQueue += 1 }
             return nil
         case .expired, .failed:
+            var once: HalyardLogRecord?
             state.withLock { s in
                 if case .failed(let error) = outcome {
                     s.stats.errors += 1
                     log = (.warning, "\(error)")
+                    if let record = Self.configurationRecord(error, facts: logFacts),
+                        s.loggedClasses.insert(error.category).inserted
+                    {
+                        once = record
+                    }
                 } else {
                     s.stats.droppedInQueue += 1
                     log = (.warning, "calls waited out their \(callDeadline) deadline in the queue")
@@ -589,7 +626,34 @@ final class SharedTier: Sendable {
                     log = nil
                 }
             }
+            if let once { logHandler?(once) }
             if let log { logHandler?(HalyardLogRecord(log.0, log.1, .sharedCache, logFacts)) }
+            return nil
+        }
+    }
+
+    /// The record of a failure that retrying does not mend (logged once per tier): refused
+    /// credentials or permissions (`reason` `configuration`), a Redis Cluster (`reason`
+    /// `cluster_unsupported`); nil for other failures. It names the reply's code only (an ACL
+    /// refusal's message names the user).
+    static func configurationRecord(_ error: RedisError, facts: [String: String]) -> HalyardLogRecord? {
+        let code: String
+        switch error {
+        case .server(let message), .handshakeFailed(let message): code = String(message.prefix { $0 != " " })
+        default: return nil
+        }
+        switch error.category {
+        case .auth:
+            return HalyardLogRecord(
+                .error,
+                "the shared cache refused this service (\(code)): a configuration problem (the URL's user and password, or the user's ACL permissions); the service runs on its own cache until it is fixed",
+                .sharedCache, facts.merging([HalyardLogRecord.Key.reason: "configuration"]) { $1 })
+        case .cluster:
+            return HalyardLogRecord(
+                .error,
+                "the shared cache answered as a Redis Cluster (\(code)), which is not supported: point sharedCache at one primary (or a proxy in front of the cluster); the service runs on its own cache",
+                .sharedCache, facts.merging([HalyardLogRecord.Key.reason: "cluster_unsupported"]) { $1 })
+        default:
             return nil
         }
     }

@@ -19,21 +19,25 @@ final class RedisTestServer: @unchecked Sendable {
 
     private(set) var port = 0
     let password: String?
+    /// More `redis-server` arguments (e.g. `--cluster-enabled yes`).
+    let arguments: [String]
     let directory: URL
     var socketPath: String { directory.appendingPathComponent("redis.sock").path }
     private var process: Process?
 
     /// Starts a server on a random free port (a few attempts: a port taken meanwhile makes
     /// redis-server exit at once) and waits until it answers.
-    init(password: String? = nil) throws {
+    init(password: String? = nil, arguments: [String] = []) throws {
         self.password = password
+        self.arguments = arguments
         directory = URL(fileURLWithPath: "/tmp/hal-redis-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var lastError: any Error = RedisServerError("no attempt")
         for _ in 0..<8 {
             let candidate = Int.random(in: 20_000...60_000)
             do {
-                process = try Self.launch(port: candidate, password: password, directory: directory)
+                process = try Self.launch(
+                    port: candidate, password: password, arguments: arguments, directory: directory)
                 port = candidate
                 try waitUntilReady()
                 return
@@ -76,11 +80,13 @@ final class RedisTestServer: @unchecked Sendable {
     /// Starts it again on the same port.
     func restart() throws {
         stopProcess()
-        process = try Self.launch(port: port, password: password, directory: directory)
+        process = try Self.launch(port: port, password: password, arguments: arguments, directory: directory)
         try waitUntilReady()
     }
 
-    private static func launch(port: Int, password: String?, directory: URL) throws -> Process {
+    private static func launch(port: Int, password: String?, arguments extra: [String], directory: URL) throws
+        -> Process
+    {
         guard let executable else { throw RedisServerError("redis-server not found") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
@@ -90,6 +96,7 @@ final class RedisTestServer: @unchecked Sendable {
             "--daemonize", "no", "--logfile", "",
         ]
         if let password { arguments += ["--requirepass", password] }
+        arguments += extra
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

@@ -146,7 +146,7 @@ struct SharedFetchPlan: Sendable {
             var entry = entry
             // Due a little earlier on this pod than on the others (docs/fleet.md, "Herds"), so
             // the fleet's pods do not all look the context up at the same moment.
-            entry.dueEarlierMilliseconds = Int64.random(in: 0...dueJitterMilliseconds)
+            entry.dueEarlierMilliseconds = tier.drawDueEarlier(most: dueJitterMilliseconds)
             return .init(result: .shared(entry))
         }
 

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Halyard's own RESP2 client (docs/fleet.md): one connection, behind a lock, opened on first
-/// use and re-opened on the next use after any failure; every call ends by its deadline.
+/// Halyard's own RESP2 client (docs/fleet.md): one connection, opened on first use and
+/// re-opened on the next use after any failure; every call ends by its deadline.
 ///
 /// ```swift
 /// let client = RedisClient(endpoint: try RedisEndpoint(url: URL(string: "redis://127.0.0.1:6379")!))
@@ -11,75 +11,220 @@ import Foundation
 /// ```
 ///
 /// Calls are synchronous: they block the calling thread until the reply or the deadline
-/// (*default* 25 ms, SPEC §15), the wait for the lock included, and never longer. No thread is
-/// started. The L2 wiring will call it off the read path (from the service's fetch tasks);
-/// docs/fleet.md, "Deadlines and threads", says why there is no async wrapper.
+/// (*default* 25 ms, SPEC §15), the wait for the connection, the name lookup and the connect
+/// included, and never longer. The shared tier calls it off the read path, one serial queue per
+/// client (its "lanes": several connections are several clients; docs/fleet.md, "Deadlines and threads").
 ///
-/// Safe from any number of threads and tasks: they take turns on the one connection. A failed
-/// call (deadline, closed connection, bytes that are not RESP2) drops the connection, so a late
-/// reply is never read as another command's answer; an error reply (`-ERR`) keeps it.
+/// Safe from any number of threads and tasks: they take turns on the one connection (a call
+/// waiting for it is counted in ``RedisClientStats/waiting``). A failed call (deadline, closed
+/// connection, bytes that are not RESP2) drops the connection, so a late reply is never read as
+/// another command's answer. Error replies are classified (``RedisError/Category``): a
+/// failover or auth reply drops the connection and fails the call, a cluster reply fails the
+/// call, `-OOM` and other error replies are returned as values. ``close()`` never waits for a
+/// call or a name lookup: it shuts the connection in use down, which wakes its call.
 package final class RedisClient: @unchecked Sendable {
     package let endpoint: RedisEndpoint
     /// Each call's deadline unless the call gives its own.
     package let timeout: Duration
     package let limits: RESPDecoder.Limits
+    /// Where a TCP host's addresses come from (nil for a unix socket).
+    private let resolver: RedisResolver?
 
-    /// Guards `connection`, `closed` and `connectionsOpened` (a lock with a timed acquire, which
-    /// `Locked` does not have: a call's deadline covers its wait for the lock).
-    private let lock = NSLock()
-    private var connection: RedisConnection?
+    /// Guards everything below; held only to take or give back the connection, never during a
+    /// call's I/O, a connect or a name lookup.
+    private let condition = NSCondition()
+    /// The open connection when no call holds it.
+    private var idle: RedisConnection?
+    /// The connection the call in progress holds (``close()`` shuts it down to wake that call).
+    private var held: RedisConnection?
+    /// Whether a call holds the connection (or is connecting).
+    private var busy = false
     private var closed = false
-    private var opened = 0
+    /// Whether the connection was dropped (the next one opened is a reconnect).
+    private var dropped = false
+    private var counters = RedisClientStats()
 
     /// The default deadline of every call (SPEC §15).
     package static let defaultTimeout: Duration = .milliseconds(25)
 
-    package init(endpoint: RedisEndpoint, timeout: Duration = defaultTimeout, limits: RESPDecoder.Limits = .init()) {
+    /// A client of `endpoint`.
+    package convenience init(
+        endpoint: RedisEndpoint, timeout: Duration = defaultTimeout, limits: RESPDecoder.Limits = .init()
+    ) {
+        self.init(endpoint: endpoint, timeout: timeout, limits: limits, lookup: nil)
+    }
+
+    /// A client whose host names are looked up by `lookup` instead of `getaddrinfo` (tests).
+    init(endpoint: RedisEndpoint, timeout: Duration, limits: RESPDecoder.Limits, lookup: RedisResolver.Lookup?) {
         self.endpoint = endpoint
         self.timeout = timeout
         self.limits = limits
+        if case .tcp(let host, let port) = endpoint.address {
+            resolver = RedisResolver(host: host, port: port, lookup: lookup)
+        } else {
+            resolver = nil
+        }
     }
 
     /// How many connections were opened (the first, and one per reconnect).
-    package var connectionsOpened: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return opened
+    package var connectionsOpened: Int { stats.connectionsOpened }
+
+    /// The client's counters now.
+    package var stats: RedisClientStats {
+        condition.lock()
+        defer { condition.unlock() }
+        var stats = counters
+        stats.open = (idle == nil ? 0 : 1) + (held == nil ? 0 : 1)
+        return stats
     }
 
-    /// Closes the connection; every later call throws ``RedisError/closed``.
+    /// Closes the client: every later call throws ``RedisError/closed``; a call in flight is
+    /// woken (its connection shut down) and throws it too, calls waiting for the connection at
+    /// once. Never waits for a call, a connect or a name lookup.
     package func close() {
-        lock.lock()
+        condition.lock()
         closed = true
-        connection = nil
-        lock.unlock()
+        let inUse = held
+        let spare = idle
+        idle = nil
+        condition.broadcast()
+        condition.unlock()
+        resolver?.close()
+        inUse?.shutdown()
+        _ = spare  // released here, outside the lock: its socket closes
     }
 
-    /// Sends `commands` and returns one reply each (error replies included), in one round trip,
-    /// all within `timeout` (*default* ``timeout``). Connects first when there is no connection.
+    /// Sends `commands` and returns one reply each (error replies of the classes that keep the
+    /// exchange included), in one round trip, all within `timeout` (*default* ``timeout``).
     package func pipeline(_ commands: [RedisCommand], timeout: Duration? = nil) throws(RedisError) -> [RedisValue] {
-        let deadline = ContinuousClock.now + (timeout ?? self.timeout)
+        try pipeline(commands, deadline: ContinuousClock.now + (timeout ?? self.timeout))
+    }
+
+    /// Sends `commands` and returns one reply each, all by `deadline` (e.g. one set when the
+    /// call was admitted, so that a wait before the call counts). Connects first when there is
+    /// no open connection. A reply of class failover, auth or cluster throws
+    /// ``RedisError/server(_:)`` (failover and auth drop the connection too).
+    package func pipeline(_ commands: [RedisCommand], deadline: ContinuousClock.Instant) throws(RedisError)
+        -> [RedisValue]
+    {
         guard !commands.isEmpty else { return [] }
-        let wait = ContinuousClock.now.duration(to: deadline)
-        guard wait > .zero, lock.lock(before: Date(timeIntervalSinceNow: wait.fractionalSeconds)) else {
-            throw .timeout
-        }
-        defer { lock.unlock() }
-        if closed { throw .closed }
-        let current: RedisConnection
-        if let connection {
-            current = connection
-        } else {
-            opened += 1
-            current = try RedisConnection(endpoint: endpoint, limits: limits, deadline: deadline)
-            connection = current
-        }
+        let start = ContinuousClock.now
+        var connection: RedisConnection?
+        var outcome: Result<[RedisValue], RedisError>
+        var keep = false
+        var holding = false
+        var replyErrors: [RedisError.Category] = []
         do throws(RedisError) {
-            return try current.exchange(commands, deadline: deadline)
+            connection = try take(deadline: deadline)
+            holding = true
+            if connection == nil {
+                let opened = try RedisConnection(
+                    endpoint: endpoint, resolver: resolver, limits: limits, deadline: deadline)
+                try hold(opened)
+                connection = opened
+            }
+            guard let current = connection else { throw .closed }
+            let replies = try current.exchange(commands, deadline: deadline)
+            keep = true
+            var failure: RedisError?
+            for reply in replies {
+                guard case .error(let message) = reply else { continue }
+                let category = RedisError.category(ofReply: message)
+                if RedisError.failsExchange(category) {
+                    if RedisError.dropsConnection(category) { keep = false }
+                    if category == .failover { resolver?.invalidate() }
+                    if failure == nil { failure = .server(message) }
+                } else {
+                    replyErrors.append(category)
+                }
+            }
+            if let failure { throw failure }
+            outcome = .success(replies)
         } catch {
-            connection = nil
-            throw error
+            outcome = .failure(error)
         }
+        let end = ContinuousClock.now
+        let isClosed = give(back: connection, keep: keep, holding: holding) { s in
+            s.latency.record(start.duration(to: end))
+            for category in replyErrors { s.errors[category, default: 0] += 1 }
+        }
+        switch outcome {
+        case .success(let replies): return replies
+        case .failure(let error):
+            // A call woken by close() reports the close, not the shut-down socket.
+            let reported: RedisError = isClosed ? .closed : error
+            if reported != .closed {
+                condition.lock()
+                counters.errors[reported.category, default: 0] += 1
+                condition.unlock()
+            }
+            throw reported
+        }
+    }
+
+    // MARK: - The connection's turns
+
+    /// Takes the connection's turn by `deadline`: the open connection, or nil (the caller
+    /// connects). Throws ``RedisError/timeout`` when the call before does not end in time.
+    private func take(deadline: ContinuousClock.Instant) throws(RedisError) -> RedisConnection? {
+        condition.lock()
+        defer { condition.unlock() }
+        counters.calls += 1
+        if closed { throw .closed }
+        if busy {
+            counters.waiting += 1
+            counters.mostWaiting = max(counters.mostWaiting, counters.waiting)
+            defer { counters.waiting -= 1 }
+            while busy && !closed {
+                let remaining = ContinuousClock.now.duration(to: deadline)
+                guard remaining > .zero else { throw .timeout }
+                _ = condition.wait(until: Date(timeIntervalSinceNow: remaining.fractionalSeconds))
+            }
+            if closed { throw .closed }
+        }
+        busy = true
+        counters.inFlight += 1
+        guard let connection = idle else { return nil }
+        idle = nil
+        held = connection
+        return connection
+    }
+
+    /// Registers a connection just opened as held (so that ``close()`` can wake its call).
+    private func hold(_ connection: RedisConnection) throws(RedisError) {
+        condition.lock()
+        defer { condition.unlock() }
+        counters.connectionsOpened += 1
+        if dropped {
+            dropped = false
+            counters.reconnects += 1
+        }
+        if closed { throw .closed }
+        held = connection
+    }
+
+    /// Gives the turn back (and the connection, kept when `keep`), updates the counters with
+    /// `update`, and wakes one waiting call; returns whether the client is closed.
+    private func give(
+        back connection: RedisConnection?, keep: Bool, holding: Bool, update: (inout RedisClientStats) -> Void
+    ) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        update(&counters)
+        if holding {
+            busy = false
+            counters.inFlight -= 1
+        }
+        if connection != nil {
+            held = nil
+            if keep && !closed {
+                idle = connection
+            } else if !closed {
+                dropped = true
+            }
+        }
+        condition.signal()
+        return closed
     }
 
     /// One command's reply; an error reply throws ``RedisError/server(_:)``.

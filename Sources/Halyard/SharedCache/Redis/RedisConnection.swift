@@ -8,23 +8,39 @@ import Foundation
 /// read as the answer to a later command.
 ///
 /// ```swift
-/// let connection = try RedisConnection(endpoint: endpoint, limits: .init(), deadline: .now + .milliseconds(25))
+/// let connection = try RedisConnection(endpoint: endpoint, resolver: nil, limits: .init(), deadline: .now + .milliseconds(25))
 /// let replies = try connection.exchange([.get(Array("a".utf8)), .get(Array("b".utf8))], deadline: .now + .milliseconds(25))
 /// ```
 final class RedisConnection {
     /// The plain socket, or a TLS session on it (`rediss://`).
     private let socket: any RedisByteStream
+    /// The TCP or unix socket under it (the same object without TLS): what ``shutdown()`` and
+    /// ``keepAlive`` reach.
+    private let plain: RedisSocket
     private var decoder: RESPDecoder
     private var output: [UInt8] = []
 
-    /// Connects and runs the handshake (`AUTH`, `SELECT`, pipelined) before `deadline`.
-    init(endpoint: RedisEndpoint, limits: RESPDecoder.Limits, deadline: ContinuousClock.Instant) throws(RedisError) {
-        let plain = try RedisSocket.connect(endpoint.address, deadline: deadline)
-        if endpoint.tls, case .tcp(let host, _) = endpoint.address {
-            let context = try RedisTLSContext.shared(trustedCAFile: endpoint.trustedCAFile).get()
-            socket = try context.stream(over: plain, host: host, deadline: deadline)
-        } else {
+    /// Connects and runs the handshake (TLS for `rediss://`, then `AUTH`, `SELECT`, pipelined)
+    /// before `deadline`. A TCP host's addresses come from `resolver` (*default*: one made for
+    /// this connect).
+    init(
+        endpoint: RedisEndpoint, resolver: RedisResolver?, limits: RESPDecoder.Limits, deadline: ContinuousClock.Instant
+    )
+        throws(RedisError)
+    {
+        switch endpoint.address {
+        case .unix(let path):
+            plain = try RedisSocket.connect(unixPath: path, deadline: deadline)
             socket = plain
+        case .tcp(let host, let port):
+            let resolver = resolver ?? RedisResolver(host: host, port: port)
+            plain = try RedisSocket.connect(try resolver.addresses(deadline: deadline), deadline: deadline)
+            if endpoint.tls {
+                let context = try RedisTLSContext.shared(trustedCAFile: endpoint.trustedCAFile).get()
+                socket = try context.stream(over: plain, host: host, deadline: deadline)
+            } else {
+                socket = plain
+            }
         }
         decoder = RESPDecoder(limits: limits)
         var handshake: [RedisCommand] = []
@@ -37,6 +53,13 @@ final class RedisConnection {
             }
         }
     }
+
+    /// Wakes a thread waiting on this connection (from another thread): see
+    /// ``RedisSocket/shutdown()``. The connection is unusable afterwards.
+    func shutdown() { plain.shutdown() }
+
+    /// Whether TCP keepalive is on (for tests).
+    var keepAlive: Bool { plain.keepAlive }
 
     /// A server message with the password replaced, should the server ever echo it.
     static func scrub(_ message: String, _ password: RedisSecret?) -> String {

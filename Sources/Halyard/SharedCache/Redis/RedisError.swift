@@ -1,11 +1,13 @@
-/// Why a Redis call failed. Nothing here carries a password, a key or a value.
+/// Why a Redis call failed. Nothing here carries a password, a key or a value. ``category``
+/// (`RedisError+Category.swift`) says which class of failure it is.
 ///
 /// ```swift
 /// do { _ = try client.get(Array("k".utf8)) } catch .timeout { /* the deadline passed */ } catch { }
 /// ```
 package enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The call's deadline passed (connecting, sending, or waiting for replies). The connection,
-    /// if any, is closed: a late reply is never read as another command's answer.
+    /// The call's deadline passed (waiting for a connection, resolving the host, connecting,
+    /// sending, or waiting for replies). The connection, if any, is closed: a late reply is
+    /// never read as another command's answer.
     case timeout
     /// The host name did not resolve. Carries the host.
     case resolutionFailed(String)
@@ -17,7 +19,9 @@ package enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
     case protocolError(RESPError)
     /// A reply of a type the command does not answer with (e.g. an integer to `GET`).
     case unexpectedReply(command: String)
-    /// An error reply (`-ERR …`) to a command; the connection stays usable.
+    /// An error reply (`-ERR …`) to a command. ``RedisClient/pipeline(_:deadline:)`` throws it
+    /// for the classes that fail an exchange (failover and auth replies, which also drop the
+    /// connection; cluster replies); ``RedisClient/send(_:timeout:)`` for every error reply.
     case server(String)
     /// `AUTH` or `SELECT` on connect was refused. Carries the server's message, with the
     /// password scrubbed from it.

@@ -10,12 +10,23 @@
 /// at a deadline. Owned by one ``RedisConnection``; closed when released.
 ///
 /// ```swift
-/// let socket = try RedisSocket.connect(.tcp(host: "127.0.0.1", port: 6379), deadline: .now + .milliseconds(25))
+/// let addresses = try RedisResolver(host: "127.0.0.1", port: 6379).addresses(deadline: .now + .milliseconds(25))
+/// let socket = try RedisSocket.connect(addresses, deadline: .now + .milliseconds(25))
 /// ```
 ///
-/// Name resolution (`getaddrinfo`) is the one step without a deadline: a numeric address or
-/// `localhost` resolves at once; a DNS name may block (docs/fleet.md, "Deadlines").
+/// Name resolution is not done here: ``RedisResolver`` hands over resolved addresses, so that a
+/// slow lookup never runs inside a call (docs/fleet.md, "Deadlines and threads"). TCP sockets
+/// have `TCP_NODELAY` and keepalive on (a peer that vanished without a reset is noticed).
+///
+/// The seam for another transport (TLS): ``wait(read:write:deadline:)``, ``send(_:)``,
+/// ``receive(into:)`` and ``shutdown()`` are all a ``RedisConnection`` uses.
 final class RedisSocket {
+    /// One resolved socket address (a `sockaddr` of `family`, as bytes).
+    struct Address: Sendable, Hashable {
+        var family: Int32
+        var bytes: [UInt8]
+    }
+
     /// The descriptor (a TLS stream on this socket moves its ciphertext through it).
     let fd: Int32
     /// The receive buffer, reused by every read.
@@ -25,58 +36,78 @@ final class RedisSocket {
 
     deinit { _ = systemClose(fd) }
 
-    /// Connects to `address` before `deadline`.
-    static func connect(_ address: RedisEndpoint.Address, deadline: ContinuousClock.Instant) throws(RedisError)
-        -> RedisSocket
-    {
-        switch address {
-        case .unix(let path):
-            var storage = sockaddr_un()
-            storage.sun_family = sa_family_t(AF_UNIX)
-            let bytes = Array(path.utf8)
-            let capacity = MemoryLayout.size(ofValue: storage.sun_path)
-            guard bytes.count < capacity else { throw .connectionFailed("the unix socket path is too long") }
-            withUnsafeMutableBytes(of: &storage.sun_path) { raw in
-                raw.copyBytes(from: bytes)
-                raw[bytes.count] = 0
-            }
-            return try withUnsafeBytes(of: &storage) { (raw) throws(RedisError) -> RedisSocket in
-                guard let base = raw.baseAddress else { throw .connectionFailed("no socket address") }
-                return try attempt(
-                    family: AF_UNIX, address: base.assumingMemoryBound(to: sockaddr.self),
-                    length: socklen_t(MemoryLayout<sockaddr_un>.size), deadline: deadline)
-            }
-        case .tcp(let host, let port):
-            var hints = addrinfo()
-            hints.ai_family = AF_UNSPEC
-            hints.ai_socktype = streamType
-            hints.ai_flags = AI_NUMERICSERV
-            var list: UnsafeMutablePointer<addrinfo>?
-            guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else {
-                throw .resolutionFailed(host)
-            }
-            defer { freeaddrinfo(first) }
-            var lastError = RedisError.connectionFailed("no address for the host")
-            var next: UnsafeMutablePointer<addrinfo>? = first
-            while let info = next {
-                next = info.pointee.ai_next
-                guard let address = info.pointee.ai_addr else { continue }
-                do throws(RedisError) {
-                    let socket = try attempt(
-                        family: info.pointee.ai_family, address: address, length: info.pointee.ai_addrlen,
-                        deadline: deadline)
-                    var one: Int32 = 1
-                    _ = setsockopt(
-                        socket.fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                    return socket
-                } catch {
-                    if error == .timeout { throw error }
-                    lastError = error
-                }
-            }
-            throw lastError
+    /// Connects to a unix socket's `path` before `deadline`.
+    static func connect(unixPath path: String, deadline: ContinuousClock.Instant) throws(RedisError) -> RedisSocket {
+        var storage = sockaddr_un()
+        storage.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: storage.sun_path)
+        guard bytes.count < capacity else { throw .connectionFailed("the unix socket path is too long") }
+        withUnsafeMutableBytes(of: &storage.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return try withUnsafeBytes(of: &storage) { (raw) throws(RedisError) -> RedisSocket in
+            guard let base = raw.baseAddress else { throw .connectionFailed("no socket address") }
+            return try attempt(
+                family: AF_UNIX, address: base.assumingMemoryBound(to: sockaddr.self),
+                length: socklen_t(MemoryLayout<sockaddr_un>.size), deadline: deadline)
         }
     }
+
+    /// Connects over TCP to the first of `addresses` that accepts, before `deadline`.
+    static func connect(_ addresses: [Address], deadline: ContinuousClock.Instant) throws(RedisError) -> RedisSocket {
+        var lastError = RedisError.connectionFailed("no address for the host")
+        for address in addresses {
+            do throws(RedisError) {
+                let result = address.bytes.withUnsafeBytes { raw -> Result<RedisSocket, RedisError> in
+                    guard let base = raw.baseAddress else { return .failure(.connectionFailed("no socket address")) }
+                    return Result { () throws(RedisError) in
+                        try attempt(
+                            family: address.family, address: base.assumingMemoryBound(to: sockaddr.self),
+                            length: socklen_t(raw.count), deadline: deadline)
+                    }
+                }
+                let socket = try result.get()
+                socket.setTCPOptions()
+                return socket
+            } catch {
+                if error == .timeout { throw error }
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    /// `TCP_NODELAY` (a pipeline goes out at once) and keepalive: first probe after 30 s idle,
+    /// then every 10 s, 3 unanswered probes close the connection.
+    private func setTCPOptions() {
+        func set(_ level: Int32, _ name: Int32, _ value: Int32) {
+            var value = value
+            _ = setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
+        set(Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        set(SOL_SOCKET, SO_KEEPALIVE, 1)
+        #if os(Linux)
+            set(Int32(IPPROTO_TCP), TCP_KEEPIDLE, 30)
+            set(Int32(IPPROTO_TCP), TCP_KEEPINTVL, 10)
+            set(Int32(IPPROTO_TCP), TCP_KEEPCNT, 3)
+        #elseif canImport(Darwin)
+            set(Int32(IPPROTO_TCP), TCP_KEEPALIVE, 30)
+        #endif
+    }
+
+    /// Whether keepalive is on (for tests).
+    var keepAlive: Bool {
+        var value: Int32 = 0
+        var size = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &value, &size) == 0 && value != 0
+    }
+
+    /// Shuts both directions down without closing the descriptor: a thread waiting in
+    /// ``wait(read:write:deadline:)`` on it wakes at once (hang-up) and its next read fails. Safe
+    /// from another thread than the one using the socket (what a bounded `close()` needs).
+    func shutdown() { _ = systemShutdown(fd) }
 
     /// One non-blocking connect to one address, waited for until `deadline`.
     private static func attempt(
@@ -185,16 +216,21 @@ final class RedisSocket {
     }
 
     #if canImport(Darwin)
-        private static let streamType = SOCK_STREAM
+        static let streamType = SOCK_STREAM
         private static let sendFlags: Int32 = 0
     #else
-        private static let streamType = Int32(SOCK_STREAM.rawValue)
+        static let streamType = Int32(SOCK_STREAM.rawValue)
         private static let sendFlags = Int32(MSG_NOSIGNAL)
     #endif
 }
 
 // The C functions under names that do not collide with this type's methods.
 private func systemClose(_ fd: Int32) -> Int32 { close(fd) }
+#if canImport(Darwin)
+    private func systemShutdown(_ fd: Int32) -> Int32 { shutdown(fd, SHUT_RDWR) }
+#else
+    private func systemShutdown(_ fd: Int32) -> Int32 { shutdown(fd, Int32(SHUT_RDWR)) }
+#endif
 private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
     connect(fd, address, length)
 }

@@ -1,0 +1,131 @@
+import Foundation
+
+@testable import Halyard
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A RESP server on 127.0.0.1 that answers every command with the same reply (`answer`, raw
+/// RESP, e.g. `-MOVED 3999 127.0.0.1:6381\r\n`): what a Redis Cluster node, or any other
+/// answer a real `redis-server` is hard to make give, looks like to the client. Commands are
+/// read with the client's own decoder (a command is a RESP array of bulk strings); each
+/// connection is served by a thread of its own. `stop()` (or release) closes everything.
+final class ScriptedRESPServer: @unchecked Sendable {
+    let port: Int
+    /// Commands received, by name (upper case).
+    var commands: [String] { received.withLock { $0 } }
+
+    private let listener: Int32
+    private let answer: [UInt8]
+    private let received = Locked<[String]>([])
+    private let connections = Locked<(open: [Int32], stopped: Bool)>(([], false))
+
+    init(answer: String) throws {
+        self.answer = Array(answer.utf8)
+        #if canImport(Darwin)
+            let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #else
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
+        guard descriptor >= 0 else { throw RedisServerError("socket failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(descriptor, 16) == 0 else {
+            close(descriptor)
+            throw RedisServerError("bind or listen failed")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        listener = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    deinit { stop() }
+
+    /// The endpoint of this server.
+    var endpoint: RedisEndpoint { RedisEndpoint(address: .tcp(host: "127.0.0.1", port: port)) }
+
+    /// Stops accepting and closes every connection (their threads end).
+    /// Only the first call acts: the accept loop closes the listener once it wakes, and its
+    /// descriptor may belong to another socket by the time a later call (`deinit`) comes.
+    func stop() {
+        // Under the lock: a connection's thread closes its descriptor under it too, so none is
+        // shut down after it was closed (and perhaps reused).
+        connections.withLock { state in
+            if state.stopped { return }
+            state.stopped = true
+            _ = shutdown(listener, Int32(SHUT_RDWR))
+            for fd in state.open { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    private func acceptLoop() {
+        while true {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else {
+                if errno == EINTR { continue }
+                close(listener)
+                return
+            }
+            let admitted = connections.withLock { state -> Bool in
+                if state.stopped { return false }
+                state.open.append(fd)
+                return true
+            }
+            guard admitted else {
+                close(fd)
+                continue
+            }
+            Thread.detachNewThread { [self] in serve(fd) }
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        defer {
+            connections.withLock { state in
+                state.open.removeAll { $0 == fd }
+                close(fd)
+            }
+        }
+        var decoder = RESPDecoder()
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return }
+            decoder.append(buffer[..<count])
+            var replies: [UInt8] = []
+            while let command = try? decoder.next() {
+                if case .array(let parts?) = command, case .bulk(let name?)? = parts.first {
+                    let text = String(decoding: name, as: UTF8.self).uppercased()
+                    received.withLock { $0.append(text) }
+                }
+                replies += answer
+            }
+            var sent = 0
+            while sent < replies.count {
+                let result = replies[sent...].withUnsafeBytes { raw in
+                    #if canImport(Darwin)
+                        send(fd, raw.baseAddress, raw.count, 0)
+                    #else
+                        send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
+                    #endif
+                }
+                guard result > 0 else { return }
+                sent += result
+            }
+        }
+    }
+}
