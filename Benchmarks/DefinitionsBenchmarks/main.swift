@@ -1,7 +1,11 @@
 // halyard-bench-definitions: flagd definitions evaluated in process (SPEC §17,
 // docs/benchmarks-definitions.md).
 //
-//   swift run -c release halyard-bench-definitions [--quick] [--json FILE]
+//   swift run -c release halyard-bench-definitions [--quick] [--json FILE] [--count N [--shape S]]
+//
+// --count N --shape S: no timing; N evaluations of one shape (static, rule, fractional, semver,
+// or dictionary for the baseline) in countEvaluations, for instruction counts under callgrind
+// (docs/benchmarks-definitions.md, "Instruction counts").
 //
 // ns per evaluation of a static flag, a 3-condition rule, a `fractional` split and `sem_ver`,
 // alternating in one process with an unsynchronized dictionary read (the baseline: ratios are
@@ -17,14 +21,18 @@ import Halyard
 
 var quick = false
 var jsonPath: String?
+var count: Int?
+var countShape: String?
 do {
     var args = CommandLine.arguments.dropFirst()
     while let arg = args.popFirst() {
         switch arg {
         case "--quick": quick = true
         case "--json": jsonPath = args.popFirst()
+        case "--count": count = args.popFirst().flatMap { Int($0) }
+        case "--shape": countShape = args.popFirst()
         case "-h", "--help":
-            print("usage: halyard-bench-definitions [--quick] [--json FILE]")
+            print("usage: halyard-bench-definitions [--quick] [--json FILE] [--count N [--shape S]]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("unknown argument \(arg)\n".utf8))
@@ -111,7 +119,8 @@ func compare(_ group: String, _ designs: [(String, (Int) -> Void)]) {
 let flagsPerShape = 64
 /// Contexts (chosen at run time).
 let contextCount = 1_024
-var rng = SystemRandomNumberGenerator()
+// Seeded: the same contexts in every run, so instruction counts compare across builds.
+var rng = SplitMix64(seed: 51)
 let plans = ["free", "pro", "team", "enterprise"]
 let countries = ["FR", "DE", "US", "JP", "BR", "IN"]
 
@@ -197,6 +206,31 @@ let staticKeys = keys["static"]!
 let ruleKeys = keys["rule"]!
 let fractionalKeys = keys["fractional"]!
 let semverKeys = keys["semver"]!
+
+// MARK: - Instruction counts (--count N [--shape S])
+
+/// `n` evaluations of `shapeKeys` (the dictionary read when `dictionaryRead`), in a function of
+/// its own: callgrind's inclusive count of it over `n` is one evaluation's instructions. One
+/// shape per process (the optimizer merges functions that differ only in a global they read).
+@MainActor @inline(never)
+func countEvaluations(_ shapeKeys: [String], _ n: Int, dictionaryRead: Bool) {
+    if dictionaryRead {
+        for i in 0..<n { blackHole(dictionary[shapeKeys[i & keyMask]]) }
+    } else {
+        for i in 0..<n { blackHole(definitions.evaluate(shapeKeys[i & keyMask], context: contexts[i & contextMask])) }
+    }
+}
+
+if let count {
+    let shape = countShape ?? "static"
+    guard let shapeKeys = keys[shape == "dictionary" ? "static" : shape] else {
+        print("--shape: one of dictionary, \(shapes.joined(separator: ", "))")
+        exit(2)
+    }
+    countEvaluations(shapeKeys, count, dictionaryRead: shape == "dictionary")
+    print("counted: \(count) evaluations of \(shape) in countEvaluations")
+    exit(0)
+}
 
 compare(
     "one evaluation (key and context chosen at run time)",

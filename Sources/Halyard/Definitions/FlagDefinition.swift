@@ -20,6 +20,14 @@ final class FlagDefinition: Sendable {
     /// The result when no rule runs or the rule gives null, with reason STATIC (it is
     /// re-labelled DEFAULT for a null rule result); computed once.
     let staticResult: ServedFlag
+    /// The rule an evaluation runs: ``targeting`` when enabled, else nil (the result is then
+    /// ``staticResult`` whatever the context).
+    let rule: LogicNode?
+    /// The variant names (byte-exact), slots in ``matchResults``.
+    let variantIndex: ExactKeyIndex
+    /// Per variant (``variantIndex`` order): the result of a rule that picks it (reason
+    /// TARGETING_MATCH), built once so an evaluation copies it instead of assembling one.
+    let matchResults: [ServedFlag]
 
     init(
         key: String, enabled: Bool, variants: [String: JSONValue], defaultVariant: String?,
@@ -32,6 +40,12 @@ final class FlagDefinition: Sendable {
         self.targeting = targeting
         self.metadata = metadata
         readsTimestamp = targeting?.mayReadTimestamp ?? false
+        rule = enabled ? targeting : nil
+        let names = Array(variants.keys)
+        variantIndex = ExactKeyIndex(names)
+        matchResults = names.map { name in
+            ServedFlag(key: key, value: variants[name], variant: name, reason: .targetingMatch, metadata: metadata)
+        }
         if !enabled {
             staticResult = ServedFlag(key: key, value: nil, reason: .disabled, metadata: metadata)
         } else if let defaultVariant {

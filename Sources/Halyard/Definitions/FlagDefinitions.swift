@@ -14,6 +14,10 @@ public import Foundation
 /// holds definitions keeps the previous ones.
 public struct FlagDefinitions: Sendable {
     let flags: [String: FlagDefinition]
+    /// The flag keys sorted (``keys``), byte-exact: a flag's slot in ``ordered``.
+    let index: ExactKeyIndex
+    /// The flags in ``keys`` order.
+    let ordered: [FlagDefinition]
     /// The document's own `metadata` (flag-set metadata); each flag's metadata is merged over it.
     public let metadata: FlagMetadata
 
@@ -27,6 +31,9 @@ public struct FlagDefinitions: Sendable {
     init(flags: [String: FlagDefinition], metadata: FlagMetadata) {
         self.flags = flags
         self.metadata = metadata
+        let sorted = flags.sorted { $0.key < $1.key }
+        index = ExactKeyIndex(sorted.map(\.key))
+        ordered = sorted.map(\.value)
     }
 
     /// Parses, validates and compiles a definitions document (UTF-8 JSON).
@@ -54,7 +61,7 @@ public struct FlagDefinitions: Sendable {
     }
 
     /// The flag keys, sorted.
-    public var keys: [String] { flags.keys.sorted() }
+    public var keys: [String] { ordered.map(\.key) }
 
     /// The number of flags.
     public var count: Int { flags.count }
@@ -67,14 +74,29 @@ public struct FlagDefinitions: Sendable {
     public func evaluate(
         _ key: String, context: EvaluationContext, as type: FlagDefinitionType? = nil, timestamp: Int64? = nil
     ) -> ServedFlag {
-        guard let flag = LogicCoercion.exactValue(flags, key) else {
+        guard let slot = index.slot(of: key) else {
             return ServedFlag(
                 key: key, value: nil, reason: .error, errorCode: .flagNotFound,
                 errorMessage: "flag \(key) is not in the definitions")
         }
-        guard flag.enabled, let rule = flag.targeting else { return Self.checked(flag.staticResult, type) }
+        return evaluate(ordered[slot], context: context, as: type, timestamp: timestamp)
+    }
+
+    /// Evaluates the flag in slot `slot` of ``keys`` (what ``evaluate(_:context:as:timestamp:)``
+    /// does once it has found the key).
+    func evaluate(slot: Int, context: EvaluationContext, timestamp: Int64?) -> ServedFlag {
+        evaluate(ordered[slot], context: context, as: nil, timestamp: timestamp)
+    }
+
+    private func evaluate(
+        _ flag: FlagDefinition, context: EvaluationContext, as type: FlagDefinitionType?, timestamp: Int64?
+    ) -> ServedFlag {
+        // A static flag (no rule, or disabled): its result was built at load.
+        guard let rule = flag.rule else {
+            return type == nil ? flag.staticResult : Self.checked(flag.staticResult, type)
+        }
         let env = LogicEnvironment(
-            attributes: context.attributes, targetingKey: context.targetingKey, flagKey: key,
+            attributes: context.attributes, targetingKey: context.targetingKey, flagKey: flag.key,
             timestamp: timestamp ?? (flag.readsTimestamp ? Int64(Date().timeIntervalSince1970) : 0))
         let result: JSONValue
         do {
@@ -87,25 +109,29 @@ public struct FlagDefinitions: Sendable {
                 return Self.failure(flag, .general, "targeting failed: \(message)")
             }
         }
-        let variant: String
+        let slot: Int?
         switch result {
         case .null:
             var served = flag.staticResult
             if served.errorCode == nil { served.reason = .defaultValue }
             return Self.checked(served, type)
-        case .string(let s): variant = s
-        case .bool(let b): variant = b ? "true" : "false"
+        case .string(let s): slot = s.isEmpty ? nil : flag.variantIndex.slot(of: s)
+        case .bool(let b): slot = flag.variantIndex.slot(of: b ? "true" : "false")
         case .int, .double:
-            variant = LogicCoercion.plainString(result) ?? ""
+            slot = LogicCoercion.plainString(result).flatMap { $0.isEmpty ? nil : flag.variantIndex.slot(of: $0) }
         case .array, .object:
             return Self.failure(flag, .general, "targeting gave a \(result.typeName), not a variant name")
         }
-        guard !variant.isEmpty, let value = LogicCoercion.exactValue(flag.variants, variant) else {
+        guard let slot else {
+            let variant: String
+            if case .bool(let b) = result {
+                variant = b ? "true" : "false"
+            } else {
+                variant = LogicCoercion.plainString(result) ?? ""
+            }
             return Self.failure(flag, .general, "targeting gave variant \"\(variant)\", which the flag does not have")
         }
-        return Self.checked(
-            ServedFlag(key: key, value: value, variant: variant, reason: .targetingMatch, metadata: flag.metadata),
-            type)
+        return type == nil ? flag.matchResults[slot] : Self.checked(flag.matchResults[slot], type)
     }
 
     private static func failure(_ flag: FlagDefinition, _ code: FlagErrorCode, _ message: String) -> ServedFlag {

@@ -167,6 +167,14 @@ enum LogicCoercion {
     static func stringsEqual(_ a: String, _ b: String) -> Bool {
         let count = a.utf8.count
         guard count == b.utf8.count else { return false }
+        // Two strings with the same representation (the same small string, or the same
+        // storage) have the same bytes: no closure, no `memcmp` (the common case of a name
+        // written in a rule and the same short name in a context).
+        if MemoryLayout<String>.size == 16,
+            unsafeBitCast(a, to: (UInt64, UInt64).self) == unsafeBitCast(b, to: (UInt64, UInt64).self)
+        {
+            return true
+        }
         let equal = a.utf8.withContiguousStorageIfAvailable { left in
             b.utf8.withContiguousStorageIfAvailable { right in
                 guard let l = left.baseAddress, let r = right.baseAddress else { return count == 0 }

@@ -29,13 +29,26 @@ struct LogicEnvironment: Sendable {
         return .object(members)
     }
 
-    /// A top-level property of the data.
-    func topLevel(_ name: String) -> JSONValue? {
-        switch name {
-        case "$flagd": flagdObject
-        case "targetingKey": targetingKey.isEmpty ? nil : .string(targetingKey)
-        default: LogicCoercion.exactValue(attributes, name)
+    /// The attributes a context may have for ``attribute(_:)`` to scan them rather than hash
+    /// `name` (docs/definitions.md, "Evaluation cost").
+    static let scanLimit = 8
+
+    /// The attribute `name` (byte-exact), if the context has it. A context of a few
+    /// attributes is scanned comparing lengths first (most names differ there) and then bytes:
+    /// cheaper than hashing `name` for a dictionary read.
+    @inline(__always)
+    func attribute(_ name: String) -> JSONValue? {
+        guard attributes.count <= Self.scanLimit else { return LogicCoercion.exactValue(attributes, name) }
+        let length = name.utf8.count
+        var index = attributes.startIndex
+        while index != attributes.endIndex {
+            let candidate = attributes.keys[index]
+            if candidate.utf8.count == length, LogicCoercion.stringsEqual(candidate, name) {
+                return attributes.values[index]
+            }
+            attributes.formIndex(after: &index)
         }
+        return nil
     }
 }
 

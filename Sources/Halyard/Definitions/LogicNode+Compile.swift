@@ -88,11 +88,9 @@ extension LogicNode {
             let defaultValue = arguments.count > 1 ? arguments[1] : nil
             switch arguments.first?.constant {
             case nil where arguments.isEmpty, .some(.null):
-                return .variable(VariablePath(text: "", segments: []), defaultValue: defaultValue)
+                return .variable(VariablePath(text: ""), defaultValue: defaultValue)
             case .some(.string(let text)):
-                let segments =
-                    text.isEmpty ? [] : text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-                return .variable(VariablePath(text: text, segments: segments), defaultValue: defaultValue)
+                return .variable(VariablePath(text: text), defaultValue: defaultValue)
             default:
                 return .apply(.var, arguments)
             }

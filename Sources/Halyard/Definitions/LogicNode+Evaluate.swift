@@ -19,7 +19,7 @@ extension LogicNode {
             for node in nodes { items.append(try node.evaluate(data, env)) }
             return .array(items)
         case .variable(let path, let defaultValue):
-            if let found = Self.lookUp(path.segments, in: data, env) { return found }
+            if let found = path.read(data, env) { return found }
             return try defaultValue?.evaluate(data, env) ?? .null
         case .conditional(let arguments):
             var index = 0
@@ -73,6 +73,10 @@ extension LogicNode {
             case .startsWith, .endsWith:
                 guard case .string(let text) = a, case .string(let part) = b else { return .null }
                 return .bool(CustomOperators.matches(text, part, suffix: op == .endsWith))
+            case .in:
+                // The common `in` of a list: no argument array built.
+                guard case .array(let items) = b else { return try Self.apply(op, [a, b], data, env) }
+                return .bool(items.contains { LogicCoercion.strictEquals(a, $0) })
             default: return try Self.apply(op, [a, b], data, env)
             }
         case .fractional(let plan):
@@ -117,43 +121,6 @@ extension LogicNode {
             for item in items where LogicCoercion.truthy(try logic.evaluate(.item(item), env)) { return .bool(!none) }
             return .bool(none)
         }
-    }
-
-    /// A constant path read from `data`: nil when absent or null (the caller then takes the
-    /// default). Arrays and strings take decimal indexes and `length`, as in the reference.
-    static func lookUp(_ segments: [String], in data: LogicData, _ env: LogicEnvironment) -> JSONValue? {
-        var current: JSONValue
-        var rest = segments[...]
-        switch data {
-        case .root:
-            guard let first = rest.first else { return env.rootObject }
-            guard let top = env.topLevel(first) else { return nil }
-            current = top
-            rest = rest.dropFirst()
-        case .item(let value):
-            if rest.isEmpty { return value }
-            current = value
-        }
-        for segment in rest {
-            switch current {
-            case .object(let members):
-                guard let next = LogicCoercion.exactValue(members, segment) else { return nil }
-                current = next
-            case .array(let items):
-                if segment == "length" { return .int(Int64(items.count)) }
-                guard let index = decimalIndex(segment), index < items.count else { return nil }
-                current = items[index]
-            case .string(let text):
-                let scalars = Array(text.unicodeScalars)
-                if segment == "length" { return .int(Int64(scalars.count)) }
-                guard let index = decimalIndex(segment), index < scalars.count else { return nil }
-                current = .string(String(scalars[index]))
-            default:
-                return nil
-            }
-        }
-        if case .null = current { return nil }
-        return current
     }
 
     /// A segment that is a canonical non-negative decimal (`"0"`, `"12"`; not `"01"`, `"+1"`).

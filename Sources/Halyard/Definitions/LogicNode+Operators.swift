@@ -229,9 +229,7 @@ extension LogicNode {
             default: return defaultValue
             }
         default:
-            let text = LogicCoercion.string(key)
-            let segments = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            return lookUp(segments, in: data, env) ?? defaultValue
+            return VariablePath(text: LogicCoercion.string(key)).read(data, env) ?? defaultValue
         }
     }
 }

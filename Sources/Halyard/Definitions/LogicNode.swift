@@ -5,7 +5,7 @@ indirect enum LogicNode: Sendable {
     case literal(JSONValue)
     /// An array whose items are evaluated.
     case array([LogicNode])
-    /// `var` with a constant path: its segments split once, and a default.
+    /// `var` with a constant path: split and classified once (``VariablePath``), and a default.
     case variable(VariablePath, defaultValue: LogicNode?)
     /// `if` / `?:`: condition, value pairs and an optional else.
     case conditional([LogicNode])
@@ -38,14 +38,6 @@ indirect enum LogicNode: Sendable {
         case filter, map, all, some, none
     }
 
-    /// A `var` path split at its dots, once.
-    struct VariablePath: Sendable {
-        /// The text as written (`"user.name"`).
-        let text: String
-        /// The segments (`["user", "name"]`); empty for `""` (the whole data).
-        let segments: [String]
-    }
-
     /// Whether evaluating this node may read `$flagd.timestamp` (a `var` of `$flagd`, of the
     /// whole data, or with a computed path): when no rule of a flag can, its evaluation skips
     /// the clock read.
@@ -55,7 +47,7 @@ indirect enum LogicNode: Sendable {
         case .array(let nodes), .conditional(let nodes), .and(let nodes), .or(let nodes):
             nodes.contains { $0.mayReadTimestamp }
         case .variable(let path, let defaultValue):
-            (path.segments.first.map { $0 == "$flagd" } ?? true) || (defaultValue?.mayReadTimestamp ?? false)
+            path.mayReadTimestamp || (defaultValue?.mayReadTimestamp ?? false)
         case .arrayOperation(_, let items, let logic), .reduce(let items, let logic, _):
             (items?.mayReadTimestamp ?? false) || (logic?.mayReadTimestamp ?? false)
         case .apply(let op, let nodes):

@@ -99,7 +99,14 @@ import Testing
     @Test func tenThousandContextsAreServedWithNoRequest() async throws {
         let file = try DefinitionsFile(Self.document())
         let plane = InMemoryControlPlane()
-        let service = try await Self.loadedService(Self.options(file, plane))
+        var options = Self.options(file, plane)
+        // Room for all 10,000 contexts. Both memos split `maxContexts` over 16 shards by a hash
+        // seeded per process and evict an arbitrary entry of a full shard: at the default
+        // (10,000) about 1 % of 10,000 contexts are evicted, a different 1 % each run, and the
+        // reuse checked below failed when the 7th was among them (the flake). A share of
+        // 1,250 per shard against ~625 ± 24 contexts evicts none.
+        options.maxContexts = 20_000
+        let service = try await Self.loadedService(options)
         defer { service.close() }
         let reference = try FlagDefinitions(parsing: Self.document())
         var splits: [String: Int] = [:]
@@ -121,6 +128,10 @@ import Testing
         #expect(stats.definitions?.contextsEvaluated == 10_000)
         #expect(stats.definitions?.generation == 1)
         #expect(stats.status == .ready)
+        // Every context is still held (the reuse below needs the 7th): no memo evicted any.
+        #expect(stats.definitions?.evictions == 0)
+        #expect(stats.definitions?.contextsHeld == 10_000)
+        #expect(service.memo.totals.count == 10_000)
         // A second read of a context reuses its results.
         _ = await service.flags(for: Self.user(7))
         #expect(service.stats.definitions?.resultsReused == 1)

@@ -212,4 +212,118 @@ import Testing
         #expect(throws: LogicError.self) { try Self.evaluate(#"{"$ref": "missing"}"#, evaluators: evaluators) }
         #expect(throws: LogicError.self) { try Self.evaluate(#"{"$ref": "loop"}"#, evaluators: evaluators) }
     }
+
+    /// A `var` path's first segments are classified when the rule is compiled.
+    @Test func variablePathsAreClassifiedOnce() {
+        typealias Path = LogicNode.VariablePath
+        let cases: [(String, Path.Head, Int, Bool)] = [
+            ("", .whole, 0, true),
+            ("plan", .attribute("plan"), 1, false),
+            ("user.name", .attribute("user"), 1, false),
+            ("targetingKey", .targetingKey, 1, false),
+            ("targetingKey.length", .targetingKey, 1, false),
+            ("$flagd", .flagd, 1, true),
+            ("$flagd.flagKey", .flagdFlagKey, 2, false),
+            ("$flagd.flagKey.length", .flagdFlagKey, 2, false),
+            ("$flagd.timestamp", .flagdTimestamp, 2, true),
+            ("$flagd.other", .flagd, 1, true),
+            ("$flagdx.flagKey", .attribute("$flagdx"), 1, false),
+            (".", .attribute(""), 1, false),
+        ]
+        for (text, head, restStart, readsClock) in cases {
+            let path = Path(text: text)
+            #expect(path.head == head, "\(text)")
+            #expect(path.restStart == restStart, "\(text)")
+            #expect(path.mayReadTimestamp == readsClock, "\(text)")
+        }
+        let segments = Path(text: "a.length.3.03.-1.").segments
+        #expect(segments.map(\.name) == ["a", "length", "3", "03", "-1", ""])
+        #expect(segments.map(\.isLength) == [false, true, false, false, false, false])
+        #expect(segments.map(\.index) == [nil, nil, 3, nil, nil, nil])
+        // A rule that reads only `$flagd.flagKey` does not need the clock.
+        let node = LogicNode.compile(["==": [["var": "$flagd.flagKey"], "f"]], evaluators: [:])
+        #expect(node?.mayReadTimestamp == false)
+    }
+
+    /// What a `var` path reads, written independently of the implementation: the whole data
+    /// as one object, walked segment by segment with names compared byte for byte.
+    static func oracle(_ path: String, _ data: JSONValue) -> JSONValue? {
+        if path.isEmpty { return data }
+        var current = data
+        for segment in path.split(separator: ".", omittingEmptySubsequences: false).map(String.init) {
+            switch current {
+            case .object(let members):
+                guard let member = members.first(where: { Array($0.key.utf8) == Array(segment.utf8) }) else {
+                    return nil
+                }
+                current = member.value
+            case .array(let items):
+                if segment == "length" { return .int(Int64(items.count)) }
+                guard let index = Int(segment), index >= 0, String(index) == segment, index < items.count else {
+                    return nil
+                }
+                current = items[index]
+            case .string(let text):
+                let scalars = Array(text.unicodeScalars)
+                if segment == "length" { return .int(Int64(scalars.count)) }
+                guard let index = Int(segment), index >= 0, String(index) == segment, index < scalars.count else {
+                    return nil
+                }
+                current = .string(String(scalars[index]))
+            default:
+                return nil
+            }
+        }
+        if case .null = current { return nil }
+        return current
+    }
+
+    /// Seeded random paths over contexts of few and of many attributes (the scan and the
+    /// dictionary read), with `$flagd` and `targetingKey` shadowing attributes, `é` against
+    /// `e` + U+0301, indexes, `length`, nulls: a constant path, the same path computed at run
+    /// time, and the same path inside `map` over the data all read what the oracle reads.
+    @Test(arguments: [UInt64(1), 51, 2026])
+    func variablePathsReadWhatAnIndependentWalkReads(seed: UInt64) throws {
+        var rng = SplitMix64(seed: seed)
+        let names = [
+            "plan", "user", "name", "tags", "0", "1", "01", "length", "$flagd", "flagKey", "timestamp",
+            "targetingKey", "", "caf\u{E9}", "cafe\u{301}", "nothing",
+        ]
+        let user: JSONValue = [
+            "name": "ad\u{E9}", "tags": ["a", nil, ["length": 9]], "nothing": nil, "caf\u{E9}": 1, "0": "zero",
+        ]
+        let small: [String: JSONValue] = [
+            "plan": "pro", "user": user, "nothing": nil, "$flagd": ["flagKey": "mine"], "targetingKey": "shadowed",
+            "caf\u{E9}": "composed",
+        ]
+        var large = small
+        for i in 0..<12 { large["extra\(i)"] = .int(Int64(i)) }
+        for attributes in [small, large] {
+            for targetingKey in ["", "tk-\u{1F600}"] {
+                let env = LogicEnvironment(
+                    attributes: attributes, targetingKey: targetingKey, flagKey: "the-flag", timestamp: 1_700_000_000)
+                let root = env.rootObject
+                for _ in 0..<400 {
+                    let depth = Int(rng.next() % 5)
+                    let path = (0..<depth).map { _ in names[Int(rng.next() % UInt64(names.count))] }
+                        .joined(separator: ".")
+                    let expected = Self.oracle(path, root) ?? "DEFAULT"
+                    let rules: [(String, JSONValue)] = [
+                        ("constant", ["var": [.string(path), "DEFAULT"]]),
+                        ("computed", ["var": [["cat": [.string(path)]], "DEFAULT"]]),
+                    ]
+                    for (kind, rule) in rules {
+                        let node = try #require(LogicNode.compile(rule, evaluators: [:]))
+                        let value = try node.evaluate(.root, env)
+                        #expect(value == expected, "\(kind) \(path.debugDescription), \(attributes.count) attributes")
+                    }
+                    // Inside `map`, the item is the data (`""` gives the item itself, null included).
+                    let item = try #require(LogicNode.compile(["var": [.string(path), "DEFAULT"]], evaluators: [:]))
+                    let itemValue = try item.evaluate(.item(user), env)
+                    let itemExpected = path.isEmpty ? user : (Self.oracle(path, user) ?? "DEFAULT")
+                    #expect(itemValue == itemExpected, "item \(path.debugDescription)")
+                }
+            }
+        }
+    }
 }

@@ -36,10 +36,10 @@ final class DefinitionsGeneration: Sendable {
         fixed.reserveCapacity(keys.count)
         details.reserveCapacity(keys.count)
         var targeted = 0
-        for key in keys {
+        for (slot, key) in keys.enumerated() {
             // A flag without a rule (or disabled) is a dictionary read of its static result:
             // the context is not looked at, so the result is evaluated once here.
-            if let flag = definitions.flags[key], flag.enabled, flag.targeting != nil {
+            if definitions.ordered[slot].rule != nil {
                 fixed.append(nil)
                 details.append(nil)
                 targeted += 1
@@ -60,8 +60,9 @@ final class DefinitionsGeneration: Sendable {
     func evaluateAll(_ context: EvaluationContext, timestamp: Int64) -> [ServedFlag] {
         var served: [ServedFlag] = []
         served.reserveCapacity(keys.count)
-        for (index, key) in keys.enumerated() {
-            served.append(fixed[index] ?? definitions.evaluate(key, context: context, timestamp: timestamp))
+        // ``keys`` is the definitions' own order: a flag is taken by its slot, not looked up.
+        for slot in keys.indices {
+            served.append(fixed[slot] ?? definitions.evaluate(slot: slot, context: context, timestamp: timestamp))
         }
         return served
     }
