@@ -7,13 +7,7 @@ import Testing
 /// Key rotation on a service (SPEC §12, "Key rotation"): `setKey` cancels the requests still on
 /// the wire with the old key, and the fetches they served answer with the new key.
 extension ServiceBrownoutTests {
-    /// Why the cancellation tests are disabled (docs/service.md, "Key rotation").
-    static let notCancelledYet: Comment =
-        "setKey does not cancel a request on the wire yet: a task per request starved cold waits"
-
-    @Test(
-        "setKey cancels an old-key request on the wire; its cold waiter gets the new key's value",
-        .disabled(Self.notCancelledYet))
+    @Test("setKey cancels an old-key request on the wire; its cold waiter gets the new key's value")
     func setKeyCancelsTheOldKeysRequests() async throws {
         let transport = HeldOldKeyTransport()
         var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "old-key")
@@ -39,15 +33,14 @@ extension ServiceBrownoutTests {
         }
         #expect(value == "new", "the waiter was not served by a fetch with the new key")
         #expect(transport.newKeyRequests == 1)
+        #expect(service.stats.fetching.staleKeyCancels == 1)
         #expect(service.status == .ready)
         // Held now: served without another request.
         #expect(await service.flags(for: serviceContext(1)).string("env", default: "none") == "new")
         #expect(transport.newKeyRequests == 1)
     }
 
-    @Test(
-        "setKey cancels an old-key refresh of a held context; the entry is refreshed with the new key",
-        .disabled(Self.notCancelledYet))
+    @Test("setKey cancels an old-key refresh of a held context; the entry is refreshed with the new key")
     func setKeyCancelsAnOldKeyRefresh() async throws {
         let transport = HeldOldKeyTransport(holdFrom: 2)
         let clock = ManualClock()

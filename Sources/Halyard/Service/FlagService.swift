@@ -278,6 +278,7 @@ public final class FlagService: Sendable {
         stats.fetching.dropped = fetches.dropped
         stats.fetching.forbiddenContexts = fetches.forbidden
         stats.fetching.staleKeyRefusals = fetches.staleKeyRefusals
+        stats.fetching.staleKeyCancels = fetches.staleKeyCancels
         stats.cache.internedKeyBytes = keys.bytes + tables.bytes
         stats.cache.sharedDetailBytes = details.bytes
         stats.cache.sharedDetails = details.count

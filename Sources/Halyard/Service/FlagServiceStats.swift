@@ -83,6 +83,9 @@ public struct FlagServiceStats: Sendable, Hashable {
         /// 401/403 answers to requests sent with a key ``FlagService/setKey(_:)`` has since
         /// replaced: ignored (they say nothing about the new key).
         public var staleKeyRefusals = 0
+        /// Requests still on the wire with a key ``FlagService/setKey(_:)`` replaced, cancelled by
+        /// it: each fetch sent again with the new key (docs/service.md, "Key rotation").
+        public var staleKeyCancels = 0
         /// Background refreshes started for entries older than `refreshAfter`.
         public var backgroundRefreshes = 0
         /// Probes: refreshes let through, once per entry, before its expiry while its backoff or

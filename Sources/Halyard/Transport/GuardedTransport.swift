@@ -24,8 +24,15 @@ package struct GuardedTransport: FlagTransport {
     package static func wrapping(_ transport: any FlagTransport, logHandler: HalyardLogRecordHandler?)
         -> any FlagTransport
     {
-        if transport is GuardedTransport { return transport }
-        return GuardedTransport(base: transport, logHandler: logHandler)
+        guarding(transport, logHandler: logHandler)
+    }
+
+    /// ``wrapping(_:logHandler:)`` as the guard's own type, for the callers of
+    /// ``send(_:cancellation:)``.
+    package static func guarding(_ transport: any FlagTransport, logHandler: HalyardLogRecordHandler?)
+        -> GuardedTransport
+    {
+        (transport as? GuardedTransport) ?? GuardedTransport(base: transport, logHandler: logHandler)
     }
 
     private init(base: any FlagTransport, logHandler: HalyardLogRecordHandler?) {
@@ -34,8 +41,20 @@ package struct GuardedTransport: FlagTransport {
     }
 
     package func send(_ request: TransportRequest) async throws -> TransportResponse {
+        try await send(request, cancellation: nil)
+    }
+
+    /// ``send(_:)`` that `cancellation` may also end from outside the caller's task: the request
+    /// then fails with ``TransportError/cancelled`` at once and the transport's task is
+    /// cancelled, as when the caller is cancelled (service mode's `setKey` ends the requests of
+    /// a replaced key so: SPEC §12). No task is created for it.
+    package func send(_ request: TransportRequest, cancellation: RequestCancellation?) async throws
+        -> TransportResponse
+    {
         do {
-            return try await Self.withDeadline(request.timeout) { [base] in try await base.send(request) }
+            return try await Self.withDeadline(request.timeout, cancellation: cancellation) { [base] in
+                try await base.send(request)
+            }
         } catch TransportError.redirectRefused(let origin, let reason) {
             logHandler?(
                 HalyardLogRecord(
@@ -51,8 +70,10 @@ package struct GuardedTransport: FlagTransport {
 
     /// Runs `operation` in a task of its own and returns its result, or fails with
     /// ``TransportError/timedOut`` once `timeout` has passed (real time), whichever is first.
+    /// The caller's cancellation, or `cancellation`'s, fails it with
+    /// ``TransportError/cancelled`` at once and cancels the operation's task.
     static func withDeadline<T: Sendable>(
-        _ timeout: Duration, abandonAfter: Duration = abandonAfter,
+        _ timeout: Duration, abandonAfter: Duration = abandonAfter, cancellation: RequestCancellation? = nil,
         _ operation: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let outcome = OneShot<Result<T, any Error>>()
@@ -79,6 +100,12 @@ package struct GuardedTransport: FlagTransport {
         if outcome.isFinished {
             return try await withCheckedContinuation { outcome.attach($0) }.get()
         }
+        // Cancelled from outside (a replaced key): like the caller's cancellation below, in the
+        // task the operation already runs in.
+        cancellation?.whenCancelled {
+            if outcome.finish(.failure(TransportError.cancelled)) { work.cancel() }
+        }
+        defer { cancellation?.clear() }
         // The deadline is a Dispatch timer, not a sleeping task: a cancelled `Task.sleep` keeps its
         // allocation until the time it would have woken (and on Linux some of it for good: ~700
         // bytes per request in flight at the request timeout, ~50 bytes per request after; issue

@@ -70,14 +70,25 @@ extension ServiceFetcher {
     /// (``send(_:etag:priority:flight:flagConfig:probe:)``).
     static let attemptsPerRotation = 3
 
-    /// One request of a fetch that holds a slot: built with the key in use, sent as a task of
-    /// its own that ``setKey(_:tier:)`` cancels if that key is replaced, classified and recorded.
+    /// One request of a fetch that holds a slot: built with the key in use, sent in the fetch's
+    /// own task with a cancellation handle ``setKey(_:tier:)`` uses if that key is replaced,
+    /// classified and recorded.
+    ///
+    /// Not a task of its own: a task per request waits its turn on the cooperative pool once
+    /// more, which under load cost cold waits their `coldFetchTimeout` (25 of 55 `ServiceTests`
+    /// expectations failed in a full run). The handle reuses the task the guarded transport
+    /// already runs every request in.
     private func sendOnce(_ context: FittedContext, etag: String?, flagConfig: FlagConfigVersion?) async -> Answer {
-        // The key and its generation in one read: the request carries exactly the key its
-        // answer is judged by (SPEC §12).
-        let (generation, key) = state.withLock { s -> (UInt64, String) in
+        // The key, its generation and the request's registration in one critical section: the
+        // request carries exactly the key its answer is judged by, and a `setKey` either comes
+        // first (the request carries the new key) or finds it registered and cancels it
+        // (SPEC §12).
+        let cancellation = RequestCancellation()
+        let (generation, key, exchange) = state.withLock { s -> (UInt64, String, UInt64) in
             s.stats.requestsSent += 1
-            return (s.keyGeneration, s.key)
+            s.nextExchangeID &+= 1
+            s.exchanges[s.nextExchangeID] = cancellation
+            return (s.keyGeneration, s.key, s.nextExchangeID)
         }
         let request = builder.request(
             contextJSON: context.canonicalJSON, ifNoneMatch: etag, flagConfig: flagConfig, key: key)
@@ -87,7 +98,9 @@ extension ServiceFetcher {
         var decoded: OFREPResponse?
         var status: Int?
         do {
-            let response = try await exchange(request, keyGeneration: generation)
+            // Off the table once it ends (before the catch clauses run, when it throws).
+            defer { _ = state.withLock { $0.exchanges.removeValue(forKey: exchange) } }
+            let response = try await transport.send(request, cancellation: cancellation)
             status = response.status
             (outcome, decoded) = RefreshMachine.Outcome.classify(
                 response, maxResponseBytes: builder.maxResponseBytes, wallNow: clock.wallNow,
@@ -110,15 +123,6 @@ extension ServiceFetcher {
             result: record(
                 outcome, status: status, decoded: decoded, generation: generation, fingerprint: context.fingerprint),
             sent: sent)
-    }
-
-    /// Sends `request` in the fetch's own task. Not a task of its own: a task per request
-    /// waits its turn on the cooperative pool once more, which under load cost cold waits
-    /// their `coldFetchTimeout` (measured: 25 of 55 `ServiceTests` expectations failed in a
-    /// full run). So `setKey` does not cancel a request on the wire yet; its answer is ignored
-    /// and the fetch sends again with the new key (docs/service.md, "Key rotation").
-    private func exchange(_ request: TransportRequest, keyGeneration: UInt64) async throws -> TransportResponse {
-        try await transport.send(request)
     }
 
     private func record(

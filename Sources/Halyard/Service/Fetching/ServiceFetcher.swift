@@ -88,6 +88,12 @@ final class ServiceFetcher: Sendable {
         var stats = FetchStats()
         var tasks: [UInt64: Task<Void, Never>] = [:]
         var nextTaskID: UInt64 = 0
+        /// The requests on the wire, by id, each registered in the critical section that read
+        /// the key it carries: all carry ``keyGeneration``. ``ServiceFetcher/setKey(_:tier:)``
+        /// cancels them all (SPEC §12), so their fetches end at once and send again with the
+        /// new key. A cancellation handle, not a task: the request runs in its fetch's task.
+        var exchanges: [UInt64: RequestCancellation] = [:]
+        var nextExchangeID: UInt64 = 0
     }
 
     /// Fetch counters (part of ``FlagServiceStats``).
@@ -108,6 +114,8 @@ final class ServiceFetcher: Sendable {
         var staleKeyRefusals = 0
         /// Answers of any status to requests sent with a key `setKey` has replaced (ignored).
         var staleKeyAnswers = 0
+        /// Requests on the wire that `setKey` cancelled (their key was replaced).
+        var staleKeyCancels = 0
     }
 
     /// What ``gate(now:)`` found: read from atomics, no lock.
@@ -140,7 +148,7 @@ final class ServiceFetcher: Sendable {
     }
 
     let builder: OFREPRequestBuilder
-    let transport: any FlagTransport
+    let transport: GuardedTransport
     let clock: any HalyardClock
     let maxConcurrent: Int
     private let maxQueued: Int
@@ -187,7 +195,7 @@ final class ServiceFetcher: Sendable {
             maxResponseBytes: options.maxResponseBytes > 0 ? options.maxResponseBytes : 8 << 20)
         self.identity = identity
         // Halyard's deadline and redirect log around whatever transport fetches (docs/protocol.md).
-        self.transport = GuardedTransport.wrapping(transport, logHandler: options.logSink)
+        self.transport = GuardedTransport.guarding(transport, logHandler: options.logSink)
         clock = options.clock
         maxConcurrent = max(1, options.maxConcurrentFetches)
         maxQueued = max(0, options.maxQueuedFetches)
@@ -287,18 +295,26 @@ final class ServiceFetcher: Sendable {
     /// section, tagged with the new generation (an entry is written only under the names of
     /// the key its request was sent with, and only while that key is current: SPEC §15).
     ///
-    /// A request still on the wire with an earlier key is not cancelled yet (SPEC §12 asks it;
-    /// docs/service.md, "Key rotation", says why not): its answer is ignored and its fetch
-    /// sends again with the new key.
+    /// The requests still on the wire with an earlier key are cancelled (SPEC §12) once the new
+    /// key is in place: each ends at once (the guarded transport gives up on a cancelled
+    /// request whatever the transport does), and its fetch sends again with the new key, so
+    /// the requests waiting on it are answered by the new key rather than waiting out
+    /// `requestTimeout`. An answer that lands first is ignored all the same.
     func setKey(_ key: String, tier: (tier: SharedTier, keys: SharedTier.Keys)? = nil) {
-        state.withLock { s in
+        let replaced = state.withLock { s -> [RequestCancellation] in
             identity.setKey(key)
             s.key = identity.key
             s.keyGeneration &+= 1
             if let tier { tier.tier.setKeys(tier.keys, generation: s.keyGeneration) }
             if s.status == .fatal { s.status = .notReady }
             publish(s)
+            // Every request registered so far carries a replaced key.
+            let replaced = Array(s.exchanges.values)
+            s.exchanges.removeAll(keepingCapacity: true)
+            s.stats.staleKeyCancels += replaced.count
+            return replaced
         }
+        for request in replaced { request.cancel() }
     }
 
     /// Whether `generation` is the key generation in use now.
