@@ -46,7 +46,7 @@ import Testing
         let pusher = server.client()
         defer { pusher.close() }
         _ = try pusher.send(RedisCommand("RPUSH", [list] + (0..<3).map { Self.bytes("item\($0)") }))
-        try Wait.blocking(group, "the three calls to end", seconds: 20)
+        try await Wait.until(group, "the three calls to end", seconds: 20)
         let popped = boxes.compactMap { box -> String? in
             guard case .success(.array(let pair?))? = box.withLock({ $0 }), let value = pair.last?.bytes else {
                 return nil
@@ -77,7 +77,7 @@ import Testing
         let took = start.duration(to: .now)
         #expect(took < .seconds(2), "close() took \(took)")
         // Well under the calls' 20 s deadline: they were woken, not timed out.
-        try Wait.blocking(group, "the calls to end after close()", seconds: 10)
+        try await Wait.until(group, "the calls to end after close()", seconds: 10)
         #expect(inFlight.withLock { $0.map { if case .failure(.closed) = $0 { true } else { false } } } == true)
         #expect(waiting.withLock { $0.map { if case .failure(.closed) = $0 { true } else { false } } } == true)
         #expect(throws: RedisError.closed) { try client.ping() }
@@ -105,7 +105,7 @@ import Testing
         let group = DispatchGroup()
         let first = Self.inThread(group) { () throws(RedisError) in try client.ping() }
         let second = Self.inThread(group) { () throws(RedisError) in try client.ping() }
-        try Wait.blocking(group, "two calls whose lookup hangs", seconds: 10)
+        try await Wait.until(group, "two calls whose lookup hangs", seconds: 10)
         #expect(first.withLock { $0.map { if case .failure(.timeout) = $0 { true } else { false } } } == true)
         #expect(second.withLock { $0.map { if case .failure(.timeout) = $0 { true } else { false } } } == true)
         #expect(lookups.withLock { $0 } == 1, "one lookup at a time")
@@ -133,7 +133,7 @@ import Testing
         let start = ContinuousClock.now
         client.close()
         #expect(start.duration(to: .now) < .seconds(2))
-        try Wait.blocking(group, "the call to end after close()", seconds: 10)
+        try await Wait.until(group, "the call to end after close()", seconds: 10)
         #expect(pending.withLock { $0.map { if case .failure(.closed) = $0 { true } else { false } } } == true)
     }
 

@@ -100,6 +100,13 @@ enum Wait {
         clock.advance(by: duration)
     }
 
+    /// Waits until `group` is empty without blocking the calling thread (an async test must not
+    /// hold one of the cooperative pool's few threads while other tests need it); throws
+    /// ``WaitTimedOut`` after `seconds` of real time.
+    static func until(_ group: DispatchGroup, _ what: String, seconds: Double = defaultSeconds) async throws {
+        try await until(what, seconds: seconds) { group.wait(timeout: .now()) == .success }
+    }
+
     /// Blocks the calling thread until `group` is empty; throws ``WaitTimedOut`` after `seconds`.
     static func blocking(_ group: DispatchGroup, _ what: String, seconds: Double = defaultSeconds) throws {
         guard group.wait(timeout: .now() + seconds) == .success else {
