@@ -9,7 +9,16 @@ import Testing
 /// counted as waiting; a name lookup that hangs costs a call its deadline and blocks nobody
 /// else; `close()` returns at once and wakes the call in flight and those waiting; TCP
 /// keepalive is on. Skipped, with a message, where `redis-server` is absent.
-@Suite struct RedisClientCloseTests {
+///
+/// Run alone (`HALYARD_REDIS_CLOSE_TESTS=1`, a step of `.ci/run`): in a full parallel run on a
+/// 2-core machine the process stalled for ~30 s with this suite in it (every async suite gave
+/// up its real-time waits at once) and never without it; alone, and beside any one other
+/// suite, it passes in under a second. The cause is not found yet (docs/testing.md).
+@Suite(
+    .enabled(
+        if: ProcessInfo.processInfo.environment["HALYARD_REDIS_CLOSE_TESTS"] == "1",
+        "run alone: HALYARD_REDIS_CLOSE_TESTS=1 swift test --filter RedisClientCloseTests (a step of .ci/run)"))
+struct RedisClientCloseTests {
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     /// Runs `body` on a thread of its own; its outcome lands in the returned box.
