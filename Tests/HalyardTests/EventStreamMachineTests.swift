@@ -599,6 +599,41 @@ struct EventStreamMachineTests {
         }
     }
 
+    /// Seed 8 of the propagation checker (I4): the re-learn a 401 asked for was held back by a
+    /// `Retry-After` (nothing sent), reported as finished, and the reconnect delay (shorter than
+    /// the hold) reopened the refused URL before the advertisement was learned again.
+    @Test("a held re-learn keeps the refused stream URL closed: the reconnect time asks for the re-learn again")
+    func heldRelearnKeepsRefusedURLClosed() throws {
+        var d = StreamDriver()
+        d.feed(.advertised(inactivityDelay: nil))
+        d.feed(.opened(connection: 1, status: 401, isEventStream: false))
+        #expect(d.fetches == [.init(reason: .relearn)])
+        d.feed(.fetchHeld)
+        try d.fireTimer()
+        #expect(d.connects == [1], "the refused stream URL was opened again before a re-learn went")
+        #expect(d.fetches.map(\.reason) == [.relearn, .relearn])
+        // The re-learn goes: the next reconnect opens the URL (the answer may re-advertise it).
+        d.feed(.fetchFinished)
+        try d.fireTimer()
+        #expect(d.connects == [1, 2])
+
+        // A re-advertisement clears the hold; a held fetch that is no re-learn sets none.
+        var readvertised = StreamDriver()
+        readvertised.feed(.advertised(inactivityDelay: nil))
+        readvertised.feed(.opened(connection: 1, status: 401, isEventStream: false))
+        readvertised.feed(.fetchHeld)
+        readvertised.feed(.advertised(inactivityDelay: nil))
+        try readvertised.fireTimer()
+        #expect(readvertised.connects == [1, 2])
+        var event = StreamDriver()
+        event.connected()
+        event.feed(.message(connection: 1, data: StreamDriver.refetch()))
+        event.feed(.fetchHeld)
+        event.feed(.closed(connection: 1, .ended))
+        try event.fireTimer()
+        #expect(event.connects == [1, 2])
+    }
+
     @Test("withdrawn closes the stream and polling returns to normal; stop ends everything")
     func withdrawnAndStop() {
         var d = StreamDriver()

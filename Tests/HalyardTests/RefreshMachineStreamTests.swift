@@ -120,9 +120,7 @@ struct RefreshMachineStreamTests {
     /// An event's fetch held by a `Retry-After` (owed) or a backoff kept its reason but not its
     /// `flagConfig*` values: the request sent when the hold ended went without them (SPEC §14:
     /// an event's values survive being merged, as a service's refetch mark keeps them).
-    @Test(
-        "an event fetch held by a backoff or a Retry-After keeps its flagConfig values for the next request",
-        .disabled("taken back: with it the propagation checker saw a refused stream URL reopened (docs/protocol.md)"))
+    @Test("an event fetch held by a backoff or a Retry-After keeps its flagConfig values for the next request")
     func heldEventFetchKeepsItsFlagConfig() throws {
         let refusals: [RefreshMachine.Outcome] = [
             .transient(.status(503), retryAfter: nil), .rateLimited(retryAfter: .seconds(30)),
@@ -157,9 +155,7 @@ struct RefreshMachineStreamTests {
         }
     }
 
-    @Test(
-        "a key change forgets the held event's flagConfig values (another environment's version)",
-        .disabled("goes with heldEventFetchKeepsItsFlagConfig (docs/protocol.md)"))
+    @Test("a key change forgets the held event's flagConfig values (another environment's version)")
     func keyChangeForgetsHeldFlagConfig() throws {
         var d = MachineDriver()
         d.feed(.start(fingerprint: "fp"))

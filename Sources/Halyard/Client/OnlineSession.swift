@@ -84,7 +84,7 @@ package final class OnlineSession: Sendable {
         recorder = Self.makeExposureRecorder(options: options, identity: identity, transport: transport)
         streams?.attach(
             .init(
-                fetch: { [weak engine] fetch in await engine?.streamFetch(fetch) },
+                fetch: { [weak engine] fetch in await engine?.streamFetch(fetch) ?? true },
                 pollInterval: { [weak engine] interval in engine?.setPollInterval(interval) }))
     }
 

@@ -193,8 +193,11 @@ final class RefreshEngine: Sendable {
     /// current context is already in flight it waits for that one and then sends its own (the
     /// change the event announces may postdate it), at most three rounds. Returns at once when
     /// nothing may be sent (closed, key refused, `Retry-After` or backoff in force).
-    func streamFetch(_ fetch: EventStreamMachine.Fetch) async {
-        for _ in 0..<3 {
+    /// False when nothing was sent or joined the first time (held back).
+    @discardableResult
+    func streamFetch(_ fetch: EventStreamMachine.Fetch) async -> Bool {
+        var sent = true
+        for round in 0..<3 {
             let joined = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
                 var joined: Bool?
                 process(.streamFetch(fetch)) { _ in
@@ -206,10 +209,14 @@ final class RefreshEngine: Sendable {
                         s.streamWaiters[id, default: []].append((c, wasJoined))
                     }
                 }
-                if joined == nil { c.resume(returning: false) }
+                if joined == nil {
+                    if round == 0 { sent = false }
+                    c.resume(returning: false)
+                }
             }
-            if !joined { return }
+            if !joined { return sent }
         }
+        return sent
     }
 
     /// Polls at `interval` from now on (the stream's safety net while healthy).

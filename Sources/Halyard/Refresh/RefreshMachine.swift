@@ -170,6 +170,14 @@ struct RefreshMachine: Sendable {
     /// `Retry-After` was in force): the next request goes without `If-None-Match`, so its answer
     /// carries the advertisement a refused stream URL needs (SPEC §14).
     private(set) var unconditionalOwed = false
+    /// The `flagConfig*` values of a stream fetch that could not go (a backoff or a
+    /// `Retry-After` was in force, or a fetch was owed already): the next request carries them
+    /// (SPEC §14: an event's values survive being merged). Merged as the stream merges its
+    /// fetches (``EventStreamMachine/Fetch/flagConfig(_:then:)``: a later event's replace them,
+    /// a connect's, an activation's or a re-learn's keep them), as a service's refetch mark
+    /// keeps an event's values (``ContextFlight/markRefetch(_:event:)``). Forgotten when the key
+    /// changes: they name a version of the replaced key's environment.
+    private(set) var owedFlagConfig: FlagConfigVersion?
     /// The id of the last request sent.
     private var lastRequestID: UInt64 = 0
     /// The id of the last request sent with a key `setKey` has replaced: an answer to it is
@@ -336,6 +344,7 @@ struct RefreshMachine: Sendable {
             // new key's fetch is answered.
             running.health = running.health == .ok ? .ok : .failing(nil)
             values?.etag = nil
+            owedFlagConfig = nil
             cancelInFlight(into: &step)
             lastOldKeyRequestID = lastRequestID
             step.wait = send(.refresh, now: now, into: &step, ignoreBackoff: true)
@@ -448,35 +457,45 @@ struct RefreshMachine: Sendable {
             if let notBefore = retryNotBefore, now < notBefore {
                 // Still owed; an identify or start takes over its reason.
                 if trigger == .identify || trigger == .start { running.fetch = .owed(trigger) }
-                if stream?.unconditional == true { unconditionalOwed = true }
+                holdBack(stream)
                 return .none
             }
         case .idle:
             if let notBefore = retryNotBefore, now < notBefore {
                 running.fetch = .owed(trigger)
-                if stream?.unconditional == true { unconditionalOwed = true }
+                holdBack(stream)
                 return .none
             }
         }
         if !ignoreBackoff, trigger != .retry, let until = session.health.retries?.until, now < until {
-            if stream?.unconditional == true { unconditionalOwed = true }
+            holdBack(stream)
             return .none
         }
         lastRequestID &+= 1
         let conditional =
             stream?.unconditional != true && !unconditionalOwed && values?.fingerprint == session.fingerprint
         unconditionalOwed = false
+        let flagConfig = stream.map { EventStreamMachine.Fetch.flagConfig(owedFlagConfig, then: $0) } ?? owedFlagConfig
+        owedFlagConfig = nil
         let request = Request(
             id: lastRequestID,
             generation: generation,
             fingerprint: session.fingerprint,
             ifNoneMatch: conditional ? values?.etag : nil,
             trigger: trigger,
-            flagConfig: stream?.flagConfig
+            flagConfig: flagConfig
         )
         running.fetch = .inFlight(InFlight(request: request, sentAt: now))
         step.effects.append(.send(request))
         return .request(request.id)
+    }
+
+    /// A stream fetch that cannot go now: what it asks of the next request is kept (an
+    /// unconditional fetch, its `flagConfig*` values).
+    private mutating func holdBack(_ stream: EventStreamMachine.Fetch?) {
+        guard let stream else { return }
+        if stream.unconditional { unconditionalOwed = true }
+        owedFlagConfig = EventStreamMachine.Fetch.flagConfig(owedFlagConfig, then: stream)
     }
 
     /// The next poll delay: the interval in force with ±`pollJitter` (nil when polling is off).

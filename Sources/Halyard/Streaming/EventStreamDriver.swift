@@ -15,8 +15,9 @@ final class EventStreamDriver: Sendable {
 
     /// What the driver asks of its owner.
     struct Owner: Sendable {
-        /// Send this fetch and return when it is over.
-        var fetch: @Sendable (EventStreamMachine.Fetch) async -> Void
+        /// Send this fetch and return when it is over: false when nothing could be sent (a
+        /// `Retry-After` or a backoff held it).
+        var fetch: @Sendable (EventStreamMachine.Fetch) async -> Bool
         /// Poll at this interval from now on.
         var pollInterval: @Sendable (Duration) -> Void
         /// The stream became connected (`true`) or stopped being so (`false`); in order.
@@ -216,8 +217,8 @@ final class EventStreamDriver: Sendable {
         case .fetch(let fetch):
             let owner = self.owner.value
             Task { [weak self] in
-                await owner?.fetch(fetch)
-                self?.process(.fetchFinished)
+                let sent = await owner?.fetch(fetch) ?? true
+                self?.process(sent ? .fetchFinished : .fetchHeld)
             }
         case .pollInterval(let interval):
             owner.value?.pollInterval(interval)

@@ -118,6 +118,9 @@ struct EventStreamMachine: Sendable {
         case closed(connection: UInt64, CloseReason)
         /// The fetch the machine asked for is over (whatever its result).
         case fetchFinished
+        /// The fetch the machine asked for could not go (a `Retry-After` or a backoff held it):
+        /// nothing was sent. A held re-learn keeps the refused URL closed (SPEC §14).
+        case fetchHeld
         case setActive(Bool)
         case timer
         /// The credential the stream is opened with changed (`setKey`, a stream on the control
@@ -159,6 +162,10 @@ struct EventStreamMachine: Sendable {
         /// When `setActive(false)` made the client inactive; nil while it is active. The stream
         /// closes (``Phase/suspended(inactiveSince:degraded:)``) at this + the inactivity delay.
         var inactiveSince: Duration? = nil
+        /// The re-learn fetch a refusal asked for was held back (nothing sent): the refused URL
+        /// is not opened again until a re-learn goes or an answer advertises a stream; the
+        /// reconnect time asks for the re-learn again instead.
+        var relearnHeld = false
     }
 
     /// Where the machine is, with the state that exists only there: a suspended machine is
@@ -227,6 +234,8 @@ struct EventStreamMachine: Sendable {
     private(set) var fetch: FetchSlot = .idle
     /// When the last event-triggered fetch was sent (the rate limit's origin).
     private(set) var lastEventFetchAt: Duration?
+    /// Whether the fetch in flight is a re-learn (``Fetch/Reason/relearn``).
+    private var relearnInFlight = false
     /// The polling interval last asked for (nil: none asked yet).
     private(set) var announcedPoll: Duration?
     /// The counters, and whether the stream is connected and healthy as of the last input
@@ -339,8 +348,9 @@ struct EventStreamMachine: Sendable {
                 }
             case .waiting, .connecting, .connected:
                 // Another stream (or the same, re-advertised): reconnect only when the driver
-                // says it changed; it sends `.withdrawn` first in that case.
-                break
+                // says it changed; it sends `.withdrawn` first in that case. Re-advertised, a
+                // refused URL is learned again.
+                updateFollowing { $0.relearnHeld = false }
             case .suspended, .stopped:
                 break
             }
@@ -443,6 +453,15 @@ struct EventStreamMachine: Sendable {
                 preconditionFailure("a fetch finished that the machine did not ask for")
             }
             fetch = .idle
+            relearnInFlight = false
+            if let pending { requestFetch(pending, now: now, into: &actions) }
+        case .fetchHeld:
+            guard case .inFlight(let pending) = fetch else {
+                preconditionFailure("a fetch was held that the machine did not ask for")
+            }
+            fetch = .idle
+            if relearnInFlight { updateFollowing { $0.relearnHeld = true } }
+            relearnInFlight = false
             if let pending { requestFetch(pending, now: now, into: &actions) }
         case .setActive(let isActive):
             guard isActive != (inactiveSince == nil) else { break }
@@ -484,8 +503,16 @@ struct EventStreamMachine: Sendable {
                 return finish(actions)
             }
             switch phase {
-            case .waiting(let until, let following) where now >= until:
-                connect(now: now, following: following, into: &actions)
+            case .waiting(let until, var following) where now >= until:
+                if following.relearnHeld {
+                    // The refused URL's re-learn has not gone yet: ask again, wait once more.
+                    following.relearnHeld = false
+                    phase = .waiting(
+                        until: now + reconnectDelay(failures: following.failures, unit: random.unit()), following)
+                    requestFetch(Fetch(reason: .relearn), now: now, into: &actions)
+                } else {
+                    connect(now: now, following: following, into: &actions)
+                }
             case .connecting(let since, let following) where now >= since + configuration.connectTimeout:
                 stats.inactivityCloses += 1
                 actions.append(.disconnect(connection: connection))
@@ -651,6 +678,7 @@ struct EventStreamMachine: Sendable {
     /// Sends `fetch` now (the slot must not be in flight).
     private mutating func send(_ next: Fetch, now: Duration, into actions: inout [Action]) {
         if next.reason == .event { lastEventFetchAt = now }
+        relearnInFlight = next.reason == .relearn
         fetch = .inFlight(pending: nil)
         actions.append(.fetch(next))
     }

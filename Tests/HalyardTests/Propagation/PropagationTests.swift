@@ -58,6 +58,7 @@ struct PropagationTests {
         // HALYARD_PROPAGATION_DUMP=<reader id>: every request of that reader, to read a run by hand.
         if let dump = ProcessInfo.processInfo.environment["HALYARD_PROPAGATION_DUMP"].flatMap({ Int($0) }) {
             for request in history.requests where request.reader == dump { print(checker.describe(request)) }
+            for operation in history.operations where operation.reader == dump { print(checker.describe(operation)) }
         }
         if !violations.isEmpty {
             Issue.record(

@@ -8,18 +8,19 @@ extension FlagService {
         streaming.driver.attach(
             .init(
                 fetch: { [weak self] fetch in
-                    guard let self, let streaming = self.streaming else { return }
+                    guard let self, let streaming = self.streaming else { return true }
                     // The stream URL was refused: learn the advertisement again. A bare re-learn
                     // announces no change (no wave); one that absorbed an event's or a
                     // connect's fetch owes that wave too.
                     if fetch.unconditional {
                         await self.relearnStream()
-                        guard fetch.announcesChange else { return }
+                        guard fetch.announcesChange else { return true }
                     }
                     self.markFlights(fetch)
                     await streaming.wave(fetch) { [weak self] fitted, flagConfig in
                         await self?.refreshHeld(fitted, flagConfig: flagConfig)
                     }
+                    return true
                 },
                 pollInterval: { _ in },
                 connected: { [weak self] isConnected in self?.streaming?.connected(isConnected) }))
