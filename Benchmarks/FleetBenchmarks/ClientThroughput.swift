@@ -25,7 +25,9 @@ enum ClientThroughput {
         let setup = RedisClient(endpoint: endpoint, timeout: .seconds(5))
         for key in keys { _ = try? setup.set(key, entry, expiry: .seconds(600)) }
         setup.close()
-        print("l2-calls: \(threads) threads, \(seconds) s per connection count, redis-server on 127.0.0.1:\(server.port)")
+        print(
+            "l2-calls: \(threads) threads, \(seconds) s per connection count, redis-server on 127.0.0.1:\(server.port)"
+        )
         for connections in [1, 2, 4, 8] {
             let clients = (0..<connections).map { _ in RedisClient(endpoint: endpoint) }
             let stop = Locked(false)
