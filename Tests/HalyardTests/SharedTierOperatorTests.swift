@@ -5,18 +5,20 @@ import Testing
 @testable import Halyard
 
 /// What an operator sees of the shared tier (docs/fleet.md, "What an operator sees"): each
-/// counter `stats.sharedCache` gained — call latency percentiles, queue depth, reconnects,
-/// failures by class (failover, auth, cluster, timeout, out of memory) — against a real
-/// `redis-server` (or, for Cluster's redirections, a scripted RESP server on 127.0.0.1); a
-/// configuration problem (auth, Cluster) logged once however often it recurs; and the per-pod
-/// jitter on when a context served from the shared cache counts as due. Skipped, with a
-/// message, where `redis-server` is absent.
+/// counter `stats.sharedCache` gained — call latency percentiles (over the last minute),
+/// queue depth, reconnects, failures by class (failover, auth, cluster, timeout, out of
+/// memory) — against a real `redis-server` (or, for what one is hard to make answer at a
+/// chosen moment, a scripted RESP server on 127.0.0.1); a configuration problem (auth,
+/// Cluster) logged once however often it recurs, a failover or a full Redis once per episode;
+/// and the per-pod jitter on when a context served from the shared cache counts as due. The
+/// tests that need `redis-server` are skipped, with a message, where it is absent.
 @Suite(.serialized) struct SharedTierOperatorTests {
     static let keys = SharedTier.Keys(baseURL: InMemoryControlPlane.baseURL, key: "srv-operator-test", appID: nil)
 
     /// A tier on `endpoint` (one connection), its records collected in `records`.
     static func tier(
-        _ endpoint: RedisEndpoint, records: Locked<[HalyardLogRecord]>? = nil, callDeadline: Duration = .seconds(2)
+        _ endpoint: RedisEndpoint, records: Locked<[HalyardLogRecord]>? = nil, callDeadline: Duration = .seconds(2),
+        clock: any HalyardClock = SystemClock()
     ) -> SharedTier {
         var handler: HalyardLogRecordHandler?
         if let records {
@@ -24,7 +26,7 @@ import Testing
         }
         return SharedTier(
             client: RedisClient(endpoint: endpoint, timeout: callDeadline), keys: keys, leaseDuration: .seconds(60),
-            entryLifetime: .seconds(600), clock: SystemClock(), logHandler: handler, callDeadline: callDeadline,
+            entryLifetime: .seconds(600), clock: clock, logHandler: handler, callDeadline: callDeadline,
             slowCallThreshold: callDeadline)
     }
 
@@ -59,6 +61,39 @@ import Testing
         let p99 = try #require(stats.callLatencyP99)
         #expect(p50 > .zero && p50 <= p99, "\(stats)")
         #expect(p99 <= .seconds(2), "a call ends by its deadline: \(stats)")
+    }
+
+    /// The percentiles cover the last minute, not the tier's life: three calls a scripted
+    /// server answers after 200 ms, then fast ones. 40 s later (the tier's clock, injected) the
+    /// slow calls still set the p99; 61 s after them they have left the window and it falls.
+    @Test func callLatencyPercentilesCoverTheLastMinute() async throws {
+        let server = try ScriptedRESPServer { _, index in
+            ScriptedRESPServer.Answer(reply: "$-1\r\n", delay: index < 3 ? .milliseconds(200) : .zero)
+        }
+        defer { server.stop() }
+        let clock = ManualClock()
+        let tier = Self.tier(server.endpoint, clock: clock)
+        defer { tier.close() }
+        func lookups(_ count: Int) async {
+            for id in 0..<count {
+                guard case .none = await tier.lookup("context-\(id)") else {
+                    Issue.record("a lookup of the scripted server did not miss")
+                    return
+                }
+            }
+        }
+        await lookups(3)
+        let slow = try #require(tier.stats.callLatencyP99)
+        #expect(slow >= .milliseconds(200), "\(tier.stats)")
+        clock.advance(by: .seconds(40))
+        await lookups(5)
+        let still = try #require(tier.stats.callLatencyP99)
+        #expect(still >= .milliseconds(200), "40 s later the slow calls are in the window: \(tier.stats)")
+        clock.advance(by: .seconds(21))
+        await lookups(5)
+        let recent = try #require(tier.stats.callLatencyP99)
+        #expect(recent < .milliseconds(200), "61 s later only the fast calls are: \(tier.stats)")
+        #expect(try #require(tier.stats.callLatencyP50) <= recent)
     }
 
     /// Redis stopped: one call in flight on the one connection, four more queued behind it.
@@ -217,6 +252,94 @@ import Testing
             #expect(logged.count == 1, "\(code): \(records.withLock { $0.map(\.message) })")
             #expect(logged.first?.message.contains(code) == true && logged.first?.level == .error)
         }
+    }
+
+    // MARK: - Failovers and a full Redis, logged once per episode
+
+    /// The records of `reason`, checked for what every such line must be: a warning of the
+    /// shared cache naming `code`, and never a key.
+    static func episodeRecords(
+        _ records: Locked<[HalyardLogRecord]>, reason: String, code: String
+    ) -> [HalyardLogRecord] {
+        let logged = Self.records(records, reason: reason)
+        for record in logged {
+            #expect(record.level == .warning && record.message.contains(code), "\(record.message)")
+            #expect(record.metadata[HalyardLogRecord.Key.component] == "shared_cache")
+            #expect(!record.message.contains(":v1:") && !record.message.contains("context-"), "\(record.message)")
+        }
+        return logged
+    }
+
+    /// A failover's old primary (a scripted server): leases (`SET NX`) refused with `-READONLY`
+    /// twice (the second on a new connection: the first reply dropped it), a read answered,
+    /// then a lease granted, then refused again. One warning per episode — the first failover
+    /// reply since the tier's last accepted write — so two lines, not one per reply nor one per
+    /// tier life.
+    @Test func failoverRepliesLogOncePerEpisode() async throws {
+        let server = try ScriptedRESPServer { command, index in
+            switch command {
+            case "SET":
+                ScriptedRESPServer.Answer(
+                    reply: index == 2 ? "+OK\r\n" : "-READONLY You can't write against a read only replica.\r\n")
+            case "EVAL": ScriptedRESPServer.Answer(reply: ":1\r\n")
+            default: ScriptedRESPServer.Answer(reply: "$-1\r\n")
+            }
+        }
+        defer { server.stop() }
+        let records = Locked<[HalyardLogRecord]>([])
+        let tier = Self.tier(server.endpoint, records: records)
+        defer { tier.close() }
+        for step in 0..<4 {
+            let lease = await tier.acquireLease("context-\(step)")
+            switch (step, lease) {
+            case (2, .acquired(let token, _)):
+                await tier.releaseLease(token, for: "context-\(step)", keys: Self.keys)
+            case (2, _): Issue.record("the granted lease was not taken: \(lease)")
+            case (_, .unavailable): break
+            default: Issue.record("step \(step): a refused lease was taken: \(lease)")
+            }
+            if step == 1 {
+                guard case .none = await tier.lookup("context") else {
+                    Issue.record("the read between the refusals was not answered")
+                    return
+                }
+            }
+        }
+        let stats = tier.stats
+        #expect(stats.failoverErrors == 3 && stats.reconnects == 2, "\(stats)")
+        let logged = Self.episodeRecords(records, reason: "failover", code: "READONLY")
+        #expect(logged.count == 2, "\(records.withLock { $0.map(\.message) })")
+    }
+
+    /// A full Redis (a scripted server answering `-OOM` to the entry writes, `EVAL`): two
+    /// writes refused, a read answered, a write accepted, a write refused again. One warning
+    /// per episode — the first `-OOM` since the tier's last accepted write — so two lines.
+    @Test func outOfMemoryRepliesLogOncePerEpisode() async throws {
+        let server = try ScriptedRESPServer { command, index in
+            switch command {
+            case "EVAL":
+                ScriptedRESPServer.Answer(
+                    reply: index == 2 ? ":1\r\n" : "-OOM command not allowed when used memory > 'maxmemory'.\r\n")
+            default: ScriptedRESPServer.Answer(reply: "$-1\r\n")
+            }
+        }
+        defer { server.stop() }
+        let records = Locked<[HalyardLogRecord]>([])
+        let tier = Self.tier(server.endpoint, records: records)
+        defer { tier.close() }
+        for step in 0..<4 {
+            await tier.store(Self.entry(version: step), for: "context-\(step)", releasing: nil)
+            if step == 1 {
+                guard case .none = await tier.lookup("context") else {
+                    Issue.record("the read between the refusals was not answered")
+                    return
+                }
+            }
+        }
+        let stats = tier.stats
+        #expect(stats.outOfMemoryErrors == 3 && stats.writes == 1 && stats.reconnects == 0, "\(stats)")
+        let logged = Self.episodeRecords(records, reason: "out_of_memory", code: "OOM")
+        #expect(logged.count == 2, "\(records.withLock { $0.map(\.message) })")
     }
 
     // MARK: - Herds

@@ -55,16 +55,20 @@ public struct SharedCacheStats: Sendable, Hashable {
     /// `close()`).
     public var leasesReleased = 0
 
-    /// The median time of a Redis call on its connection (from the client's latency buckets:
-    /// the bucket's upper bound, so never understated), the connect included, the wait for its
-    /// turn in the queue not (that is ``queueDepth``). Nil before the first call, or over 1 s.
+    /// The median time of a Redis call on its connection over the last minute (between the
+    /// last 50 and 60 s of the service's clock: six 10-s sets of latency buckets, rotated as it
+    /// advances; a percentile is its bucket's upper bound, so never understated), the connect
+    /// included, the wait for its turn in the queue not (that is ``queueDepth``). Nil when no
+    /// call ended in that window, or over 1 s.
     public var callLatencyP50: Duration? = nil
-    /// The 99th percentile of the same (``callLatencyP50``).
+    /// The 99th percentile of the same (``callLatencyP50``): over the last minute, so a Redis
+    /// that got slow shows within it, and one that recovered stops showing after it.
     public var callLatencyP99: Duration? = nil
     /// Connections opened again after one was dropped (a failure, a deadline, a failover reply).
     public var reconnects = 0
     /// Calls that failed with a failover reply (`-READONLY`, `-LOADING`, `-MASTERDOWN`): the
     /// connection was dropped and the next call connects again, to where the name points now.
+    /// Logged once per episode (the first such reply since Redis last took a write).
     public var failoverErrors = 0
     /// Calls refused for the configuration (`-NOAUTH`, `-WRONGPASS`, `-NOPERM`, `AUTH` or
     /// `SELECT` refused on connect): logged once; retrying does not help.
@@ -76,6 +80,7 @@ public struct SharedCacheStats: Sendable, Hashable {
     /// reply); calls dropped before they were sent are ``droppedInQueue``.
     public var timeoutErrors = 0
     /// Writes Redis refused with `-OOM` (it is full: `maxmemory` with `noeviction`). Reads go on.
+    /// Logged once per episode (the first `-OOM` since Redis last took a write).
     public var outOfMemoryErrors = 0
 
     /// Creates empty stats.

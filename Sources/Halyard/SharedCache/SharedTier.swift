@@ -75,6 +75,11 @@ final class SharedTier: Sendable {
         /// The failure classes already logged (auth, cluster): a configuration problem is
         /// logged once in the tier's life, however often it recurs.
         var loggedClasses: Set<RedisError.Category> = []
+        /// The failure classes in an episode now (failover, out of memory): the first reply of
+        /// an episode is logged, and the next write Redis takes ends it (``call(_:writes:)``).
+        var episodes: Set<RedisError.Category> = []
+        /// The calls' latencies over the last minute (``SharedCacheStats/callLatencyP99``).
+        var latency = SharedCacheLatencyWindow()
         /// Calls admitted and not yet taken off each lane's queue.
         var queued: [Int]
         /// Whether each lane's last call failed: a call that then waits out its deadline in the
@@ -167,19 +172,21 @@ final class SharedTier: Sendable {
 
     /// The counters and the breaker's state.
     var stats: SharedCacheStats {
+        let now = clock.monotonicNow
         var stats = state.withLock { s in
             var stats = s.stats
             stats.breakerOpen = s.breaker.isOpen
             stats.breakerOpenings = s.breaker.openings
             stats.queueDepth = s.queued.reduce(0, +)
             stats.leasesHeld = s.leases.count
+            let latency = s.latency.histogram(now: now)
+            stats.callLatencyP50 = latency.percentile(0.5)
+            stats.callLatencyP99 = latency.percentile(0.99)
             return stats
         }
-        // The connections' own figures: latency, reconnects, failures by class.
-        var latency = RedisClientStats.LatencyHistogram()
+        // The connections' own figures: reconnects, failures by class.
         for lane in lanes {
             let client = lane.client.stats
-            latency.merge(client.latency)
             stats.reconnects += client.reconnects
             stats.failoverErrors += client.errors[.failover, default: 0]
             stats.authErrors += client.errors[.auth, default: 0]
@@ -187,8 +194,6 @@ final class SharedTier: Sendable {
             stats.timeoutErrors += client.errors[.timeout, default: 0]
             stats.outOfMemoryErrors += client.errors[.outOfMemory, default: 0]
         }
-        stats.callLatencyP50 = latency.percentile(0.5)
-        stats.callLatencyP99 = latency.percentile(0.99)
         return stats
     }
 
@@ -244,9 +249,7 @@ final class SharedTier: Sendable {
     func lookup(_ fingerprint: String, keys: Keys? = nil) async -> Lookup {
         let keys = keys ?? state.withLock { $0.keys }
         let id = keys.id(fingerprint)
-        let replies = await perform { (client, timeout) throws(RedisError) in
-            try client.pipeline([.get(keys.entryKey(id))], timeout: timeout)
-        }
+        let replies = await call([.get(keys.entryKey(id))], writes: false)
         guard let replies else { return .unavailable }
         return decode(replies.first, keys: keys, id: id)
     }
@@ -260,9 +263,7 @@ final class SharedTier: Sendable {
         let id = keys.id(fingerprint)
         let command = RedisCommand.eval(
             Self.pollScript, keys: [keys.leaseKey(id), keys.entryKey(id)], arguments: [])
-        let replies = await perform { (client, timeout) throws(RedisError) in
-            try client.pipeline([command], timeout: timeout)
-        }
+        let replies = await call([command], writes: false)
         guard let reply = replies?.first else { return (.unavailable, false) }
         if case .integer = reply { return (.none, true) }
         return (decode(reply, keys: keys, id: id, counting: false), false)
@@ -293,9 +294,7 @@ final class SharedTier: Sendable {
             (recorded.stale.map { [.compareAndDelete(leaseKey, token: $0)] } ?? []) + [
                 .set(leaseKey, token, expiry: leaseDuration, onlyIfAbsent: true), .get(keys.entryKey(id)),
             ]
-        let answered = await perform { (client, timeout) throws(RedisError) in
-            try client.pipeline(commands, timeout: timeout)
-        }
+        let answered = await call(commands, writes: true)
         let replies = answered.map { Array($0.suffix(2)) }
         guard let replies, replies.count == 2 else {
             // The `SET NX` may have run: released by its token after the next success.
@@ -372,9 +371,7 @@ final class SharedTier: Sendable {
         }
         guard !commands.isEmpty else { return }
         let pipeline = commands
-        let replies = await perform { (client, timeout) throws(RedisError) in
-            try client.pipeline(pipeline, timeout: timeout)
-        }
+        let replies = await call(pipeline, writes: true)
         guard let replies else {
             // Not released: Redis may still hold it. Released by token after the next success.
             if let leaseKey, let token {
@@ -512,6 +509,59 @@ final class SharedTier: Sendable {
         case skipped
     }
 
+    /// Sends `commands` in one pipeline through ``perform(_:)``; nil when the call was not
+    /// answered. Marks the episodes (docs/fleet.md, "Each failure, as an operator sees it"):
+    /// the first `-OOM` reply since the last write Redis took is logged once (a failover reply
+    /// fails its call and is logged by ``perform(_:)`` the same way), and a call of `writes`
+    /// answered without an error reply ends every episode. A read does not end one: a replica
+    /// keeps answering reads, a full Redis too.
+    private func call(_ commands: [RedisCommand], writes: Bool) async -> [RedisValue]? {
+        let replies = await perform { (client, timeout) throws(RedisError) in
+            try client.pipeline(commands, timeout: timeout)
+        }
+        guard let replies else { return nil }
+        var refused = false
+        var full: RedisError?
+        for case .error(let message) in replies {
+            refused = true
+            if full == nil && RedisError.category(ofReply: message) == .outOfMemory { full = .server(message) }
+        }
+        let record = state.withLock { s -> HalyardLogRecord? in
+            if let full, s.episodes.insert(.outOfMemory).inserted {
+                return Self.episodeRecord(full, facts: logFacts)
+            }
+            if writes && !refused { s.episodes.removeAll() }
+            return nil
+        }
+        if let record { logHandler?(record) }
+        return replies
+    }
+
+    /// The record of an episode's first reply (logged again only after Redis took a write):
+    /// a failover reply (`reason` `failover`) or `-OOM` (`reason` `out_of_memory`); nil for
+    /// other failures. It names the reply's code only, never a key or a value.
+    static func episodeRecord(_ error: RedisError, facts: [String: String]) -> HalyardLogRecord? {
+        let code: String
+        switch error {
+        case .server(let message), .handshakeFailed(let message): code = String(message.prefix { $0 != " " })
+        default: return nil
+        }
+        switch error.category {
+        case .failover:
+            return HalyardLogRecord(
+                .warning,
+                "the shared cache answered \(code): it is not a primary that takes writes (a failover, or a node loading its data); the connection was dropped and the next call connects again, to where the name points now; meanwhile contexts are fetched from the control plane and not written back (logged again only after Redis takes a write)",
+                .sharedCache, facts.merging([HalyardLogRecord.Key.reason: "failover"]) { $1 })
+        case .outOfMemory:
+            return HalyardLogRecord(
+                .warning,
+                "the shared cache is full (\(code): maxmemory reached with the noeviction policy): it refuses leases and entry writes, reads go on; contexts it does not hold are fetched from the control plane and not written back until it has room (maxmemory-policy allkeys-lru evicts old entries instead; logged again only after Redis takes a write)",
+                .sharedCache, facts.merging([HalyardLogRecord.Key.reason: "out_of_memory"]) { $1 })
+        default:
+            return nil
+        }
+    }
+
     /// Runs `body` (with the time left of the call's deadline) on the least busy lane unless
     /// the breaker is open; nil when it was skipped, dropped or failed (an error reply
     /// included: counted, and a failure for the breaker). The deadline counts from now (the
@@ -551,10 +601,18 @@ final class SharedTier: Sendable {
                 guard left > .zero else { return continuation.resume(returning: .expired(stuck: stuck)) }
                 do throws(RedisError) {
                     let value = try body(client, left)
-                    state.withLock { $0.laneFailing[lane] = false }
-                    continuation.resume(returning: .done(value, elapsed: start.duration(to: .now)))
+                    let elapsed = start.duration(to: .now)
+                    state.withLock { s in
+                        s.laneFailing[lane] = false
+                        s.latency.record(elapsed, now: clock.monotonicNow)
+                    }
+                    continuation.resume(returning: .done(value, elapsed: elapsed))
                 } catch {
-                    state.withLock { $0.laneFailing[lane] = error != .closed }
+                    let elapsed = start.duration(to: .now)
+                    state.withLock { s in
+                        s.laneFailing[lane] = error != .closed
+                        if error != .closed { s.latency.record(elapsed, now: clock.monotonicNow) }
+                    }
                     continuation.resume(returning: .failed(error))
                 }
             }
@@ -610,6 +668,8 @@ final class SharedTier: Sendable {
                         s.loggedClasses.insert(error.category).inserted
                     {
                         once = record
+                    } else if error.category == .failover, s.episodes.insert(.failover).inserted {
+                        once = Self.episodeRecord(error, facts: logFacts)
                     }
                 } else {
                     s.stats.droppedInQueue += 1
@@ -676,9 +736,7 @@ final class SharedTier: Sendable {
     /// Releases leases by token in the background (one pipeline, one call deadline).
     private func releaseOrphans(_ commands: [RedisCommand]) {
         Task { [self] in
-            let done = await perform { (client, timeout) throws(RedisError) in
-                try client.pipeline(commands, timeout: timeout)
-            }
+            let done = await call(commands, writes: true)
             if done != nil { state.withLock { $0.stats.leasesReleased += commands.count } }
         }
     }

@@ -9,22 +9,40 @@ import Foundation
 #endif
 
 /// A RESP server on 127.0.0.1 that answers every command with the same reply (`answer`, raw
-/// RESP, e.g. `-MOVED 3999 127.0.0.1:6381\r\n`): what a Redis Cluster node, or any other
-/// answer a real `redis-server` is hard to make give, looks like to the client. Commands are
-/// read with the client's own decoder (a command is a RESP array of bulk strings); each
-/// connection is served by a thread of its own. `stop()` (or release) closes everything.
+/// RESP, e.g. `-MOVED 3999 127.0.0.1:6381\r\n`), or with what a script says for each command:
+/// what a Redis Cluster node, a failover's old primary, a full or a slow Redis, or any other
+/// answer a real `redis-server` is hard to make give at a chosen moment, looks like to the
+/// client. Commands are read with the client's own decoder (a command is a RESP array of bulk
+/// strings); each connection is served by a thread of its own. `stop()` (or release) closes
+/// everything.
 final class ScriptedRESPServer: @unchecked Sendable {
+    /// One scripted reply: raw RESP, sent after `delay` (a slow Redis).
+    struct Answer: Sendable {
+        var reply: String
+        var delay: Duration = .zero
+    }
+
+    /// What to answer to a command, given its name (upper case) and how many commands of that
+    /// name came before it, over every connection (0 for the first).
+    typealias Script = @Sendable (_ command: String, _ index: Int) -> Answer
+
     let port: Int
     /// Commands received, by name (upper case).
     var commands: [String] { received.withLock { $0 } }
 
     private let listener: Int32
-    private let answer: [UInt8]
+    private let script: Script
     private let received = Locked<[String]>([])
     private let connections = Locked<(open: [Int32], stopped: Bool)>(([], false))
 
-    init(answer: String) throws {
-        self.answer = Array(answer.utf8)
+    /// A server that answers every command with `answer`.
+    convenience init(answer: String) throws {
+        try self.init { _, _ in Answer(reply: answer) }
+    }
+
+    /// A server that answers each command with what `script` says.
+    init(script: @escaping Script) throws {
+        self.script = script
         (listener, port) = try LoopbackListener.open(backlog: 16)
         Thread.detachNewThread { [self] in acceptLoop() }
     }
@@ -84,11 +102,17 @@ final class ScriptedRESPServer: @unchecked Sendable {
             decoder.append(buffer[..<count])
             var replies: [UInt8] = []
             while let command = try? decoder.next() {
+                var text = ""
                 if case .array(let parts?) = command, case .bulk(let name?)? = parts.first {
-                    let text = String(decoding: name, as: UTF8.self).uppercased()
-                    received.withLock { $0.append(text) }
+                    text = String(decoding: name, as: UTF8.self).uppercased()
                 }
-                replies += answer
+                let index = received.withLock { received in
+                    defer { if !text.isEmpty { received.append(text) } }
+                    return received.count { $0 == text }
+                }
+                let answer = script(text, index)
+                if answer.delay > .zero { Thread.sleep(forTimeInterval: answer.delay.fractionalSeconds) }
+                replies += Array(answer.reply.utf8)
             }
             var sent = 0
             while sent < replies.count {
