@@ -1,11 +1,12 @@
 // halyard-bench-definitions: flagd definitions evaluated in process (SPEC §17,
 // docs/benchmarks-definitions.md).
 //
-//   swift run -c release halyard-bench-definitions [--quick] [--json FILE] [--count N [--shape S]]
+//   swift run -c release halyard-bench-definitions [--quick] [--json FILE] [--count N [--shape S] [--typed]]
 //
 // --count N --shape S: no timing; N evaluations of one shape (static, rule, fractional, semver,
 // or dictionary for the baseline) in countEvaluations, for instruction counts under callgrind
-// (docs/benchmarks-definitions.md, "Instruction counts").
+// (docs/benchmarks-definitions.md, "Instruction counts"); with --typed, N typed value reads
+// (`bool`, `string` for fractional) instead of `evaluate`.
 //
 // ns per evaluation of a static flag, a 3-condition rule, a `fractional` split and `sem_ver`,
 // alternating in one process with an unsynchronized dictionary read (the baseline: ratios are
@@ -23,6 +24,7 @@ var quick = false
 var jsonPath: String?
 var count: Int?
 var countShape: String?
+var countTyped = false
 do {
     var args = CommandLine.arguments.dropFirst()
     while let arg = args.popFirst() {
@@ -31,8 +33,9 @@ do {
         case "--json": jsonPath = args.popFirst()
         case "--count": count = args.popFirst().flatMap { Int($0) }
         case "--shape": countShape = args.popFirst()
+        case "--typed": countTyped = true
         case "-h", "--help":
-            print("usage: halyard-bench-definitions [--quick] [--json FILE] [--count N [--shape S]]")
+            print("usage: halyard-bench-definitions [--quick] [--json FILE] [--count N [--shape S] [--typed]]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("unknown argument \(arg)\n".utf8))
@@ -213,9 +216,17 @@ let semverKeys = keys["semver"]!
 /// its own: callgrind's inclusive count of it over `n` is one evaluation's instructions. One
 /// shape per process (the optimizer merges functions that differ only in a global they read).
 @MainActor @inline(never)
-func countEvaluations(_ shapeKeys: [String], _ n: Int, dictionaryRead: Bool) {
+func countEvaluations(_ shapeKeys: [String], _ n: Int, dictionaryRead: Bool, typed: Bool, string: Bool) {
     if dictionaryRead {
         for i in 0..<n { blackHole(dictionary[shapeKeys[i & keyMask]]) }
+    } else if typed && string {
+        for i in 0..<n {
+            blackHole(definitions.string(shapeKeys[i & keyMask], context: contexts[i & contextMask], default: ""))
+        }
+    } else if typed {
+        for i in 0..<n {
+            blackHole(definitions.bool(shapeKeys[i & keyMask], context: contexts[i & contextMask], default: false))
+        }
     } else {
         for i in 0..<n { blackHole(definitions.evaluate(shapeKeys[i & keyMask], context: contexts[i & contextMask])) }
     }
@@ -227,8 +238,9 @@ if let count {
         print("--shape: one of dictionary, \(shapes.joined(separator: ", "))")
         exit(2)
     }
-    countEvaluations(shapeKeys, count, dictionaryRead: shape == "dictionary")
-    print("counted: \(count) evaluations of \(shape) in countEvaluations")
+    countEvaluations(
+        shapeKeys, count, dictionaryRead: shape == "dictionary", typed: countTyped, string: shape == "fractional")
+    print("counted: \(count) \(countTyped ? "typed reads" : "evaluations") of \(shape) in countEvaluations")
     exit(0)
 }
 
@@ -253,6 +265,39 @@ compare(
         (
             "sem_ver",
             { i in blackHole(definitions.evaluate(semverKeys[i & keyMask], context: contexts[i & contextMask])) }
+        ),
+    ])
+
+compare(
+    "one typed value read (bool; string for fractional): the value only, no ServedFlag",
+    [
+        ("dictionary read [String: JSONValue]", { i in blackHole(dictionary[staticKeys[i & keyMask]]) }),
+        (
+            "static flag",
+            { i in
+                blackHole(
+                    definitions.bool(staticKeys[i & keyMask], context: contexts[i & contextMask], default: false))
+            }
+        ),
+        (
+            "3-condition rule",
+            { i in
+                blackHole(definitions.bool(ruleKeys[i & keyMask], context: contexts[i & contextMask], default: false))
+            }
+        ),
+        (
+            "fractional (3 buckets)",
+            { i in
+                blackHole(
+                    definitions.string(fractionalKeys[i & keyMask], context: contexts[i & contextMask], default: ""))
+            }
+        ),
+        (
+            "sem_ver",
+            { i in
+                blackHole(
+                    definitions.bool(semverKeys[i & keyMask], context: contexts[i & contextMask], default: false))
+            }
         ),
     ])
 

@@ -28,6 +28,15 @@ final class FlagDefinition: Sendable {
     /// Per variant (``variantIndex`` order): the result of a rule that picks it (reason
     /// TARGETING_MATCH), built once so an evaluation copies it instead of assembling one.
     let matchResults: [ServedFlag]
+    /// ``staticResult``'s kind and scalar bits: what a typed read
+    /// (``FlagDefinitions/bool(_:context:default:timestamp:)``) reads in place.
+    let staticScalar: DefinitionScalar
+    /// Per variant (``variantIndex`` order): ``matchResults``' kind and scalar bits.
+    let matchScalars: [DefinitionScalar]
+    /// ``staticResult``'s value when it is a string (what a typed `string` read returns).
+    let staticString: String?
+    /// Per variant (``variantIndex`` order): ``matchResults``' value when it is a string.
+    let matchStrings: [String?]
 
     init(
         key: String, enabled: Bool, variants: [String: JSONValue], defaultVariant: String?,
@@ -61,5 +70,14 @@ final class FlagDefinition: Sendable {
         } else {
             staticResult = ServedFlag(key: key, value: nil, reason: .defaultValue, metadata: metadata)
         }
+        staticScalar = DefinitionScalar(staticResult)
+        matchScalars = matchResults.map(DefinitionScalar.init)
+        staticString = Self.string(staticResult)
+        matchStrings = matchResults.map(Self.string)
+    }
+
+    private static func string(_ served: ServedFlag) -> String? {
+        guard served.errorCode == nil, case .string(let string) = served.value else { return nil }
+        return string
     }
 }

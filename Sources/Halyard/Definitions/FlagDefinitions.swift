@@ -18,6 +18,10 @@ public struct FlagDefinitions: Sendable {
     let index: ExactKeyIndex
     /// The flags in ``keys`` order.
     let ordered: [FlagDefinition]
+    /// Per slot of ``ordered``: whether the flag runs a rule, and when not, its result's kind
+    /// and scalar bits, so that a typed read of a static or disabled flag does not touch the
+    /// flag's object (no retain).
+    let heads: [SlotHead]
     /// The document's own `metadata` (flag-set metadata); each flag's metadata is merged over it.
     public let metadata: FlagMetadata
 
@@ -34,6 +38,15 @@ public struct FlagDefinitions: Sendable {
         let sorted = flags.sorted { $0.key < $1.key }
         index = ExactKeyIndex(sorted.map(\.key))
         ordered = sorted.map(\.value)
+        heads = ordered.map { SlotHead(scalar: $0.staticScalar, targeted: $0.rule != nil) }
+    }
+
+    /// What a typed read finds first for a slot (``heads``).
+    struct SlotHead: Sendable {
+        /// The result of a flag that runs no rule (meaningless when ``targeted``).
+        let scalar: DefinitionScalar
+        /// The flag runs a rule: its result depends on the context.
+        let targeted: Bool
     }
 
     /// Parses, validates and compiles a definitions document (UTF-8 JSON).
@@ -91,10 +104,37 @@ public struct FlagDefinitions: Sendable {
     private func evaluate(
         _ flag: FlagDefinition, context: EvaluationContext, as type: FlagDefinitionType?, timestamp: Int64?
     ) -> ServedFlag {
-        // A static flag (no rule, or disabled): its result was built at load.
-        guard let rule = flag.rule else {
+        switch Self.outcome(flag, context: context, timestamp: timestamp) {
+        case .fixed:
             return type == nil ? flag.staticResult : Self.checked(flag.staticResult, type)
+        case .nullRule:
+            return Self.checked(Self.nullRuleResult(flag), type)
+        case .variant(let slot):
+            return type == nil ? flag.matchResults[slot] : Self.checked(flag.matchResults[slot], type)
+        case .failure(let code, let message):
+            return Self.failure(flag, code, message)
         }
+    }
+
+    /// Which of `flag`'s results an evaluation serves, found without building or copying one
+    /// (the results themselves were built at load: ``FlagDefinition/staticResult``,
+    /// ``FlagDefinition/matchResults``, their entries).
+    enum Outcome {
+        /// ``FlagDefinition/staticResult``: no rule runs (no targeting, or disabled).
+        case fixed
+        /// The rule gave null: ``FlagDefinition/staticResult`` with reason DEFAULT (unless it
+        /// is an error).
+        case nullRule
+        /// The rule picked the variant in this slot of ``FlagDefinition/matchResults``.
+        case variant(Int)
+        /// The rule failed or named no variant of the flag.
+        case failure(FlagErrorCode, String)
+    }
+
+    /// Runs `flag`'s rule (if any) for `context`: which result it serves.
+    static func outcome(_ flag: FlagDefinition, context: EvaluationContext, timestamp: Int64?) -> Outcome {
+        // A static flag (no rule, or disabled): its result was built at load.
+        guard let rule = flag.rule else { return .fixed }
         let env = LogicEnvironment(
             attributes: context.attributes, targetingKey: context.targetingKey, flagKey: flag.key,
             timestamp: timestamp ?? (flag.readsTimestamp ? Int64(Date().timeIntervalSince1970) : 0))
@@ -103,24 +143,19 @@ public struct FlagDefinitions: Sendable {
             result = try rule.evaluate(.root, env)
         } catch {
             switch error {
-            case .invalidRule(let message):
-                return Self.failure(flag, .parseError, "invalid targeting: \(message)")
-            case .failed(let message):
-                return Self.failure(flag, .general, "targeting failed: \(message)")
+            case .invalidRule(let message): return .failure(.parseError, "invalid targeting: \(message)")
+            case .failed(let message): return .failure(.general, "targeting failed: \(message)")
             }
         }
         let slot: Int?
         switch result {
-        case .null:
-            var served = flag.staticResult
-            if served.errorCode == nil { served.reason = .defaultValue }
-            return Self.checked(served, type)
+        case .null: return .nullRule
         case .string(let s): slot = s.isEmpty ? nil : flag.variantIndex.slot(of: s)
         case .bool(let b): slot = flag.variantIndex.slot(of: b ? "true" : "false")
         case .int, .double:
             slot = LogicCoercion.plainString(result).flatMap { $0.isEmpty ? nil : flag.variantIndex.slot(of: $0) }
         case .array, .object:
-            return Self.failure(flag, .general, "targeting gave a \(result.typeName), not a variant name")
+            return .failure(.general, "targeting gave a \(result.typeName), not a variant name")
         }
         guard let slot else {
             let variant: String
@@ -129,12 +164,21 @@ public struct FlagDefinitions: Sendable {
             } else {
                 variant = LogicCoercion.plainString(result) ?? ""
             }
-            return Self.failure(flag, .general, "targeting gave variant \"\(variant)\", which the flag does not have")
+            return .failure(.general, "targeting gave variant \"\(variant)\", which the flag does not have")
         }
-        return type == nil ? flag.matchResults[slot] : Self.checked(flag.matchResults[slot], type)
+        return .variant(slot)
     }
 
-    private static func failure(_ flag: FlagDefinition, _ code: FlagErrorCode, _ message: String) -> ServedFlag {
+    /// The result of `flag` when its rule gives null: the static one, re-labelled DEFAULT
+    /// unless it is an error.
+    static func nullRuleResult(_ flag: FlagDefinition) -> ServedFlag {
+        var served = flag.staticResult
+        if served.errorCode == nil { served.reason = .defaultValue }
+        return served
+    }
+
+    /// The result of an evaluation of `flag` that failed (``Outcome/failure(_:_:)``).
+    static func failure(_ flag: FlagDefinition, _ code: FlagErrorCode, _ message: String) -> ServedFlag {
         ServedFlag(
             key: flag.key, value: nil, reason: .error, errorCode: code, errorMessage: message, metadata: flag.metadata)
     }

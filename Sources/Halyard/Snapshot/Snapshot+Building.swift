@@ -20,6 +20,19 @@ extension Snapshot {
         return snapshot
     }
 
+    /// ``make(flags:source:confirmedAt:contextFingerprint:etag:inheritingFrom:sharing:details:)``
+    /// from results built once and shared (``Snapshot/init(entries:details:source:confirmedAt:contextFingerprint:sharing:)``).
+    static func make(
+        entries: [Entry], details: [EvaluationDetail], source: Source, confirmedAt: Date?, contextFingerprint: String,
+        inheritingFrom previous: Snapshot?, sharing table: FlagTable.Storage
+    ) -> Snapshot {
+        let snapshot = Snapshot(
+            entries: entries, details: details, source: source, confirmedAt: confirmedAt,
+            contextFingerprint: contextFingerprint, sharing: table)
+        if let previous { snapshot.inheritExposureSlots(from: previous) }
+        return snapshot
+    }
+
     /// The snapshot that follows `previous` with freshly served `flags`, and the keys whose served
     /// result changed: the one path from decoded flags to a publishable snapshot.
     ///

@@ -121,6 +121,39 @@ package final class Snapshot: @unchecked Sendable {
         liveSerial = liveCounter?.register() ?? 0
     }
 
+    /// A snapshot of results built elsewhere once per flag and shared (an in-process service's
+    /// prebuilt results, docs/in-process.md): `entries` and `details` in the key order of
+    /// `table`, which must have been built from exactly those keys. No ``ServedFlag`` is read.
+    init(
+        entries built: [Entry], details shared: [EvaluationDetail], source: Source, confirmedAt: Date?,
+        contextFingerprint: String, sharing table: FlagTable.Storage
+    ) {
+        precondition(built.count == shared.count && table.table.count == shared.count, "one entry and detail per key")
+        count = shared.count
+        self.source = source
+        self.confirmedAt = confirmedAt
+        self.contextFingerprint = contextFingerprint
+        etag = nil
+        tableShared = true
+        tableStorage = table
+        self.table = table.table
+        let capacity = max(shared.count, 1)
+        let entries = UnsafeMutablePointer<Entry>.allocate(capacity: capacity)
+        let details = UnsafeMutablePointer<EvaluationDetail>.allocate(capacity: capacity)
+        built.withUnsafeBufferPointer {
+            if let base = $0.baseAddress { entries.initialize(from: base, count: $0.count) }
+        }
+        shared.withUnsafeBufferPointer {
+            if let base = $0.baseAddress { details.initialize(from: base, count: $0.count) }
+        }
+        self.entries = entries
+        self.details = details
+        exposureSlots = .allocate(capacity: capacity)
+        exposureSlots.initialize(repeating: hal_atomic_word(value: 0), count: capacity)
+        liveCounter = nil
+        liveSerial = 0
+    }
+
     deinit {
         entries.deinitialize(count: count)
         entries.deallocate()
@@ -142,7 +175,8 @@ package final class Snapshot: @unchecked Sendable {
         index(of: key).map { details[$0].servedFlag }
     }
 
-    private static func entry(for flag: ServedFlag) -> Entry {
+    /// The kind and scalar bits of `flag` (also what an in-process service prebuilds per result).
+    static func entry(for flag: ServedFlag) -> Entry {
         if flag.errorCode != nil { return Entry(kind: .error, bits: 0) }
         guard let value = flag.value else { return Entry(kind: .codeDefault, bits: 0) }
         switch value {

@@ -247,6 +247,56 @@ import Testing
         #expect(plane.evaluationCount == 0)
     }
 
+    @Test func typedReadsServeResultsBuiltOncePerDefinitionsWithExposuresAndStatsAsBefore() async throws {
+        let file = try DefinitionsFile(Self.document())
+        let plane = InMemoryControlPlane()
+        let service = try await Self.loadedService(Self.options(file, plane))
+        defer { service.close() }
+        let ada = await service.flags(for: Self.user(1, plan: "pro"))
+        let bob = await service.flags(for: Self.user(2, plan: "pro"))
+        let eve = await service.flags(for: Self.user(3, plan: "free"))
+
+        #expect(ada.bool("static-flag", default: false) == true)
+        #expect(ada.bool("static-flag", default: false) == true)
+        #expect(ada.bool("disabled-flag", default: true) == true, "disabled: the caller's default")
+        #expect(ada.string("plan-flag", default: "-") == "pro", "the matched variant")
+        #expect(ada.string("plan-flag", default: "-") == "pro")
+        #expect(eve.string("plan-flag", default: "-") == "free", "a null rule result: the default variant")
+        #expect(ada.int("int-flag", default: 0) == 42)
+        #expect(ada.double("int-flag", default: 0) == 42)
+        #expect(ada.int("static-flag", default: 7) == 7, "a type mismatch: the default")
+        #expect(ada.bool("bad-rule", default: true) == true, "a rule naming no variant: the default")
+        #expect(ada.bool("no-such-flag", default: true) == true)
+        let reads = service.stats.reads
+        #expect(reads.typeMismatch == 1 && reads.servedError == 1 && reads.flagNotFound == 1)
+
+        // Two contexts matched to the same variant share its result (built once per
+        // definitions, not per context); a failed rule's result is each context's own.
+        let (adaSnapshot, bobSnapshot) = try (#require(ada.snapshot), #require(bob.snapshot))
+        for key in ["static-flag", "plan-flag", "split", "secret-flag"] {
+            let (a, b) = try (#require(adaSnapshot.index(of: key)), #require(bobSnapshot.index(of: key)))
+            if adaSnapshot.details[a].variant == bobSnapshot.details[b].variant {
+                #expect(adaSnapshot.details[a] === bobSnapshot.details[b], "\(key)")
+            }
+        }
+        let plan = try #require(adaSnapshot.index(of: "plan-flag"))
+        #expect(adaSnapshot.details[plan] === bobSnapshot.details[plan])
+        let badRule = try #require(adaSnapshot.index(of: "bad-rule"))
+        #expect(adaSnapshot.details[badRule] !== bobSnapshot.details[badRule])
+        #expect(adaSnapshot.details[badRule].errorCode == .general)
+
+        // Exposures: a successful read (a code default too) once per flag and window; failed
+        // reads none.
+        let result = await service.flushExposures()
+        let keys = plane.receivedExposures.compactMap { event -> String? in
+            guard case .object(let m) = event, case .string(let key)? = m["key"] else { return nil }
+            return key
+        }
+        #expect(result.sentEvents == keys.count)
+        #expect(keys.sorted() == ["disabled-flag", "int-flag", "plan-flag", "plan-flag", "static-flag"])
+        #expect(plane.evaluationCount == 0)
+    }
+
     @Test func aRuleReadingTheTimestampIsEvaluatedAgainInALaterSecond() async throws {
         let file = try DefinitionsFile(Self.document())
         let plane = InMemoryControlPlane()

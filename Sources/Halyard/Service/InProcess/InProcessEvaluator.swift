@@ -149,12 +149,14 @@ final class InProcessEvaluator: Sendable {
     ) -> Snapshot {
         _ = hal_fetch_add(words + Word.contextsEvaluated.rawValue, 1)
         _ = hal_fetch_add(words + Word.evaluations.rawValue, UInt(generation.targetedCount))
-        let flags = generation.evaluateAll(context, timestamp: second)
+        // Results built once per generation, picked per flag (no ServedFlag copied, no detail
+        // built but a failure's).
+        let (entries, details) = generation.evaluateAll(context, timestamp: second)
         // The previous results of the same context hand over their exposure slots (a variant
         // that did not change is not exposed again within the window).
         return Snapshot.make(
-            flags: flags, source: .network, confirmedAt: generation.loadedAt, contextFingerprint: fingerprint,
-            etag: nil, inheritingFrom: previous, sharing: generation.table, details: generation.fixedDetails)
+            entries: entries, details: details, source: .network, confirmedAt: generation.loadedAt,
+            contextFingerprint: fingerprint, inheritingFrom: previous, sharing: generation.table)
     }
 
     /// `date` in whole seconds since 1970 (`$flagd.timestamp`).
