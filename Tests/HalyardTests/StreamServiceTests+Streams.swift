@@ -59,22 +59,37 @@ extension StreamServiceTests {
         let fetchesBefore = transport.fetches.count
         transport.releaseOpens()
         try await Wait.until("the stream's 401") { service.stats.stream.failures >= 1 }
-        // 30 s of the pause, in reconnect-sized steps: the re-learn cannot go, so the refused
-        // URL must stay closed. (Before: the re-learn that sent nothing was reported finished
-        // and the machine reopened the refused URL at each reconnect time.)
-        for _ in 0..<60 {
-            clock.advance(by: .milliseconds(500))
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        // Ten reconnect times of the pause: the re-learn cannot go, so the refused URL must stay
+        // closed. (Before: the re-learn that sent nothing was reported finished and the machine
+        // reopened the refused URL at each reconnect time.) The clock moves to each reconnect
+        // time only once the stream waits for it with no fetch of its own in flight.
         let refusedOpens = { transport.streamOpens.filter { $0.url.absoluteString == refused }.count }
+        let driver = try #require(service.streaming?.driver)
+        func nextReconnect() async throws -> Duration {
+            var next: Duration = .zero
+            try await Wait.until("the stream waiting to reconnect, no fetch in flight") {
+                guard case .waiting(let until, _) = driver.phase, until > clock.monotonicNow,
+                    driver.fetchSlot == .idle
+                else { return false }
+                next = until
+                return true
+            }
+            return next
+        }
+        for _ in 0..<10 where clock.monotonicNow < .seconds(50) {
+            clock.advance(by: try await nextReconnect() - clock.monotonicNow)
+        }
         #expect(refusedOpens() == 1, "the refused URL was reopened before any re-learn was sent")
         #expect(transport.fetches.count == fetchesBefore, "a request was sent during the pause")
         #expect(service.status == .error)
-        // After the pause the re-learn goes (unconditional) and the new URL is followed.
+        // At the first reconnect time after the pause the re-learn goes (unconditional) and the
+        // new URL is followed, with no further clock movement.
+        let pausedUntil = try #require(service.fetcher.gate(now: clock.monotonicNow).pausedUntil)
+        // (A millisecond past the pause's end: the gate's copy of it is rounded to nanoseconds.)
+        let wake = max(try await nextReconnect(), pausedUntil + .milliseconds(1))
+        clock.advance(by: wake - clock.monotonicNow)
         try await Wait.until("the stream at the newly advertised URL") {
-            let done = service.stats.stream.connected && transport.streamOpens.last?.url.absoluteString == channel
-            if !done { clock.advance(by: .milliseconds(500)) }
-            return done
+            service.stats.stream.connected && transport.streamOpens.last?.url.absoluteString == channel
         }
         let relearn = try #require(transport.fetches.dropFirst(fetchesBefore).first, "no re-learn after the pause")
         #expect(relearn.headers["If-None-Match"] == nil, "a conditional re-learn (a 304 has no advertisement)")
