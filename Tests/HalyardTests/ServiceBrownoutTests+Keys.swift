@@ -69,6 +69,58 @@ extension ServiceBrownoutTests {
         }
         #expect(await service.flags(for: serviceContext(1)).string("env", default: "none") == "new")
     }
+
+    /// A plane that ignores cancellation answers an old-key refresh after `setKey` returned
+    /// (SPEC §12: `setKey` "ignores their answers, whatever their status"): once the new key's
+    /// value is served, no read returns the old environment's value again, and a late 304
+    /// (which would confirm the old values) or 503 (which would pause the service) changes
+    /// nothing. Documents the guard's cancellation and the fetcher's key-generation check; a
+    /// late 200 was served before them (issue 47 item 3).
+    @Test(arguments: [200, 304, 503])
+    func aLateOldKeyAnswerAfterSetKeyChangesNothing(status: Int) async throws {
+        let transport = LateOldKeyTransport(holdFrom: 2, lateStatus: status)
+        let clock = ManualClock()
+        var options = FlagServiceOptions(baseURL: try #require(URL(string: "http://127.0.0.1:9")), key: "old-key")
+        options.transport = transport
+        options.clock = clock
+        options.exposures.enabled = false
+        options.coldFetchTimeout = .seconds(120)
+        options.requestTimeout = .seconds(120)
+        // One failure would pause every context's fetches, were the late 503 counted.
+        options.backoffAfterFailures = 1
+        let service = try FlagService(options: options)
+        defer {
+            service.close()
+            transport.releaseAll()
+        }
+        let context = serviceContext(1)
+        // Held with the old key's value and ETag; its refresh (If-None-Match) is held on the wire.
+        #expect(await service.flags(for: context).string("env", default: "none") == "old")
+        clock.advance(by: options.refreshAfter + .seconds(1))
+        _ = service.flagsIfCached(for: context)
+        try await Wait.until("the old-key refresh on the wire") { transport.held == 1 }
+        try await service.setKey("new-key")
+        // The refresh goes again with the new key; the old request is still unanswered.
+        try await Wait.until("the new key's value served") {
+            service.flagsIfCached(for: context).string("env", default: "none") == "new"
+        }
+        #expect(transport.held == 1 && transport.landed == 0)
+        transport.releaseAll()
+        try await Wait.until("the old key's late \(status) answered") { transport.landed == 1 }
+        // Bounded polling: the late answer never replaces the new key's value.
+        for _ in 0..<50 {
+            let env = service.flagsIfCached(for: context).string("env", default: "none")
+            #expect(env == "new", "a read after setKey returned the old environment's value (late \(status))")
+            if env != "new" { break }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(service.status == .ready, "the old key's late \(status) changed the status")
+        #expect(service.stats.fetching.paused == 0, "the old key's late \(status) paused the service")
+        // Not paused: a new context is fetched with the new key at once.
+        #expect(await service.flags(for: serviceContext(2)).string("env", default: "none") == "new")
+        #expect(transport.newKeyRequests == 2)
+        #expect(service.stats.fetching.staleKeyCancels == 1)
+    }
 }
 
 /// Holds a request carrying `Bearer <oldKey>` (from the `holdFrom`-th old-key request on) until

@@ -82,6 +82,54 @@ import Testing
         #expect(await rotating.flags(for: context).string("env", default: "none") == "new")
     }
 
+    /// The entry Redis holds for `context` in the namespace of `key`, authenticated with that
+    /// key: the env value it serves, nil when there is no entry.
+    static func storedEnv(_ redis: RedisTestServer, _ context: EvaluationContext, key: String) throws -> String? {
+        let keys = SharedTier.Keys(baseURL: InMemoryControlPlane.baseURL, key: key, appID: nil)
+        let id = keys.id(try context.fitted().fingerprint)
+        guard let bytes = try redis.client().get(keys.entryKey(id)) else { return nil }
+        let entry = try SharedEntry.decode(
+            bytes, namespace: keys.namespace, id: id, secret: keys.secret, limit: SharedTier.defaultMaxEntryBytes)
+        guard case .string(let env)? = entry.flags.first(where: { $0.key == "env" })?.value else { return "?" }
+        return env
+    }
+
+    /// The same, read in Redis itself after the old key's 200 has landed, from a plane that
+    /// ignores cancellation: the new key's namespace holds the new key's answer only, and
+    /// nothing is written for the replaced key after `setKey` either (SPEC §12, §15).
+    @Test(.needsRedisServer) func aLateOldKeyAnswerIsWrittenUnderNoNamespace() async throws {
+        let redis = try RedisTestServer()
+        let transport = LateOldKeyTransport()
+        var options = FlagServiceOptions(baseURL: InMemoryControlPlane.baseURL, key: "old-key")
+        options.transport = transport
+        options.sharedCache = Self.cache(redis)
+        options.changeDetection = .polling
+        options.exposures.enabled = false
+        options.coldFetchTimeout = .seconds(120)
+        options.requestTimeout = .seconds(120)
+        let service = try FlagService(options: options)
+        defer {
+            service.close()
+            transport.releaseAll()
+        }
+        let context = serviceContext(8)
+        let pending = Task { await service.flags(for: context).string("env", default: "none") }
+        try await Wait.until("an old-key fetch in flight") { transport.held == 1 }
+        try await service.setKey("new-key")
+        #expect(await pending.value == "new", "the cold waiter was not served the new key's answer")
+        transport.releaseAll()
+        try await Wait.until("the old key's late 200 answered") { transport.landed == 1 }
+        // Bounded polling: Redis never holds the old environment's value under the new key.
+        for _ in 0..<50 {
+            let stored = try Self.storedEnv(redis, context, key: "new-key")
+            #expect(stored == "new", "the new key's namespace holds \(stored ?? "nothing")")
+            #expect(service.flagsIfCached(for: context).string("env", default: "none") == "new")
+            if stored != "new" { break }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(try Self.storedEnv(redis, context, key: "old-key") == nil, "written for the replaced key")
+    }
+
     @Test(.needsRedisServer) func theSecondServiceIsServedWithoutAControlPlaneRequest() async throws {
         let redis = try RedisTestServer()
         let plane = Self.plane()

@@ -34,6 +34,69 @@ extension StreamServiceTests {
         #expect(transport.streamOpens.filter { $0.url.absoluteString == refused }.count == 1)
     }
 
+    @Test("a re-learn the service could not send (paused) keeps the refused URL closed until one goes")
+    func aHeldRelearnKeepsTheRefusedURLClosed() async throws {
+        let clock = ManualClock()
+        let refused = "http://127.0.0.1:9/ofrep/v1/sse?token=\(ScriptedStreamTransport.secret)"
+        let channel = "http://127.0.0.1:9/ofrep/v1/channels/3/sse?token=moved"
+        let transport = ScriptedStreamTransport(clock: clock, streamURL: refused)
+        transport.setStreamAnswer(.status(401), forURL: refused)
+        transport.holdOpens()
+        var options = try Self.options(transport, clock)
+        options.backoffAfterFailures = 1
+        let service = try FlagService(options: options)
+        defer { service.close() }
+        _ = await service.flags(for: try EvaluationContext(targetingKey: "u0").fitted())
+        try await Wait.until("the open of the advertised URL") { transport.heldOpens == 1 }
+        // A 503 with Retry-After pauses the service (its fetch gate admits nothing) before the
+        // stream's 401 arrives; then no context fails any more (the re-learn sends u1, the
+        // context fetched last).
+        transport.fail(bodyContaining: "u1", status: 503, headers: ["Retry-After": "60"])
+        _ = await service.flags(for: try EvaluationContext(targetingKey: "u1").fitted())
+        try await Wait.until("the 503's pause") { service.status == .error }
+        transport.fail(bodyContaining: "no context has this", status: 503)
+        transport.setStreamURL(channel)
+        let fetchesBefore = transport.fetches.count
+        transport.releaseOpens()
+        try await Wait.until("the stream's 401") { service.stats.stream.failures >= 1 }
+        // Ten reconnect times of the pause: the re-learn cannot go, so the refused URL must stay
+        // closed. (Before: the re-learn that sent nothing was reported finished and the machine
+        // reopened the refused URL at each reconnect time.) The clock moves to each reconnect
+        // time only once the stream waits for it with no fetch of its own in flight.
+        let refusedOpens = { transport.streamOpens.filter { $0.url.absoluteString == refused }.count }
+        let driver = try #require(service.streaming?.driver)
+        func nextReconnect() async throws -> Duration {
+            var next: Duration = .zero
+            try await Wait.until("the stream waiting to reconnect, no fetch in flight") {
+                guard case .waiting(let until, _) = driver.phase, until > clock.monotonicNow,
+                    driver.fetchSlot == .idle
+                else { return false }
+                next = until
+                return true
+            }
+            return next
+        }
+        for _ in 0..<10 where clock.monotonicNow < .seconds(50) {
+            clock.advance(by: try await nextReconnect() - clock.monotonicNow)
+        }
+        #expect(refusedOpens() == 1, "the refused URL was reopened before any re-learn was sent")
+        #expect(transport.fetches.count == fetchesBefore, "a request was sent during the pause")
+        #expect(service.status == .error)
+        // At the first reconnect time after the pause the re-learn goes (unconditional) and the
+        // new URL is followed, with no further clock movement.
+        let pausedUntil = try #require(service.fetcher.gate(now: clock.monotonicNow).pausedUntil)
+        // (A millisecond past the pause's end: the gate's copy of it is rounded to nanoseconds.)
+        let wake = max(try await nextReconnect(), pausedUntil + .milliseconds(1))
+        clock.advance(by: wake - clock.monotonicNow)
+        try await Wait.until("the stream at the newly advertised URL") {
+            service.stats.stream.connected && transport.streamOpens.last?.url.absoluteString == channel
+        }
+        let relearn = try #require(transport.fetches.dropFirst(fetchesBefore).first, "no re-learn after the pause")
+        #expect(relearn.headers["If-None-Match"] == nil, "a conditional re-learn (a 304 has no advertisement)")
+        #expect(relearn.at >= .seconds(60), "the re-learn went during the pause (Retry-After: 60)")
+        #expect(refusedOpens() == 1, "the refused URL was reopened")
+    }
+
     @Test("a stream URL signed per answer: no reconnect or wave per cold fetch; the next reconnect takes it")
     func perAnswerSignedURLKeepsTheStream() async throws {
         let clock = ManualClock()

@@ -143,6 +143,9 @@ final class EventStreamDriver: Sendable {
     /// The machine's phase (tests).
     var phase: EventStreamMachine.Phase { state.withLock { $0.machine.phase } }
 
+    /// The machine's fetch slot: whether a fetch it asked for is still in flight (tests).
+    var fetchSlot: EventStreamMachine.FetchSlot { state.withLock { $0.machine.fetch } }
+
     /// Connection tasks held for cancelling: at most the current one (tests).
     var connectionTasks: Int { state.withLock { $0.tasks.count } }
 

@@ -11,16 +11,19 @@ extension FlagService {
                     guard let self, let streaming = self.streaming else { return true }
                     // The stream URL was refused: learn the advertisement again. A bare re-learn
                     // announces no change (no wave); one that absorbed an event's or a
-                    // connect's fetch owes that wave too.
+                    // connect's fetch owes that wave too. A re-learn that could not go is
+                    // reported held (false), whatever the wave did: the machine then keeps the
+                    // refused URL closed and asks again at its reconnect time (SPEC §14).
+                    var relearned = true
                     if fetch.unconditional {
-                        await self.relearnStream()
-                        guard fetch.announcesChange else { return true }
+                        relearned = await self.relearnStream()
+                        guard fetch.announcesChange else { return relearned }
                     }
                     self.markFlights(fetch)
                     await streaming.wave(fetch) { [weak self] fitted, flagConfig in
                         await self?.refreshHeld(fitted, flagConfig: flagConfig)
                     }
-                    return true
+                    return relearned
                 },
                 pollInterval: { _ in },
                 connected: { [weak self] isConnected in self?.streaming?.connected(isConnected) }))
@@ -29,30 +32,40 @@ extension FlagService {
     /// The stream URL answered 401, 403, 404 or 410 (SPEC §14: "client and service alike"):
     /// one request without `If-None-Match`, straight to the control plane (never answered by
     /// the shared cache), for the context the service fetched last, so that its 200 carries
-    /// the advertisement in force; a new URL then replaces the refused one. Nothing when the
-    /// service has fetched nothing yet (its first fetch is unconditional and learns the stream
-    /// anyway) or creates no request now (paused, fatal, closed: the stream's next failing
-    /// step asks again). Only the advertisement is taken from the answer: the context's held
-    /// values stay as they are (its own refresh keeps them current).
-    func relearnStream() async {
-        guard !isClosed, let streaming, let fitted = streaming.relearnContext,
-            fetcher.gate(now: options.clock.monotonicNow).admits(.refresh)
-        else { return }
+    /// the advertisement in force; a new URL then replaces the refused one. Only the
+    /// advertisement is taken from the answer: the context's held values stay as they are (its
+    /// own refresh keeps them current).
+    ///
+    /// Returns what the stream driver feeds its machine (``EventStreamDriver/Owner/fetch``):
+    /// - `false` (held) when the re-learn could not be sent now: the service is paused or
+    ///   fatal, its fetch gate has no room for a refresh, or the request was refused or shed
+    ///   on its way to a slot. The refused URL stays closed and the machine asks for the
+    ///   re-learn again at its reconnect time, so the URL is not reopened before a re-learn
+    ///   has gone (before, `true` here reopened it on backoff, over and over during a pause).
+    /// - `true` (finished) when it was sent, whatever its answer (a 5xx or a 304 says the
+    ///   plane was asked: the backoff goes on as for any failing step); when the service has
+    ///   fetched nothing yet (no context to send: its first fetch is unconditional and learns
+    ///   the stream anyway, so nothing is owed); and when the service is closed (the driver is
+    ///   stopped, nothing follows either way).
+    func relearnStream() async -> Bool {
+        guard !isClosed, let streaming, let fitted = streaming.relearnContext else { return true }
+        guard fetcher.gate(now: options.clock.monotonicNow).admits(.refresh) else { return false }
         let fetcher = self.fetcher
         fetcher.began(.refresh)
         // A tracked task, like every fetch: `close()` cancels it.
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+        let sent = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
             let started = fetcher.track {
                 let result = await fetcher.fetch(fitted, etag: nil, priority: .refresh)
                 fetcher.ended(.refresh)
                 if case .updated(let response, _) = result { streaming.advertised(response.eventStreams) }
-                c.resume()
+                c.resume(returning: !result.wasNotSent)
             }
             if !started {
                 fetcher.ended(.refresh)
-                c.resume()
+                c.resume(returning: true)
             }
         }
+        return sent || isClosed
     }
 
     /// Refreshes a held context now (in the background flight machinery, with `If-None-Match`)
