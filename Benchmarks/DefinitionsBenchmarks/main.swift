@@ -301,6 +301,52 @@ compare(
         ),
     ])
 
+// MARK: - A service's read: a ContextFlags view of in-process definitions
+
+/// The read a service's request handler makes (docs/in-process.md): `flags(for:)` once per
+/// request (each context's flags are evaluated once per definitions version and memoized), then
+/// keyed reads of the view. The views of the 1,024 contexts are held in an array and picked at
+/// run time, like the keys, so neither the view nor the key is hoisted out of the loop.
+let serviceFile = FileManager.default.temporaryDirectory
+    .appendingPathComponent("halyard-bench-definitions-\(ProcessInfo.processInfo.processIdentifier).json")
+let views: [ContextFlags]
+do {
+    try Data(document.utf8).write(to: serviceFile)
+    var options = FlagServiceOptions(definitions: .file(serviceFile))
+    options.exposures.enabled = false  // as halyard-bench-service's reads
+    options.maxContexts = 4 * contextCount
+    let service = try FlagService(options: options)
+    var held: [ContextFlags] = []
+    for context in contexts { held.append(await service.flags(for: context)) }
+    views = held
+    for shape in shapes {
+        let key = keys[shape]![0]
+        let viewDetail = views[0].stringDetail(key, default: "")
+        let boolDetail = views[0].boolDetail(key, default: false)
+        guard viewDetail.errorCode == nil || boolDetail.errorCode == nil else {
+            print("\(shape) read through a view is an error: \(viewDetail)")
+            exit(1)
+        }
+    }
+} catch {
+    print("the in-process service could not be made: \(error)")
+    exit(1)
+}
+try? FileManager.default.removeItem(at: serviceFile)
+
+compare(
+    "a service's read: ContextFlags view (held, one per context) keyed read, run-time key",
+    [
+        ("dictionary read [String: JSONValue]", { i in blackHole(dictionary[staticKeys[i & keyMask]]) }),
+        ("static flag", { i in blackHole(views[i & contextMask].bool(staticKeys[i & keyMask], default: false)) }),
+        ("3-condition rule", { i in blackHole(views[i & contextMask].bool(ruleKeys[i & keyMask], default: false)) }),
+        (
+            "fractional (3 buckets)",
+            { i in blackHole(views[i & contextMask].string(fractionalKeys[i & keyMask], default: "")) }
+        ),
+        ("sem_ver", { i in blackHole(views[i & contextMask].bool(semverKeys[i & keyMask], default: false)) }),
+    ])
+
 compare(
     "one evaluation with a fixed $flagd.timestamp (no clock read)",
     [
