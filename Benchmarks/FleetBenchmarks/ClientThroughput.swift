@@ -1,16 +1,16 @@
 import Foundation
 import Halyard
 
-/// `halyard-bench-fleet --l2-calls`: how many L2 calls a second one pod sustains against a
-/// local `redis-server` (target ≥ 20,000/s; docs/benchmarks-fleet.md) with 1, 2, 4 and 8
-/// connections, laid out as the shared tier does (`SharedCache.connections`): one single-
-/// connection `RedisClient` per connection, thread `t` calling client `t % connections` (the
-/// tier's lanes hand each client one call at a time). Each of `threads` threads makes calls
+/// `halyard-bench-fleet --l2-calls`, the client alone: how many L2 calls a second single-
+/// connection `RedisClient`s sustain against a local `redis-server` with 1, 2, 4 and 8
+/// connections, thread `t` calling client `t % connections`: one call per exchange, the
+/// threads taking turns on each connection. Then ``TierThroughput``, what a pod does (the
+/// shared tier sends the calls queued on a connection together). Each of `threads` threads makes calls
 /// back to back for `seconds`: a lookup-shaped call (`GET` of a ~5 KB entry) and a poll-shaped
 /// one (two `GET`s) in turn, each with the default 25 ms deadline. Prints calls/s, failures and
 /// the clients' latency percentiles (their fixed buckets, merged) per connection count.
 enum ClientThroughput {
-    static func run(seconds: Double, threads: Int) {
+    static func run(seconds: Double, threads: Int) async {
         let server: RedisServer
         switch RedisServer.start() {
         case .success(let started): server = started
@@ -29,6 +29,18 @@ enum ClientThroughput {
             "l2-calls: \(threads) threads, \(seconds) s per connection count, redis-server on 127.0.0.1:\(server.port)"
         )
         for connections in [1, 2, 4, 8] {
+            measureClients(connections: connections, seconds: seconds, threads: threads, endpoint: endpoint, keys: keys)
+        }
+        for tasks in [threads, threads * 4] {
+            await TierThroughput.run(seconds: seconds, tasks: tasks, endpoint: endpoint, keys: keys)
+        }
+    }
+
+    /// `threads` threads on `connections` clients for `seconds`; prints one line.
+    static func measureClients(
+        connections: Int, seconds: Double, threads: Int, endpoint: RedisEndpoint, keys: [[UInt8]]
+    ) {
+        do {
             let clients = (0..<connections).map { _ in RedisClient(endpoint: endpoint) }
             let stop = Locked(false)
             let counts = Locked((calls: 0, failures: 0))

@@ -8,9 +8,10 @@ import Foundation
 // the workers: this executable again with `--worker` (Worker.swift).
 
 if CommandLine.arguments.contains("--l2-calls") {
-    // The client alone: calls/s one pod's RedisClient sustains (ClientThroughput.swift).
+    // Calls/s one pod sustains: its RedisClients alone, then through its shared tier
+    // (ClientThroughput.swift, TierThroughput.swift).
     let options = Options(CommandLine.arguments)
-    ClientThroughput.run(seconds: options.seconds ?? (options.quick ? 2 : 5), threads: options.processes * 4)
+    await ClientThroughput.run(seconds: options.seconds ?? (options.quick ? 2 : 5), threads: options.processes * 4)
 } else if CommandLine.arguments.contains("--worker") {
     await FleetWorker.run(WorkerOptions(CommandLine.arguments))
 } else {

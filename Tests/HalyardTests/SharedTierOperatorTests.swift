@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import HalyardTesting
 import Testing
@@ -104,18 +105,102 @@ import Testing
         _ = await tier.lookup("warm")  // connected
         redis.pause()
         defer { redis.resume() }
+        let first = Task { _ = await tier.lookup("context-first") }
+        try await Wait.until("the first call in flight", seconds: 20) { tier.client.stats.inFlight == 1 }
         let lookups = Task {
             await withTaskGroup(of: Void.self) { group in
-                for id in 0..<5 { group.addTask { _ = await tier.lookup("context-\(id)") } }
+                for id in 0..<4 { group.addTask { _ = await tier.lookup("context-\(id)") } }
             }
         }
         try await Wait.until("four calls queued behind the one in flight", seconds: 20) {
             tier.stats.queueDepth == 4
         }
         redis.resume()
+        await first.value
         await lookups.value
         let stats = tier.stats
         #expect(stats.queueDepth == 0 && stats.peakQueueDepth >= 4, "\(stats)")
+    }
+
+    /// Calls that queue while the connection is busy share its next exchange (one pipeline, one
+    /// round trip), and each still gets its own replies: Redis stopped with one call in flight,
+    /// four reads of different keys queued behind it, two of them set.
+    @Test(.needsRedisServer) func callsQueuedBehindABusyConnectionShareItsNextExchange() async throws {
+        let redis = try RedisTestServer()
+        let direct = redis.client()
+        defer { direct.close() }
+        try direct.set(Self.bytes("k1"), Self.bytes("one"), expiry: .seconds(60))
+        try direct.set(Self.bytes("k3"), Self.bytes("three"), expiry: .seconds(60))
+        let tier = Self.tier(redis.endpoint(), callDeadline: .seconds(20))
+        defer { tier.close() }
+        _ = await tier.call([.ping], writes: false)  // connected
+        let before = tier.stats
+        redis.pause()
+        defer { redis.resume() }
+        let first = Task { await tier.call([.get(Self.bytes("k0"))], writes: false) }
+        try await Wait.until("the first call in flight", seconds: 20) { tier.client.stats.inFlight == 1 }
+        let queued = Task {
+            await withTaskGroup(of: (Int, [RedisValue]?).self) { group in
+                for id in 0..<4 {
+                    group.addTask { (id, await tier.call([.get(Self.bytes("k\(id)"))], writes: false)) }
+                }
+                var replies: [Int: [RedisValue]?] = [:]
+                for await (id, reply) in group { replies[id] = reply }
+                return replies
+            }
+        }
+        try await Wait.until("four calls queued behind the one in flight", seconds: 20) {
+            tier.stats.queueDepth == 4
+        }
+        redis.resume()
+        let firstReply = await first.value
+        let replies = await queued.value
+        #expect(firstReply == [.bulk(nil)])
+        #expect(replies[0] == [.bulk(nil)] && replies[2] == [.bulk(nil)], "\(replies)")
+        #expect(replies[1] == [.bulk(Self.bytes("one"))] && replies[3] == [.bulk(Self.bytes("three"))], "\(replies)")
+        let stats = tier.stats
+        #expect(stats.calls - before.calls == 5, "\(stats)")
+        #expect(stats.exchanges - before.exchanges == 2, "the four queued calls went in one exchange: \(stats)")
+    }
+
+    /// A slow exchange is one failure for the breaker, however many calls it carried: six calls
+    /// queued while the lane was busy go out together, Redis stops for longer than the slow-call
+    /// threshold while they wait for their replies. Counted per call as before, the six would be
+    /// six failures in a row, and one slow moment under load would open the breaker.
+    @Test(.needsRedisServer) func aSlowExchangeIsOneFailureForTheBreaker() async throws {
+        let redis = try RedisTestServer()
+        let tier = SharedTier(
+            client: RedisClient(endpoint: redis.endpoint(), timeout: .seconds(20)), keys: Self.keys,
+            leaseDuration: .seconds(60), entryLifetime: .seconds(600), clock: SystemClock(), logHandler: nil,
+            callDeadline: .seconds(20), slowCallThreshold: .milliseconds(100))
+        defer { tier.close() }
+        _ = await tier.call([.ping], writes: false)  // connected
+        // The warm call's drain may still be looking for more calls: wait until it gave the lane up.
+        try await Wait.until("the lane idle", seconds: 20) { !tier.lanes[0].waiting.withLock { $0.draining } }
+        let before = tier.stats
+        let gate = DispatchSemaphore(value: 0)
+        tier.lanes[0].queue.async { _ = gate.wait(timeout: .now() + 20) }  // the lane is busy
+        let calls = Task {
+            await withTaskGroup(of: [RedisValue]?.self) { group in
+                for id in 0..<6 { group.addTask { await tier.call([.get(Self.bytes("k\(id)"))], writes: false) } }
+                var answered = 0
+                for await reply in group where reply != nil { answered += 1 }
+                return answered
+            }
+        }
+        try await Wait.until("six calls waiting for the lane", seconds: 20) {
+            tier.lanes[0].waiting.withLock { $0.calls.count } == 6
+        }
+        redis.pause()
+        defer { redis.resume() }
+        gate.signal()
+        try await Wait.until("the six calls in flight", seconds: 20) { tier.client.stats.inFlight == 1 }
+        try await Task.sleep(for: .milliseconds(300))  // longer than the 100 ms threshold
+        redis.resume()
+        #expect(await calls.value == 6)
+        let stats = tier.stats
+        #expect(stats.exchanges - before.exchanges == 1 && stats.slowCalls == 6, "\(stats)")
+        #expect(!stats.breakerOpen && stats.breakerOpenings == 0, "one slow exchange, one failure: \(stats)")
     }
 
     /// The server drops the tier's connection (`CLIENT KILL`): the next call fails on the dead

@@ -45,6 +45,13 @@ public struct SharedCacheStats: Sendable, Hashable {
     /// Calls that succeeded slower than the slow-call threshold (*default* half the call
     /// deadline): a failure for the breaker, so a slow Redis opens it.
     public var slowCalls = 0
+    /// Calls sent to Redis (not those skipped or dropped unsent).
+    public var calls = 0
+    /// The exchanges (round trips) those calls took: calls that queued while their connection
+    /// was busy go out together at its next exchange, up to 32 at a time. `calls / exchanges`
+    /// near 1 means Redis keeps up; well above 1, the pod's calls come faster than one round
+    /// trip each (docs/fleet.md, "Deadlines and threads").
+    public var exchanges = 0
     /// Calls waiting for their turn now.
     public var queueDepth = 0
     /// The most calls that waited at once.

@@ -1,9 +1,9 @@
-import Foundation
+package import Foundation
 
 /// The names of a ``SharedTier``'s entries and leases, and the key of their MAC (SPEC §15).
 extension SharedTier {
     /// The names and the MAC key of one SDK key's entries.
-    struct Keys: Sendable {
+    package struct Keys: Sendable {
         /// A digest of the length-prefixed base URL, SDK key and app id (never the key).
         var namespace: String
         /// The MAC key, derived from the SDK key.
@@ -11,7 +11,7 @@ extension SharedTier {
         /// The first part of every key (``SharedCache/keyPrefix``).
         var prefix = "halyard"
 
-        init(baseURL: URL, key: String, appID: String?, prefix: String = "halyard") {
+        package init(baseURL: URL, key: String, appID: String?, prefix: String = "halyard") {
             self.prefix = prefix
             func prefixed(_ s: String) -> String { "\(s.utf8.count):\(s)" }
             let material = prefixed(baseURL.absoluteString) + prefixed(key) + prefixed(appID ?? "")

@@ -21,10 +21,8 @@ extension SharedTier {
     /// fails its call and is logged by ``perform(_:)`` the same way), and a call of `writes`
     /// answered without an error reply ends every episode. A read does not end one: a replica
     /// keeps answering reads, a full Redis too.
-    func call(_ commands: [RedisCommand], writes: Bool) async -> [RedisValue]? {
-        let replies = await perform { (client, timeout) throws(RedisError) in
-            try client.pipeline(commands, timeout: timeout)
-        }
+    package func call(_ commands: [RedisCommand], writes: Bool) async -> [RedisValue]? {
+        let replies = await perform(commands)
         guard let replies else { return nil }
         var refused = false
         var full: RedisError?
@@ -43,17 +41,17 @@ extension SharedTier {
         return replies
     }
 
-    /// Runs `body` (with the time left of the call's deadline) on the least busy lane unless
-    /// the breaker is open; nil when it was skipped, dropped or failed (an error reply
-    /// included: counted, and a failure for the breaker). The deadline counts from now (the
-    /// admission): a call whose deadline passed in the queue is dropped unsent, one whose
-    /// breaker opened meanwhile is skipped. Every call admitted and run reports its outcome to
-    /// the breaker (the closed client's included), a call dropped in the queue behind a failed
-    /// call reports a failure (behind calls that succeed it does not: a burst is not an
-    /// outage), and a call that succeeded slower than ``slowCallThreshold`` reports one too.
-    func perform<T: Sendable>(
-        _ body: @escaping @Sendable (RedisClient, Duration) throws(RedisError) -> T
-    ) async -> T? {
+    /// Sends `commands` (one pipeline) on the least busy lane unless the breaker is open; nil
+    /// when it was skipped, dropped or failed (an error reply included: counted, and a failure
+    /// for the breaker). The deadline counts from now (the admission): a call whose deadline
+    /// passed in the queue is dropped unsent, one whose breaker opened meanwhile is skipped.
+    /// Calls that queue while their lane's connection is busy go out together at its next
+    /// exchange (``drain(_:)``), each still answered, failed and counted on its own. The
+    /// breaker hears of every exchange that answered once (a success, or a failure when slower
+    /// than ``slowCallThreshold``), of every call that failed (the closed client's included),
+    /// and of a call dropped in the queue behind a failed call (behind calls that succeed it
+    /// does not: a burst is not an outage).
+    func perform(_ commands: [RedisCommand]) async -> [RedisValue]? {
         let now = clock.monotonicNow
         let deadline = ContinuousClock.now + callDeadline
         let lane = state.withLock { s -> Int? in
@@ -68,63 +66,21 @@ extension SharedTier {
             return best
         }
         guard let lane else { return nil }
-        let (client, queue) = (lanes[lane].client, lanes[lane].queue)
-        let clock = self.clock
-        let outcome: Outcome<T> = await withCheckedContinuation { continuation in
-            queue.async { [state] in
-                let start = ContinuousClock.now
-                let left = start.duration(to: deadline)
-                let (go, stuck) = state.withLock { s -> (Bool, Bool) in
-                    s.queued[lane] -= 1
-                    return (s.breaker.stillAdmits(now: clock.monotonicNow), s.laneFailing[lane])
-                }
-                guard go else { return continuation.resume(returning: .skipped) }
-                guard left > .zero else { return continuation.resume(returning: .expired(stuck: stuck)) }
-                do throws(RedisError) {
-                    let value = try body(client, left)
-                    let elapsed = start.duration(to: .now)
-                    state.withLock { s in
-                        s.laneFailing[lane] = false
-                        s.latency.record(elapsed, now: clock.monotonicNow)
-                    }
-                    continuation.resume(returning: .done(value, elapsed: elapsed))
-                } catch {
-                    let elapsed = start.duration(to: .now)
-                    state.withLock { s in
-                        s.laneFailing[lane] = error != .closed
-                        if error != .closed { s.latency.record(elapsed, now: clock.monotonicNow) }
-                    }
-                    continuation.resume(returning: .failed(error))
-                }
+        let outcome: Outcome<[RedisValue]> = await withCheckedContinuation { continuation in
+            let call = WaitingCall(commands: commands, deadline: deadline, continuation: continuation)
+            let start = lanes[lane].waiting.withLock { w -> Bool in
+                w.calls.append(call)
+                guard !w.draining else { return false }
+                w.draining = true
+                return true
             }
+            if start { lanes[lane].queue.async { [self] in drain(lane) } }
         }
         let end = clock.monotonicNow
         var log: (HalyardLogLevel, String)?
         switch outcome {
-        case .done(let value, let elapsed) where elapsed > slowCallThreshold:
-            // Answered, but slower than the threshold: used, and a failure for the breaker.
-            state.withLock { s in
-                s.stats.slowCalls += 1
-                s.breaker.failed(now: end)
-                if s.breaker.isOpen && !s.loggedOutage {
-                    s.loggedOutage = true
-                    log = (
-                        .warning,
-                        "the shared cache is slow (calls over \(slowCallThreshold)); the service runs on its own cache and retries"
-                    )
-                }
-            }
-            if let log { logHandler?(HalyardLogRecord(log.0, log.1, .sharedCache, logFacts)) }
-            return value
         case .done(let value, _):
-            let orphans = state.withLock { s -> [RedisCommand] in
-                if s.breaker.isOpen && s.loggedOutage { log = (.info, "the shared cache answers again") }
-                s.breaker.succeeded()
-                s.loggedOutage = false
-                return orphanReleases(&s, now: end)
-            }
-            if let log { logHandler?(HalyardLogRecord(log.0, log.1, .sharedCache, logFacts)) }
-            if !orphans.isEmpty { releaseOrphans(orphans) }
+            // The exchange was reported to the breaker once, by ``send(_:on:)``.
             return value
         case .skipped:
             state.withLock { $0.stats.skippedCalls += 1 }
@@ -171,6 +127,115 @@ extension SharedTier {
             if let log { logHandler?(HalyardLogRecord(log.0, log.1, .sharedCache, logFacts)) }
             return nil
         }
+    }
+
+    /// Runs on lane `index`'s queue: takes the calls waiting there, up to
+    /// ``maxCallsPerExchange`` at a time, and sends them until none is left. Each taken call is
+    /// skipped when the breaker no longer admits, dropped unsent when its deadline has passed
+    /// (behind a failed call: `stuck`), and otherwise sent with the others in one exchange whose
+    /// deadline is the earliest of theirs (a call is never given more than its own time).
+    func drain(_ index: Int) {
+        let lane = lanes[index]
+        while true {
+            let taken = lane.waiting.withLock { w -> [WaitingCall] in
+                guard !w.calls.isEmpty else {
+                    w.draining = false
+                    return []
+                }
+                let count = min(w.calls.count, maxCallsPerExchange)
+                defer { w.calls.removeFirst(count) }
+                return Array(w.calls.prefix(count))
+            }
+            guard !taken.isEmpty else { return }
+            send(taken, on: index)
+        }
+    }
+
+    /// Sends `taken` (calls of lane `index`) in one exchange and resumes each with its outcome.
+    private func send(_ taken: [WaitingCall], on index: Int) {
+        let clock = self.clock
+        let start = ContinuousClock.now
+        let (go, stuck) = state.withLock { s -> (Bool, Bool) in
+            s.queued[index] -= taken.count
+            return (s.breaker.stillAdmits(now: clock.monotonicNow), s.laneFailing[index])
+        }
+        guard go else {
+            for call in taken { call.continuation.resume(returning: .skipped) }
+            return
+        }
+        var live: [WaitingCall] = []
+        live.reserveCapacity(taken.count)
+        for call in taken {
+            if start.duration(to: call.deadline) > .zero {
+                live.append(call)
+            } else {
+                call.continuation.resume(returning: .expired(stuck: stuck))
+            }
+        }
+        guard let first = live.first else { return }
+        let deadline = live.reduce(first.deadline) { min($0, $1.deadline) }
+        let results = lanes[index].client.pipeline(calls: live.map(\.commands), deadline: deadline)
+        let elapsed = start.duration(to: .now)
+        state.withLock { s in
+            let now = clock.monotonicNow
+            var failing = false
+            for result in results {
+                switch result {
+                case .success:
+                    failing = false
+                    s.latency.record(elapsed, now: now)
+                case .failure(let error):
+                    failing = error != .closed
+                    if error != .closed { s.latency.record(elapsed, now: now) }
+                }
+            }
+            s.laneFailing[index] = failing
+            s.stats.calls += live.count
+            s.stats.exchanges += 1
+        }
+        var answered = 0
+        for case .success in results { answered += 1 }
+        if answered > 0 { reportAnswered(answered, elapsed: elapsed) }
+        for (call, result) in zip(live, results) {
+            switch result {
+            case .success(let replies): call.continuation.resume(returning: .done(replies, elapsed: elapsed))
+            case .failure(let error): call.continuation.resume(returning: .failed(error))
+            }
+        }
+    }
+
+    /// Reports an exchange that answered `answered` of its calls to the breaker, once whatever
+    /// their number (a burst sent together is one observation of Redis, not many): slower than
+    /// ``slowCallThreshold`` it is a failure (its calls are used, and counted in
+    /// ``SharedCacheStats/slowCalls``); otherwise a success, which also releases by token the
+    /// leases failed calls left behind. Calls of the exchange that failed (an error reply) are
+    /// reported by ``perform(_:)`` each, after this.
+    private func reportAnswered(_ answered: Int, elapsed: Duration) {
+        let end = clock.monotonicNow
+        var log: (HalyardLogLevel, String)?
+        if elapsed > slowCallThreshold {
+            state.withLock { s in
+                s.stats.slowCalls += answered
+                s.breaker.failed(now: end)
+                if s.breaker.isOpen && !s.loggedOutage {
+                    s.loggedOutage = true
+                    log = (
+                        .warning,
+                        "the shared cache is slow (calls over \(slowCallThreshold)); the service runs on its own cache and retries"
+                    )
+                }
+            }
+            if let log { logHandler?(HalyardLogRecord(log.0, log.1, .sharedCache, logFacts)) }
+            return
+        }
+        let orphans = state.withLock { s -> [RedisCommand] in
+            if s.breaker.isOpen && s.loggedOutage { log = (.info, "the shared cache answers again") }
+            s.breaker.succeeded()
+            s.loggedOutage = false
+            return orphanReleases(&s, now: end)
+        }
+        if let log { logHandler?(HalyardLogRecord(log.0, log.1, .sharedCache, logFacts)) }
+        if !orphans.isEmpty { releaseOrphans(orphans) }
     }
 
     /// Takes the leases whose lease call or release failed (Redis may hold them) and have not

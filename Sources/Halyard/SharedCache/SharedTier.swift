@@ -5,13 +5,15 @@ import Foundation
 /// names, the entry format, the breaker and the counters, over one ``RedisClient``.
 ///
 /// Every call is made on a serial queue of the tier's own (one per connection: a connection
-/// takes one exchange at a time anyway) and awaited by the fetch task that asked: no call
-/// blocks a thread of the Swift concurrency pool and none is made on the read path. A call's
+/// takes one exchange at a time) and awaited by the fetch task that asked: no call blocks a
+/// thread of the Swift concurrency pool and none is made on the read path. Calls that queue
+/// while their connection is busy go out together in its next exchange (one pipeline, up to
+/// ``maxCallsPerExchange`` calls), each answered and counted on its own. A call's
 /// deadline (*default* 25 ms) counts from when the tier admits it, so a call that waited its
 /// deadline out in the queue is dropped unsent (counted), and one queued before the breaker
 /// opened is skipped when its turn comes: a hung Redis costs a fetch at most one deadline per
 /// call, however many calls are queued (docs/fleet.md, "When Redis is slow or gone").
-final class SharedTier: Sendable {
+package final class SharedTier: Sendable {
     /// What a lookup found.
     enum Lookup: Sendable {
         /// A usable entry.
@@ -72,11 +74,33 @@ final class SharedTier: Sendable {
         var lapsesAt: Duration
     }
 
-    /// One connection and the serial queue its calls take turns on.
+    /// One connection, the serial queue its exchanges take turns on, and the calls waiting for
+    /// their turn (sent together at the next one: ``SharedTier/drain(_:)``).
     struct Lane: Sendable {
         let client: RedisClient
         let queue: DispatchQueue
+        let waiting = Locked(LaneWaiting())
     }
+
+    /// The calls admitted to a lane and not yet taken by its drain.
+    struct LaneWaiting: Sendable {
+        var calls: [WaitingCall] = []
+        /// Whether a drain is queued or running on the lane (it takes every call that arrives
+        /// until the list is empty, then clears this under the same lock).
+        var draining = false
+    }
+
+    /// A call waiting for its lane's next exchange.
+    struct WaitingCall: Sendable {
+        let commands: [RedisCommand]
+        /// Its deadline, counted from its admission.
+        let deadline: ContinuousClock.Instant
+        let continuation: CheckedContinuation<Outcome<[RedisValue]>, Never>
+    }
+
+    /// The most calls one exchange carries by default: a burst is sent in pipelines of this
+    /// many calls, so no call waits behind more than this many others' replies on its connection.
+    package static let defaultMaxCallsPerExchange = 32
 
     let lanes: [Lane]
     /// The first connection's client (tests).
@@ -91,6 +115,9 @@ final class SharedTier: Sendable {
     let callDeadline: Duration
     /// A successful call slower than this is a failure for the breaker.
     let slowCallThreshold: Duration
+    /// The most calls one exchange carries (``defaultMaxCallsPerExchange``; 1 sends each call
+    /// alone, as the tier did before, for the benchmark's same-run comparison).
+    let maxCallsPerExchange: Int
     let clock: any HalyardClock
     let logHandler: HalyardLogRecordHandler?
     let state: Locked<State>
@@ -117,12 +144,14 @@ final class SharedTier: Sendable {
     }
 
     /// A tier over `clients` (one connection each; at least one).
-    init(
+    package init(
         clients: [RedisClient], keys: Keys, leaseDuration: Duration, entryLifetime: Duration, clock: any HalyardClock,
         logHandler: HalyardLogRecordHandler?, maxEntryBytes: Int = defaultMaxEntryBytes,
-        callDeadline: Duration = RedisClient.defaultTimeout, slowCallThreshold: Duration? = nil
+        callDeadline: Duration = RedisClient.defaultTimeout, slowCallThreshold: Duration? = nil,
+        maxCallsPerExchange: Int = defaultMaxCallsPerExchange
     ) {
         precondition(!clients.isEmpty, "a shared tier needs a client")
+        self.maxCallsPerExchange = max(1, maxCallsPerExchange)
         lanes = clients.enumerated().map { index, client in
             Lane(client: client, queue: DispatchQueue(label: "halyard.shared-cache.\(index)"))
         }
@@ -140,7 +169,7 @@ final class SharedTier: Sendable {
     }
 
     /// The counters and the breaker's state.
-    var stats: SharedCacheStats {
+    package var stats: SharedCacheStats {
         let now = clock.monotonicNow
         var stats = state.withLock { s in
             var stats = s.stats
@@ -186,7 +215,7 @@ final class SharedTier: Sendable {
     /// each lane after the calls queued there before it (those already past their deadline, or
     /// behind an open breaker, are dropped unsent). Never blocks; no lease is taken after it.
     /// ``FlagService/close()`` calls it before it cancels the fetches.
-    func close() {
+    package func close() {
         let already = state.withLock { s -> Bool in
             defer { s.closed = true }
             return s.closed

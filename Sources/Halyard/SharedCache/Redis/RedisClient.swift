@@ -108,14 +108,34 @@ package final class RedisClient: @unchecked Sendable {
         -> [RedisValue]
     {
         guard !commands.isEmpty else { return [] }
+        guard let only = pipeline(calls: [commands], deadline: deadline).first else { return [] }
+        return try only.get()
+    }
+
+    /// Sends several calls' commands in one exchange (one write, their replies read in order)
+    /// and returns each call's outcome, as if each were ``pipeline(_:deadline:)`` made in turn:
+    /// a call with a reply of class failover, auth or cluster fails with
+    /// ``RedisError/server(_:)`` and the others keep their replies (one that drops the
+    /// connection drops it after this exchange); a deadline, a lost connection or bytes that
+    /// are not RESP2 fail every call. Counted as `calls.count` calls and one exchange.
+    ///
+    /// The shared tier's lanes send the calls that queued while the connection was busy this
+    /// way (docs/fleet.md, "Deadlines and threads"): Redis answers a pipeline in order, so a
+    /// call's replies are the next `commands.count` ones.
+    package func pipeline(calls: [[RedisCommand]], deadline: ContinuousClock.Instant) -> [Result<
+        [RedisValue], RedisError
+    >] {
+        let commands = calls.count == 1 ? calls[0] : calls.flatMap { $0 }
+        guard !commands.isEmpty else { return calls.map { _ in .success([]) } }
         let start = ContinuousClock.now
         var connection: RedisConnection?
-        var outcome: Result<[RedisValue], RedisError>
+        var outcomes: [Result<[RedisValue], RedisError>] = []
+        var exchangeFailure: RedisError?
         var keep = false
         var holding = false
         var replyErrors: [RedisError.Category] = []
         do throws(RedisError) {
-            connection = try take(deadline: deadline)
+            connection = try take(deadline: deadline, calls: calls.count)
             holding = true
             if connection == nil {
                 let opened = try RedisConnection(
@@ -126,50 +146,57 @@ package final class RedisClient: @unchecked Sendable {
             guard let current = connection else { throw .closed }
             let replies = try current.exchange(commands, deadline: deadline)
             keep = true
-            var failure: RedisError?
-            for reply in replies {
-                guard case .error(let message) = reply else { continue }
-                let category = RedisError.category(ofReply: message)
-                if RedisError.failsExchange(category) {
-                    if RedisError.dropsConnection(category) { keep = false }
-                    if category == .failover { resolver?.invalidate() }
-                    if failure == nil { failure = .server(message) }
-                } else {
-                    replyErrors.append(category)
+            outcomes.reserveCapacity(calls.count)
+            var next = 0
+            for call in calls {
+                let own = replies[next..<next + call.count]
+                next += call.count
+                var failure: RedisError?
+                for case .error(let message) in own {
+                    let category = RedisError.category(ofReply: message)
+                    if RedisError.failsExchange(category) {
+                        if RedisError.dropsConnection(category) { keep = false }
+                        if category == .failover { resolver?.invalidate() }
+                        if failure == nil { failure = .server(message) }
+                    } else {
+                        replyErrors.append(category)
+                    }
                 }
+                outcomes.append(failure.map { .failure($0) } ?? .success(Array(own)))
             }
-            if let failure { throw failure }
-            outcome = .success(replies)
         } catch {
-            outcome = .failure(error)
+            exchangeFailure = error
         }
         let end = ContinuousClock.now
         let isClosed = give(back: connection, keep: keep, holding: holding) { s in
             s.latency.record(start.duration(to: end))
             for category in replyErrors { s.errors[category, default: 0] += 1 }
         }
-        switch outcome {
-        case .success(let replies): return replies
-        case .failure(let error):
+        if let exchangeFailure {
             // A call woken by close() reports the close, not the shut-down socket.
-            let reported: RedisError = isClosed ? .closed : error
-            if reported != .closed {
-                condition.lock()
-                counters.errors[reported.category, default: 0] += 1
-                condition.unlock()
-            }
-            throw reported
+            let reported: RedisError = isClosed ? .closed : exchangeFailure
+            outcomes = calls.map { _ in .failure(reported) }
         }
+        let failed = outcomes.compactMap { outcome -> RedisError.Category? in
+            guard case .failure(let error) = outcome, error != .closed else { return nil }
+            return error.category
+        }
+        if !failed.isEmpty {
+            condition.lock()
+            for category in failed { counters.errors[category, default: 0] += 1 }
+            condition.unlock()
+        }
+        return outcomes
     }
 
     // MARK: - The connection's turns
 
-    /// Takes the connection's turn by `deadline`: the open connection, or nil (the caller
-    /// connects). Throws ``RedisError/timeout`` when the call before does not end in time.
-    private func take(deadline: ContinuousClock.Instant) throws(RedisError) -> RedisConnection? {
+    /// Takes the connection's turn by `deadline` for `calls` calls sent together: the open
+    /// connection, or nil (the caller connects). Throws ``RedisError/timeout`` when the call before does not end in time.
+    private func take(deadline: ContinuousClock.Instant, calls: Int) throws(RedisError) -> RedisConnection? {
         condition.lock()
         defer { condition.unlock() }
-        counters.calls += 1
+        counters.calls += calls
         if closed { throw .closed }
         if busy {
             counters.waiting += 1

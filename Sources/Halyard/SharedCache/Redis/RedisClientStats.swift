@@ -10,11 +10,12 @@
 package struct RedisClientStats: Sendable, Hashable {
     /// Calls made (``RedisClient/pipeline(_:deadline:)`` and everything built on it), ended or not.
     package var calls = 0
-    /// Calls that ended, by how long they took from the call to its end, the wait for a
-    /// connection (and a connect) included; failed calls too.
+    /// Exchanges that ended (one per call; one for the calls a shared-tier lane sent together),
+    /// by how long they took from the call to its end, the wait for a connection (and a
+    /// connect) included; failed ones too.
     package var latency = LatencyHistogram()
     /// Calls waiting for the connection now (another call holds it). Always 0 under the
-    /// shared tier, whose lane queue hands a client one call at a time.
+    /// shared tier, whose lane queue hands a client one exchange at a time.
     package var waiting = 0
     /// The most calls that waited at once.
     package var mostWaiting = 0
