@@ -117,7 +117,7 @@ let package = Package(
             swiftSettings: upcoming),
         // A fleet of service processes on one redis-server (SPEC §15): with and without the L2.
         .executableTarget(
-            name: "FleetBenchmarks", dependencies: ["Halyard", "BenchmarkSupport"],
+            name: "FleetBenchmarks", dependencies: ["Halyard", "HalyardTesting", "BenchmarkSupport"],
             path: "Benchmarks/FleetBenchmarks",
             swiftSettings: upcoming),
         // flagd definitions evaluated in process (SPEC §17): ns per evaluation, 1,000 flags compiled.

@@ -178,6 +178,13 @@ final class RedisServer {
         self.process = process
     }
 
+    /// SIGSTOP (`true`: it stops reading, the kernel still accepts connections: a hung Redis)
+    /// or SIGCONT (`false`).
+    func setPaused(_ paused: Bool) {
+        let pid = process.processIdentifier
+        if process.isRunning, pid > 0 { kill(pid, paused ? SIGSTOP : SIGCONT) }
+    }
+
     /// SIGTERM by PID, then SIGKILL after 5 s.
     func stop() {
         let pid = process.processIdentifier

@@ -12,6 +12,9 @@ if CommandLine.arguments.contains("--l2-calls") {
     // (ClientThroughput.swift, TierThroughput.swift).
     let options = Options(CommandLine.arguments)
     await ClientThroughput.run(seconds: options.seconds ?? (options.quick ? 2 : 5), threads: options.processes * 4)
+} else if CommandLine.arguments.contains("--hung-burst") {
+    // One service, a burst of cold contexts while Redis is hung (HungBurst.swift).
+    await HungBurst.run()
 } else if CommandLine.arguments.contains("--worker") {
     await FleetWorker.run(WorkerOptions(CommandLine.arguments))
 } else {
