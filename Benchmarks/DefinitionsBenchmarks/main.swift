@@ -210,6 +210,16 @@ let ruleKeys = keys["rule"]!
 let fractionalKeys = keys["fractional"]!
 let semverKeys = keys["semver"]!
 
+/// Handles (`FlagKey`, docs/in-process.md, "Reading by handle") held as a program holds them:
+/// in an array picked at run time, and in a property of an object (one key).
+let staticHandles = staticKeys.map(FlagKey.init)
+let semverHandles = semverKeys.map(FlagKey.init)
+final class FeatureKeys: Sendable {
+    let newCheckout = FlagKey("static-7")
+    let semverGate = FlagKey("semver-3")
+}
+let featureKeys = FeatureKeys()
+
 // MARK: - Instruction counts (--count N [--shape S])
 
 /// `n` evaluations of `shapeKeys` (the dictionary read when `dictionaryRead`), in a function of
@@ -299,6 +309,26 @@ compare(
                     definitions.bool(semverKeys[i & keyMask], context: contexts[i & contextMask], default: false))
             }
         ),
+        (
+            "static flag, FlagKey from an array",
+            { i in
+                blackHole(
+                    definitions.bool(staticHandles[i & keyMask], context: contexts[i & contextMask], default: false))
+            }
+        ),
+        (
+            "static flag, FlagKey in a property",
+            { i in
+                blackHole(definitions.bool(featureKeys.newCheckout, context: contexts[i & contextMask], default: false))
+            }
+        ),
+        (
+            "sem_ver, FlagKey from an array",
+            { i in
+                blackHole(
+                    definitions.bool(semverHandles[i & keyMask], context: contexts[i & contextMask], default: false))
+            }
+        ),
     ])
 
 // MARK: - A service's read: a ContextFlags view of in-process definitions
@@ -345,6 +375,18 @@ compare(
             { i in blackHole(views[i & contextMask].string(fractionalKeys[i & keyMask], default: "")) }
         ),
         ("sem_ver", { i in blackHole(views[i & contextMask].bool(semverKeys[i & keyMask], default: false)) }),
+        (
+            "static flag, FlagKey from an array",
+            { i in blackHole(views[i & contextMask].bool(staticHandles[i & keyMask], default: false)) }
+        ),
+        (
+            "static flag, FlagKey in a property",
+            { i in blackHole(views[i & contextMask].bool(featureKeys.newCheckout, default: false)) }
+        ),
+        (
+            "sem_ver, FlagKey in a property",
+            { i in blackHole(views[i & contextMask].bool(featureKeys.semverGate, default: false)) }
+        ),
     ])
 
 compare(
