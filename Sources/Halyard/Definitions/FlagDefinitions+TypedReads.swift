@@ -86,8 +86,19 @@ extension FlagDefinitions {
     /// The slot of `key` in these definitions (nil: not a flag of theirs).
     @inline(__always)
     func slot(of key: FlagKey) -> Int? {
-        let index = self.index
-        return key.slot(in: index.serial) { index.slot(of: $0) }
+        // The serial is read in place (the index is not retained); the index itself is used
+        // only on the slow path.
+        let serial = index.serial
+        let cached = key.cachedSlot(serial)
+        if cached >= 0 { return cached }
+        if cached == FlagKey.absent { return nil }
+        return resolveSlot(key, serial)
+    }
+
+    /// ``slot(of:)-(FlagKey)``'s slow path: the key looked up in ``index`` and remembered.
+    @inline(never)
+    private func resolveSlot(_ key: FlagKey, _ serial: UInt) -> Int? {
+        key.resolve(serial) { index.slot(of: $0) }
     }
 
     /// The String read of the flag in `slot` (nil: missing).

@@ -41,17 +41,31 @@ public struct FlagKey: @unchecked Sendable, Hashable {
     /// which is then remembered.
     @inline(__always)
     func slot(in serial: UInt, _ lookup: (String) -> Int?) -> Int? {
-        var bits: UInt64 = 0
-        var info: UInt = 0
-        if hal_handle_cache_read(cache, serial, &bits, &info) {
-            return info == 1 ? Int(truncatingIfNeeded: bits) : nil
-        }
+        let cached = cachedSlot(serial)
+        if cached >= 0 { return cached }
+        if cached == Self.absent { return nil }
         return resolve(serial, lookup)
     }
 
+    /// What the cache holds for the key table numbered `serial`: the slot, ``absent``, or
+    /// ``unknown`` (resolved against another table, or a writer is active). No reference is
+    /// touched: a caller reads its own table only on the slow path.
+    @inline(__always)
+    func cachedSlot(_ serial: UInt) -> Int {
+        var bits: UInt64 = 0
+        var info: UInt = 0
+        guard hal_handle_cache_read(cache, serial, &bits, &info) else { return Self.unknown }
+        return info == 1 ? Int(truncatingIfNeeded: bits) : Self.absent
+    }
+
+    /// ``cachedSlot(_:)``: the table has no such key.
+    static let absent = -1
+    /// ``cachedSlot(_:)``: not resolved against that table.
+    static let unknown = -2
+
     /// ``slot(in:_:)``'s slow path: one keyed lookup, written to the cache.
     @inline(never)
-    private func resolve(_ serial: UInt, _ lookup: (String) -> Int?) -> Int? {
+    func resolve(_ serial: UInt, _ lookup: (String) -> Int?) -> Int? {
         let found = lookup(key)
         hal_handle_cache_write(cache, serial, UInt64(truncatingIfNeeded: found ?? 0), found == nil ? 2 : 1)
         return found
