@@ -55,6 +55,23 @@ import Testing
         let operators = ["=", "!=", "<", "<=", ">", ">=", "^", "~"]
         var fast = 0
         var compared = 0
+        // Written out: the same core with and without a pre-release, missing parts, `v`.
+        let pairs = [
+            ("1.2.3", "1.2.3-rc.1"), ("1.2.3", "1.2.3"), ("v1.2", "1.2.0"), ("1", "1.0.0-0"), ("1.2.3", "1.2.4-a"),
+            ("2", "1.9.9"), ("1.10.0", "1.9.0"), ("0.0.0", "0.0.0-0"),
+            ("123456789012345678.0.1", "123456789012345678.0.1-x"),
+        ]
+        for (text, constant) in pairs {
+            for op in operators {
+                let rule: JSONValue = ["sem_ver": [["var": "version"], .string(op), .string(constant)]]
+                let node = try #require(LogicNode.compile(rule, evaluators: [:]))
+                let env = LogicEnvironment(
+                    attributes: ["version": .string(text)], targetingKey: "u", flagKey: "f", timestamp: 0)
+                let reference = CustomOperators.semVer([.string(text), .string(op), .string(constant)])
+                #expect(try node.evaluate(.root, env) == reference, "\(text) \(op) \(constant)")
+                #expect(SemanticVersion.plainCore(text) != nil, "\(text) takes the integer path")
+            }
+        }
         for _ in 0..<400 {
             let constant = version()
             guard SemanticVersion(constant) != nil else { continue }
