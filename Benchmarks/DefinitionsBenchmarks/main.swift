@@ -1,12 +1,12 @@
 // halyard-bench-definitions: flagd definitions evaluated in process (SPEC §17,
 // docs/benchmarks-definitions.md).
 //
-//   swift run -c release halyard-bench-definitions [--quick] [--json FILE] [--count N [--shape S] [--typed]]
+//   swift run -c release halyard-bench-definitions [--quick] [--json FILE] [--count N [--shape S] [--typed] [--handle]]
 //
 // --count N --shape S: no timing; N evaluations of one shape (static, rule, fractional, semver,
 // or dictionary for the baseline) in countEvaluations, for instruction counts under callgrind
 // (docs/benchmarks-definitions.md, "Instruction counts"); with --typed, N typed value reads
-// (`bool`, `string` for fractional) instead of `evaluate`.
+// (`bool`, `string` for fractional) instead of `evaluate`; with --typed --handle, by `FlagKey`.
 //
 // ns per evaluation of a static flag, a 3-condition rule, a `fractional` split and `sem_ver`,
 // alternating in one process with an unsynchronized dictionary read (the baseline: ratios are
@@ -25,6 +25,7 @@ var jsonPath: String?
 var count: Int?
 var countShape: String?
 var countTyped = false
+var countHandle = false
 do {
     var args = CommandLine.arguments.dropFirst()
     while let arg = args.popFirst() {
@@ -34,8 +35,10 @@ do {
         case "--count": count = args.popFirst().flatMap { Int($0) }
         case "--shape": countShape = args.popFirst()
         case "--typed": countTyped = true
+        case "--handle": countHandle = true
         case "-h", "--help":
-            print("usage: halyard-bench-definitions [--quick] [--json FILE] [--count N [--shape S] [--typed]]")
+            print(
+                "usage: halyard-bench-definitions [--quick] [--json FILE] [--count N [--shape S] [--typed] [--handle]]")
             exit(0)
         default:
             FileHandle.standardError.write(Data("unknown argument \(arg)\n".utf8))
@@ -210,6 +213,17 @@ let ruleKeys = keys["rule"]!
 let fractionalKeys = keys["fractional"]!
 let semverKeys = keys["semver"]!
 
+/// Handles (`FlagKey`, docs/in-process.md, "Reading by handle") held as a program holds them:
+/// in an array picked at run time, and in a property of an object (one key).
+let staticHandles = staticKeys.map(FlagKey.init)
+let semverHandles = semverKeys.map(FlagKey.init)
+final class FeatureKeys: Sendable {
+    let newCheckout = FlagKey("static-7")
+    let semverGate = FlagKey("semver-3")
+}
+let featureKeys = FeatureKeys()
+let heldContext = contexts[5]
+
 // MARK: - Instruction counts (--count N [--shape S])
 
 /// `n` evaluations of `shapeKeys` (the dictionary read when `dictionaryRead`), in a function of
@@ -222,6 +236,11 @@ func countEvaluations(_ shapeKeys: [String], _ n: Int, dictionaryRead: Bool, typ
     } else if typed && string {
         for i in 0..<n {
             blackHole(definitions.string(shapeKeys[i & keyMask], context: contexts[i & contextMask], default: ""))
+        }
+    } else if typed && countHandle {
+        let handles = shapeKeys.map(FlagKey.init)
+        for i in 0..<n {
+            blackHole(definitions.bool(handles[i & keyMask], context: contexts[i & contextMask], default: false))
         }
     } else if typed {
         for i in 0..<n {
@@ -299,6 +318,30 @@ compare(
                     definitions.bool(semverKeys[i & keyMask], context: contexts[i & contextMask], default: false))
             }
         ),
+        (
+            "static flag, FlagKey from an array",
+            { i in
+                blackHole(
+                    definitions.bool(staticHandles[i & keyMask], context: contexts[i & contextMask], default: false))
+            }
+        ),
+        (
+            "static flag, FlagKey in a property",
+            { i in
+                blackHole(definitions.bool(featureKeys.newCheckout, context: contexts[i & contextMask], default: false))
+            }
+        ),
+        (
+            "static flag, FlagKey, one context held",
+            { _ in blackHole(definitions.bool(featureKeys.newCheckout, context: heldContext, default: false)) }
+        ),
+        (
+            "sem_ver, FlagKey from an array",
+            { i in
+                blackHole(
+                    definitions.bool(semverHandles[i & keyMask], context: contexts[i & contextMask], default: false))
+            }
+        ),
     ])
 
 // MARK: - A service's read: a ContextFlags view of in-process definitions
@@ -333,6 +376,9 @@ do {
     exit(1)
 }
 try? FileManager.default.removeItem(at: serviceFile)
+/// One view and one context held (a request handler's): the read without the copy of a view
+/// or a context out of an array (what the rows above pay at each call).
+let heldView = views[5]
 
 compare(
     "a service's read: ContextFlags view (held, one per context) keyed read, run-time key",
@@ -345,6 +391,22 @@ compare(
             { i in blackHole(views[i & contextMask].string(fractionalKeys[i & keyMask], default: "")) }
         ),
         ("sem_ver", { i in blackHole(views[i & contextMask].bool(semverKeys[i & keyMask], default: false)) }),
+        (
+            "static flag, FlagKey from an array",
+            { i in blackHole(views[i & contextMask].bool(staticHandles[i & keyMask], default: false)) }
+        ),
+        (
+            "static flag, FlagKey in a property",
+            { i in blackHole(views[i & contextMask].bool(featureKeys.newCheckout, default: false)) }
+        ),
+        (
+            "static flag, FlagKey, one view held",
+            { _ in blackHole(heldView.bool(featureKeys.newCheckout, default: false)) }
+        ),
+        (
+            "sem_ver, FlagKey in a property",
+            { i in blackHole(views[i & contextMask].bool(featureKeys.semverGate, default: false)) }
+        ),
     ])
 
 compare(

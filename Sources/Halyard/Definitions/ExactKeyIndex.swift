@@ -40,6 +40,9 @@ final class ExactKeyIndex: @unchecked Sendable {
     private let seed: UInt64
     /// The number of keys.
     let count: Int
+    /// This index's serial number (``KeyTableSerial``): what a ``FlagKey`` resolved against it
+    /// remembers.
+    let serial: UInt
 
     /// The seed of every index of this process.
     private static let processSeed = UInt64.random(in: 0 ... .max)
@@ -49,6 +52,7 @@ final class ExactKeyIndex: @unchecked Sendable {
     init(_ keys: [String]) {
         seed = Self.processSeed
         count = keys.count
+        serial = KeyTableSerial.next()
         let utf8 = keys.map { Array($0.utf8) }
         let total = utf8.reduce(0) { $0 + $1.count }
         bytes = .allocate(capacity: max(1, total))

@@ -97,8 +97,10 @@ public struct FlagDefinitions: Sendable {
 
     /// Evaluates the flag in slot `slot` of ``keys`` (what ``evaluate(_:context:as:timestamp:)``
     /// does once it has found the key).
-    func evaluate(slot: Int, context: EvaluationContext, timestamp: Int64?) -> ServedFlag {
-        evaluate(ordered[slot], context: context, as: nil, timestamp: timestamp)
+    func evaluate(slot: Int, context: EvaluationContext, as type: FlagDefinitionType? = nil, timestamp: Int64?)
+        -> ServedFlag
+    {
+        evaluate(ordered[slot], context: context, as: type, timestamp: timestamp)
     }
 
     private func evaluate(

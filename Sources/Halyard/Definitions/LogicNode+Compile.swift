@@ -104,7 +104,7 @@ extension LogicNode {
                 let comparison = SemanticVersionOperator(rawValue: text),
                 let right = arguments[2].constant.flatMap(CustomOperators.version)
             {
-                return .semVer(arguments[0], comparison, right)
+                return .semVer(arguments[0], comparison, SemanticVersionOperand(right))
             }
             return .apply(op, arguments)
         }

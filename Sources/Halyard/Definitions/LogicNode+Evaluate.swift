@@ -82,8 +82,14 @@ extension LogicNode {
         case .fractional(let plan):
             return try plan.evaluate(data, env)
         case .semVer(let left, let op, let right):
-            guard let version = CustomOperators.version(try left.evaluate(data, env)) else { return .null }
-            return .bool(op.holds(version, right))
+            let value = try left.evaluate(data, env)
+            if case .string(let text) = value, let core = SemanticVersion.plainCore(text),
+                let holds = right.holds(core, op)
+            {
+                return .bool(holds)
+            }
+            guard let version = CustomOperators.version(value) else { return .null }
+            return .bool(op.holds(version, right.version))
         case .invalid(let message):
             throw .invalidRule(message)
         }

@@ -27,8 +27,9 @@ indirect enum LogicNode: Sendable {
     /// `fractional` with constant buckets, summed once (``FractionalPlan``).
     case fractional(FractionalPlan)
     /// `sem_ver` whose operator and second version are constants: the version parsed once;
-    /// the first argument is evaluated and parsed per evaluation.
-    case semVer(LogicNode, SemanticVersionOperator, SemanticVersion)
+    /// the first argument is evaluated and parsed per evaluation (a plain version as three
+    /// integers, without allocating: ``SemanticVersion/plainCore(_:)``).
+    case semVer(LogicNode, SemanticVersionOperator, SemanticVersionOperand)
     /// An expression that fails when evaluated: an unknown operator or a `$ref` to no evaluator
     /// (the flag's evaluation reports `PARSE_ERROR`).
     case invalid(String)

@@ -134,4 +134,103 @@ struct SemanticVersion: Sendable, Comparable {
 
     static func < (a: SemanticVersion, b: SemanticVersion) -> Bool { order(a, b) < 0 }
     static func == (a: SemanticVersion, b: SemanticVersion) -> Bool { order(a, b) == 0 }
+
+    /// Major, minor and patch as integers.
+    typealias Core = (major: UInt64, minor: UInt64, patch: UInt64)
+
+    /// The core as integers when each part has at most 18 digits (nil otherwise).
+    var integerCore: Core? {
+        func integer(_ part: Substring) -> UInt64? {
+            part.utf8.count <= 18 ? part.utf8.reduce(0) { $0 &* 10 &+ UInt64($1 &- 48) } : nil
+        }
+        guard let major = integer(major), let minor = integer(minor), let patch = integer(patch) else { return nil }
+        return (major, minor, patch)
+    }
+
+    /// `text` when it is a plain version — an optional leading `v`/`V`, then one to three
+    /// dot-separated parts of digits, each a numeric identifier (no leading zero) of at most 18
+    /// digits, nothing else — as its core (missing parts 0); else nil, which says nothing:
+    /// ``init(_:)`` then reads it in full (a pre-release, build metadata, long parts, or not a
+    /// version). One pass over the bytes, nothing allocated: the path of a context's version
+    /// in ``LogicNode/semVer(_:_:_:)``.
+    static func plainCore(_ text: String) -> Core? {
+        var parts: Core = (0, 0, 0)
+        var part = 0
+        var value: UInt64 = 0
+        var digits = 0
+        var first = true
+        for byte in text.utf8 {
+            if first {
+                first = false
+                if byte == UInt8(ascii: "v") || byte == UInt8(ascii: "V") { continue }
+            }
+            if byte >= 48 && byte <= 57 {
+                // A leading zero, or more than 18 digits: the full reading decides.
+                if digits == 18 || (digits == 1 && value == 0) { return nil }
+                value = value &* 10 &+ UInt64(byte &- 48)
+                digits += 1
+            } else if byte == UInt8(ascii: ".") {
+                guard digits > 0, part < 2 else { return nil }
+                if part == 0 { parts.major = value } else { parts.minor = value }
+                part += 1
+                value = 0
+                digits = 0
+            } else {
+                return nil
+            }
+        }
+        guard digits > 0 else { return nil }
+        switch part {
+        case 0: parts.major = value
+        case 1: parts.minor = value
+        default: parts.patch = value
+        }
+        return parts
+    }
+}
+
+/// The constant second version of a compiled `sem_ver` (``LogicNode/semVer(_:_:_:)``): parsed
+/// once, with its core as integers when it fits, so that a plain context version
+/// (``SemanticVersion/plainCore(_:)``) is compared as three integers.
+struct SemanticVersionOperand: Sendable {
+    let version: SemanticVersion
+    /// ``SemanticVersion/integerCore`` of ``version``.
+    let core: SemanticVersion.Core?
+    /// ``version`` has pre-release identifiers.
+    let hasPrerelease: Bool
+
+    init(_ version: SemanticVersion) {
+        self.version = version
+        core = version.integerCore
+        hasPrerelease = !version.prerelease.isEmpty
+    }
+
+    /// Whether `left op version` holds for a version read as ``SemanticVersion/plainCore(_:)``
+    /// (no pre-release, no build metadata), or nil when ``core`` is nil. The same answer as
+    /// ``SemanticVersionOperator/holds(_:_:)``: parts without leading zeros order as their
+    /// values, and a version without pre-release is above one with the same core.
+    @inline(__always)
+    func holds(_ left: SemanticVersion.Core, _ op: SemanticVersionOperator) -> Bool? {
+        guard let right = core else { return nil }
+        var order: Int
+        if left.major != right.major {
+            order = left.major < right.major ? -1 : 1
+        } else if left.minor != right.minor {
+            order = left.minor < right.minor ? -1 : 1
+        } else if left.patch != right.patch {
+            order = left.patch < right.patch ? -1 : 1
+        } else {
+            order = hasPrerelease ? 1 : 0
+        }
+        switch op {
+        case .equal: return order == 0
+        case .notEqual: return order != 0
+        case .less: return order < 0
+        case .lessOrEqual: return order <= 0
+        case .greater: return order > 0
+        case .greaterOrEqual: return order >= 0
+        case .sameMajor: return left.major == right.major
+        case .sameMinor: return left.major == right.major && left.minor == right.minor
+        }
+    }
 }

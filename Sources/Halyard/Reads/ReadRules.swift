@@ -39,8 +39,36 @@ enum ReadRules {
         _ exposureClock: UnsafePointer<hal_atomic_word>?
     ) -> ScalarLookup {
         guard let snapshot else { return ScalarLookup(outcome: .notReady, bits: 0, index: 0, exposure: nil) }
-        let (table, entries, slots) = snapshot._withUnsafeGuaranteedRef { ($0.table, $0.entries, $0.exposureSlots) }
-        guard let index = table.index(of: key) else {
+        let table = snapshot._withUnsafeGuaranteedRef { $0.table }
+        return scalar(snapshot, found: table.index(of: key), requested, exposureClock)
+    }
+
+    /// ``scalar(_:_:_:_:)`` by handle: the key's index from ``FlagKey``'s cache when it was
+    /// resolved against this snapshot's key table, else looked up once and remembered.
+    @inline(__always)
+    static func scalar(
+        _ snapshot: Unmanaged<Snapshot>?, _ key: FlagKey, _ requested: _FlagValueKind,
+        _ exposureClock: UnsafePointer<hal_atomic_word>?
+    ) -> ScalarLookup {
+        guard let snapshot else { return ScalarLookup(outcome: .notReady, bits: 0, index: 0, exposure: nil) }
+        return scalar(snapshot, found: index(snapshot, key), requested, exposureClock)
+    }
+
+    /// The index of `key` in `snapshot` (nil: not served), through the handle's cache.
+    @inline(__always)
+    static func index(_ snapshot: Unmanaged<Snapshot>, _ key: FlagKey) -> Int? {
+        let (table, serial) = snapshot._withUnsafeGuaranteedRef { ($0.table, $0.tableSerial) }
+        return key.slot(in: serial) { table.index(of: $0) }
+    }
+
+    /// The scalar lookup once the key's index is known (nil: the snapshot does not serve it).
+    @inline(__always)
+    static func scalar(
+        _ snapshot: Unmanaged<Snapshot>, found: Int?, _ requested: _FlagValueKind,
+        _ exposureClock: UnsafePointer<hal_atomic_word>?
+    ) -> ScalarLookup {
+        let (entries, slots) = snapshot._withUnsafeGuaranteedRef { ($0.entries, $0.exposureSlots) }
+        guard let index = found else {
             return ScalarLookup(outcome: .flagNotFound, bits: 0, index: 0, exposure: nil)
         }
         let kind = entries[index].kind
@@ -110,10 +138,20 @@ enum ReadRules {
             pending.outcome = .notReady
             return _FlagRead(detail: nil, form: form(unavailable: unavailable()))
         }
-        let (table, entries, details, slots) = snapshot._withUnsafeGuaranteedRef {
-            ($0.table, $0.entries, $0.details, $0.exposureSlots)
+        let table = snapshot._withUnsafeGuaranteedRef { $0.table }
+        return detail(snapshot, found: table.index(of: key), requested, exposureClock, &pending)
+    }
+
+    /// ``detail(_:_:_:_:unavailable:_:)`` once the key's index is known (nil: the snapshot does
+    /// not serve it).
+    static func detail(
+        _ snapshot: Unmanaged<Snapshot>, found: Int?, _ requested: _FlagValueKind,
+        _ exposureClock: UnsafePointer<hal_atomic_word>?, _ pending: inout PendingDetail
+    ) -> _FlagRead {
+        let (entries, details, slots) = snapshot._withUnsafeGuaranteedRef {
+            ($0.entries, $0.details, $0.exposureSlots)
         }
-        guard let index = table.index(of: key) else {
+        guard let index = found else {
             pending.outcome = .flagNotFound
             return _FlagRead(detail: nil, form: .flagNotFound)
         }

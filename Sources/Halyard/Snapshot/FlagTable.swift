@@ -391,8 +391,14 @@ extension FlagTable {
     /// one (service mode: ``FlagTableInterner``), and the last one to go frees it.
     final class Storage: Sendable {
         let table: FlagTable
+        /// This table's serial number (``KeyTableSerial``): what a ``FlagKey`` resolved against
+        /// it remembers (snapshots sharing the table map every key to the same index).
+        let serial: UInt
 
-        init(keys: [String]) { table = FlagTable(keys: keys) }
+        init(keys: [String]) {
+            table = FlagTable(keys: keys)
+            serial = KeyTableSerial.next()
+        }
 
         deinit { table.deallocate() }
 

@@ -51,6 +51,8 @@ package final class Snapshot: @unchecked Sendable {
     package internal(set) var generation: UInt64 = 0
 
     let table: FlagTable
+    /// The serial number of `table` (``FlagTable/Storage/serial``), for ``FlagKey`` reads.
+    let tableSerial: UInt
     /// Owns `table`'s memory (shared with other snapshots of the same keys when
     /// ``tableShared``).
     private let tableStorage: FlagTable.Storage
@@ -108,6 +110,7 @@ package final class Snapshot: @unchecked Sendable {
         tableShared = storage != nil
         tableStorage = storage ?? FlagTable.Storage(keys: unique.map(\.key))
         self.table = tableStorage.table
+        tableSerial = tableStorage.serial
         let count = max(unique.count, 1)
         entries = .allocate(capacity: count)
         details = .allocate(capacity: count)
@@ -137,6 +140,7 @@ package final class Snapshot: @unchecked Sendable {
         tableShared = true
         tableStorage = table
         self.table = table.table
+        tableSerial = table.serial
         let capacity = max(shared.count, 1)
         let entries = UnsafeMutablePointer<Entry>.allocate(capacity: capacity)
         let details = UnsafeMutablePointer<EvaluationDetail>.allocate(capacity: capacity)

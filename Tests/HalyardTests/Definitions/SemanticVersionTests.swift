@@ -35,4 +35,60 @@ import Testing
         let withBuild = try #require(SemanticVersion("1.0.0+other"))
         #expect(SemanticVersion.order(withBuild, versions[7]) == 0)
     }
+
+    @Test func aCompiledComparisonAgreesWithTheFullReading() throws {
+        // Seeded: a compiled `sem_ver` (constant operator and version; a plain context version
+        // compared as three integers) against the operator applied to the two versions parsed
+        // in full, for versions that take the integer path and versions that do not (leading
+        // zeros, pre-releases, build metadata, 19-digit parts, `v`, too many parts, junk).
+        var rng = SplitMix64(seed: 5_154)
+        let parts = ["0", "1", "2", "9", "10", "01", "00", "123456789012345678", "1234567890123456789", ""]
+        func version() -> String {
+            var text = Bool.random(using: &rng) ? "" : ["v", "V", "vv", " "].randomElement(using: &rng) ?? ""
+            let count = Int.random(in: 1...4, using: &rng)
+            text += (0..<count).map { _ in parts.randomElement(using: &rng) ?? "0" }.joined(separator: ".")
+            if Int.random(in: 0..<4, using: &rng) == 0 {
+                text += ["-rc.1", "-0", "-alpha", "+b.7", "-", "x"].randomElement(using: &rng) ?? ""
+            }
+            return text
+        }
+        let operators = ["=", "!=", "<", "<=", ">", ">=", "^", "~"]
+        var fast = 0
+        var compared = 0
+        // Written out: the same core with and without a pre-release, missing parts, `v`.
+        let pairs = [
+            ("1.2.3", "1.2.3-rc.1"), ("1.2.3", "1.2.3"), ("v1.2", "1.2.0"), ("1", "1.0.0-0"), ("1.2.3", "1.2.4-a"),
+            ("2", "1.9.9"), ("1.10.0", "1.9.0"), ("0.0.0", "0.0.0-0"),
+            ("123456789012345678.0.1", "123456789012345678.0.1-x"),
+        ]
+        for (text, constant) in pairs {
+            for op in operators {
+                let rule: JSONValue = ["sem_ver": [["var": "version"], .string(op), .string(constant)]]
+                let node = try #require(LogicNode.compile(rule, evaluators: [:]))
+                let env = LogicEnvironment(
+                    attributes: ["version": .string(text)], targetingKey: "u", flagKey: "f", timestamp: 0)
+                let reference = CustomOperators.semVer([.string(text), .string(op), .string(constant)])
+                #expect(try node.evaluate(.root, env) == reference, "\(text) \(op) \(constant)")
+                #expect(SemanticVersion.plainCore(text) != nil, "\(text) takes the integer path")
+            }
+        }
+        for _ in 0..<400 {
+            let constant = version()
+            guard SemanticVersion(constant) != nil else { continue }
+            let op = operators.randomElement(using: &rng) ?? "="
+            let rule: JSONValue = ["sem_ver": [["var": "version"], .string(op), .string(constant)]]
+            let node = try #require(LogicNode.compile(rule, evaluators: [:]))
+            for _ in 0..<20 {
+                let text = version()
+                if SemanticVersion.plainCore(text) != nil { fast += 1 }
+                let env = LogicEnvironment(
+                    attributes: ["version": .string(text)], targetingKey: "u", flagKey: "f", timestamp: 0)
+                let compiled = try node.evaluate(.root, env)
+                let reference = CustomOperators.semVer([.string(text), .string(op), .string(constant)])
+                #expect(compiled == reference, "\(text) \(op) \(constant)")
+                compared += 1
+            }
+        }
+        #expect(compared > 2_000 && fast > 100, "\(fast) plain of \(compared)")
+    }
 }

@@ -96,8 +96,16 @@ final class DefinitionsGeneration: Sendable {
                 let flag = definitions.ordered[slot]
                 switch FlagDefinitions.outcome(flag, context: context, timestamp: timestamp) {
                 case .variant(let variant): result = flagResults.matches[variant]
-                case .nullRule: result = flagResults.nullRule ?? Prebuilt(FlagDefinitions.nullRuleResult(flag))
-                case .fixed: result = Prebuilt(flag.staticResult)
+                case .nullRule:
+                    // Precondition: `init` prebuilt a null-rule result for every flag with a rule.
+                    guard let nullRule = flagResults.nullRule else {
+                        preconditionFailure("flag \(flag.key) runs a rule but has no prebuilt null-rule result")
+                    }
+                    result = nullRule
+                case .fixed:
+                    // Precondition: `outcome` is `.fixed` only for a flag without a rule, and
+                    // those took the `fixed` branch above.
+                    preconditionFailure("flag \(flag.key) has a rule but its outcome is fixed")
                 case .failure(let code, let message):
                     let served = FlagDefinitions.failure(flag, code, message)
                     entries.append(Snapshot.entry(for: served))
