@@ -634,6 +634,45 @@ struct EventStreamMachineTests {
         #expect(event.connects == [1, 2])
     }
 
+    /// Seed 57 of the propagation checker (I4(e)): a client going to the background had its
+    /// stream URL refused 401 and the re-learn held back by a bulk `Retry-After`; the suspension
+    /// forgot the held re-learn, and `setActive(true)` opened the refused URL again at once.
+    @Test("a held re-learn survives background/foreground: activation does not reopen the refused URL first")
+    func heldRelearnSurvivesSuspension() throws {
+        var d = StreamDriver { $0.inactivityDelayOverride = .milliseconds(300) }
+        d.feed(.advertised(inactivityDelay: nil))
+        d.feed(.setActive(false))
+        d.feed(.opened(connection: 1, status: 401, isEventStream: false))
+        d.feed(.fetchHeld)
+        d.now += .milliseconds(400)
+        d.feed(.timer)
+        if case .suspended = d.machine.phase {} else { Issue.record("not suspended: \(d.machine.phase)") }
+        d.feed(.setActive(true))
+        #expect(d.connects == [1], "activation opened the stream URL refused 401 before a re-learn went")
+        #expect(d.fetches.last == .init(reason: .activated), "the activation's fetch (unconditional) goes")
+        // The activation's fetch was held back too: the reconnect time asks for the re-learn.
+        d.feed(.fetchHeld)
+        try d.fireTimer()
+        #expect(d.connects == [1])
+        #expect(d.fetches.last == .init(reason: .relearn))
+        // It goes and re-advertises the URL: the next reconnect opens it.
+        d.feed(.fetchFinished)
+        d.feed(.advertised(inactivityDelay: nil))
+        try d.fireTimer()
+        #expect(d.connects == [1, 2])
+
+        // Suspended with no re-learn owed: activation reconnects at once, as before.
+        var plain = StreamDriver { $0.inactivityDelayOverride = .milliseconds(300) }
+        plain.feed(.advertised(inactivityDelay: nil))
+        plain.feed(.setActive(false))
+        plain.feed(.opened(connection: 1, status: 401, isEventStream: false))
+        plain.feed(.fetchFinished)
+        plain.now += .milliseconds(400)
+        plain.feed(.timer)
+        plain.feed(.setActive(true))
+        #expect(plain.connects == [1, 2])
+    }
+
     @Test("withdrawn closes the stream and polling returns to normal; stop ends everything")
     func withdrawnAndStop() {
         var d = StreamDriver()

@@ -236,6 +236,10 @@ struct EventStreamMachine: Sendable {
     private(set) var lastEventFetchAt: Duration?
     /// Whether the fetch in flight is a re-learn (``Fetch/Reason/relearn``).
     private var relearnInFlight = false
+    /// A re-learn a refusal asked for was held back (nothing sent) when the stream was
+    /// suspended, or while it was: activation does not open the refused URL before a re-learn
+    /// goes or an answer advertises a stream (SPEC §14; ``Following/relearnHeld``).
+    private var relearnHeldWhileSuspended = false
     /// The polling interval last asked for (nil: none asked yet).
     private(set) var announcedPoll: Duration?
     /// The counters, and whether the stream is connected and healthy as of the last input
@@ -334,6 +338,7 @@ struct EventStreamMachine: Sendable {
         switch input {
         case .advertised(let delay):
             serverInactivityDelay = delay
+            relearnHeldWhileSuspended = false
             switch phase {
             case .idle(let inactiveSince, let retryAfter):
                 if let inactiveSince {
@@ -368,6 +373,7 @@ struct EventStreamMachine: Sendable {
             default: break
             }
             disconnect(into: &actions)
+            relearnHeldWhileSuspended = false
             phase = .idle(inactiveSince: inactiveSince, retryAfter: owed)
         case .opened(let id, let status, let isEventStream, let retryAfter):
             if id != connection, Self.honoursRetryAfter(status), let retryAfter,
@@ -460,7 +466,10 @@ struct EventStreamMachine: Sendable {
                 preconditionFailure("a fetch was held that the machine did not ask for")
             }
             fetch = .idle
-            if relearnInFlight { updateFollowing { $0.relearnHeld = true } }
+            if relearnInFlight {
+                updateFollowing { $0.relearnHeld = true }
+                if case .suspended = phase { relearnHeldWhileSuspended = true }
+            }
             relearnInFlight = false
             if let pending { requestFetch(pending, now: now, into: &actions) }
         case .setActive(let isActive):
@@ -472,7 +481,18 @@ struct EventStreamMachine: Sendable {
                 // Only a client that follows a stream re-fetches on activation (polling-only
                 // and `.none` clients keep their own triggers).
                 requestFetch(Fetch(reason: .activated), now: now, into: &actions)
-                if let retryAfter {
+                if relearnHeldWhileSuspended {
+                    // The refused URL's re-learn never went: the activation's fetch (unconditional)
+                    // learns the advertisement first; the reconnect waits a step for it, and asks
+                    // for a re-learn then if that fetch was held back too.
+                    relearnHeldWhileSuspended = false
+                    var following = Following(
+                        failures: retryAfter?.failures ?? 0, refusedWithRetryAfter: retryAfter != nil,
+                        degraded: degraded)
+                    following.relearnHeld = true
+                    let step = now + reconnectDelay(failures: following.failures, unit: random.unit())
+                    phase = .waiting(until: max(step, retryAfter?.until ?? .zero), following)
+                } else if let retryAfter {
                     // The server's `Retry-After` outlives the suspension: wait for it, and
                     // keep counting from the failures it came with.
                     let following = Following(
@@ -498,6 +518,7 @@ struct EventStreamMachine: Sendable {
                 if case .waiting(let until, _) = phase, following.refusedWithRetryAfter {
                     owed = RetryAfterWait(until: until, failures: following.failures)
                 }
+                relearnHeldWhileSuspended = following.relearnHeld
                 phase = .suspended(inactiveSince: since, degraded: following.degraded, retryAfter: owed)
                 actions.append(.log(.debug, "event stream closed while inactive"))
                 return finish(actions)

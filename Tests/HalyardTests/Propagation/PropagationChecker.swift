@@ -201,6 +201,15 @@ struct PropagationChecker {
 
     // MARK: - I2: no old-key value after setKey returns
 
+    /// The context a request's answer was for, as the reads name it: a service's context by its
+    /// targeting key; a client's as the client itself (`""`). A client holds one context at a
+    /// time and its reads are named after `identify` returns, so an answer to the context
+    /// `identify` moves to is read under the previous name for a moment: a client's answers
+    /// count for all its reads.
+    func legitimacyContext(reader: Int, context: String) -> String {
+        readers.first { $0.id == reader }?.isService == true ? context : ""
+    }
+
     func checkKeyRotation() -> [Violation] {
         var result: [Violation] = []
         for op in operations where op.kind == .setKey {
@@ -208,26 +217,39 @@ struct PropagationChecker {
             let oldEnv = env(of: op.reader, at: op.start)
             guard oldEnv != op.env else { continue }
             let group = Set(readers.filter { $0.group == reader.group }.map(\.id))
-            let groupStart =
-                operations.filter {
-                    $0.kind == .setKey && group.contains($0.reader) && abs(($0.start - op.start).fractionalSeconds) < 1
-                }
-                .map(\.start).min() ?? op.start
-            // What the old key's environment had served the reader (or its fleet) before the rotation began.
-            var legitimate = Array(repeating: Set<Int>(), count: SimulatedControlPlane.flagCount)
-            for r in requests where group.contains(r.reader) && r.env == oldEnv && r.status == 200 {
-                guard let answered = r.answeredAt, answered < groupStart else { continue }
-                for (flag, change) in r.served.enumerated() { legitimate[flag].insert(change) }
+            let rotation = operations.filter {
+                $0.kind == .setKey && group.contains($0.reader) && abs(($0.start - op.start).fractionalSeconds) < 1
+            }
+            let groupStart = rotation.map(\.start).min() ?? op.start
+            // When each member of the group began this rotation: its own answers before that were
+            // applied with its then current key (a fleet's pods rotate one after another).
+            var memberStart: [Int: Duration] = [:]
+            for member in group { memberStart[member] = rotation.first { $0.reader == member }?.start ?? groupStart }
+            // What the old key's environment had served, per context and flag, before the
+            // rotation began: to that context, by the reader or its fleet (through the shared
+            // cache). A late old-key answer carries a change that other contexts may already
+            // hold; for this context it is new, and applying it is the bug.
+            var legitimate: [String: [Set<Int>]] = [:]
+            for r in requests where group.contains(r.reader) && r.env == oldEnv && r.status == 200 && r.kind == .bulk {
+                guard let answered = r.answeredAt, answered < memberStart[r.reader] ?? groupStart else { continue }
+                let context = legitimacyContext(reader: r.reader, context: r.target)
+                var sets = legitimate[context] ?? Array(repeating: Set<Int>(), count: SimulatedControlPlane.flagCount)
+                for (flag, change) in r.served.enumerated() { sets[flag].insert(change) }
+                legitimate[context] = sets
             }
             let next =
                 operations.filter { $0.reader == op.reader && $0.kind == .setKey && $0.start > op.end }
                 .map(\.start).min() ?? end
             var offending: [(key: PropagationHistory.ReadKey, run: PropagationHistory.ReadRun)] = []
             for (key, list) in runs where key.reader == op.reader {
+                let served = legitimate[legitimacyContext(reader: key.reader, context: key.context)]?[key.flag] ?? []
                 for run in list where run.last > op.end && run.first < next && run.value != PropagationValue.missing {
                     guard PropagationValue.env(run.value) == oldEnv,
-                        !legitimate[key.flag].contains(PropagationValue.change(run.value))
+                        !served.contains(PropagationValue.change(run.value))
                     else { continue }
+                    // Held: this reader read it for this context before setKey began (setKey keeps
+                    // held entries until their refresh, docs/service.md "Key rotation").
+                    if list.contains(where: { $0.value == run.value && $0.first < op.start }) { continue }
                     offending.append((key, run))
                 }
             }
@@ -237,16 +259,22 @@ struct PropagationChecker {
             var lines = ["setKey(\(op.detail)) on \(reader.name): \(op.start.ms) … returned \(op.end.ms)"]
             lines += describeRuns(list, from: op.start - .milliseconds(300), to: run.last + .milliseconds(100))
                 .map { "read \(key.context) f\(key.flag): \($0)" }
-            lines += requests.filter {
+            let context = legitimacyContext(reader: key.reader, context: key.context)
+            let answers = requests.filter {
                 group.contains($0.reader) && $0.env == oldEnv && $0.kind == .bulk
-                    && ($0.answeredAt ?? .zero) >= groupStart - .milliseconds(200) && $0.sentAt < run.first
-            }.prefix(8).map { describe($0) }
+                    && legitimacyContext(reader: $0.reader, context: $0.target) == context
+                    && $0.sentAt < run.last
+            }
+            // The last answers to that context before the rotation, and every one after it began.
+            let before = answers.filter { ($0.answeredAt ?? .zero) < groupStart }.suffix(3)
+            let after = answers.filter { ($0.answeredAt ?? .zero) >= groupStart }.prefix(6)
+            lines += (before + after).map { describe($0) }
             let contexts = Set(offending.map(\.key.context)).sorted()
             result.append(
                 Violation(
                     invariant: "I2", reader: op.reader,
                     summary:
-                        "\(reader.name) read \(PropagationValue.describe(run.value)) (old key's environment, served by no answer before setKey) at \(max(run.first, op.end).ms)…\(run.last.ms), after setKey returned at \(op.end.ms); \(contexts.count) contexts read such values: \(contexts.prefix(8).joined(separator: ", "))",
+                        "\(reader.name) read \(PropagationValue.describe(run.value)) for \(key.context) f\(key.flag) (old key's environment, served to that context by no answer before setKey) at \(max(run.first, op.end).ms)…\(run.last.ms), after setKey returned at \(op.end.ms); \(contexts.count) contexts read such values: \(contexts.prefix(8).joined(separator: ", "))",
                     history: lines))
         }
         return result

@@ -39,6 +39,8 @@ final class PropagationHistory: Sendable {
         var retryFloor: Duration?
         var retryAfterText: String?
         var conditional = false
+        /// A bulk request's evaluation context (its targeting key: the name the reads use for a
+        /// service's context, and a client's context after `identify`); a stream open's URL path.
         var target = ""
         /// For a 200 bulk answer: the change id each flag's value carries.
         var served: [Int] = []

@@ -10,8 +10,9 @@ import HalyardTesting
 /// (late, twice, out of order or never: the workload decides), fault windows answering 429/503
 /// with `Retry-After` (seconds or an HTTP date), stream URL rotations and outages, revoked keys
 /// (401), per-answer stream tokens. Every request is recorded in the ``PropagationHistory``
-/// with who sent it, with which key, what was answered and which change each served value
-/// carries. Each reader talks to it through its own ``Endpoint``.
+/// with who sent it, with which key, for which context (a bulk request's targeting key), what
+/// was answered and which change each served value carries. Each reader talks to it through its
+/// own ``Endpoint``.
 final class SimulatedControlPlane: Sendable {
     static let flagCount = 4
     static let baseURL = URL(string: "http://127.0.0.1:9")!
