@@ -3,7 +3,7 @@ import Halyard
 import HalyardTesting
 
 /// `halyard-bench-fleet --hung-burst`: what a burst of cold contexts costs one service whose
-/// Redis hangs (docs/benchmarks-fleet.md, "A hung Redis under a burst"). A `FlagService` with
+/// Redis hangs (docs/benchmarks-fleet.md, "L2 calls per second, and a hung Redis under a burst"). A `FlagService` with
 /// the shared cache at its defaults (25 ms call deadline, one connection) and
 /// `coldFetchTimeout` 2 s, over an in-memory control plane that answers after 20 ms. Three
 /// bursts of 150 new contexts asked at once (`flags(for:)`): Redis healthy, Redis stopped

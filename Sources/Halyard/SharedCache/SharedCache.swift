@@ -67,7 +67,8 @@ public struct SharedCache: Sendable, CustomStringConvertible, CustomDebugStringC
     public var slowCallThreshold: Duration? = nil
 
     /// Connections to Redis (*default* 1; 1 to 16): calls are spread over them, each connection
-    /// taking one exchange at a time (docs/fleet.md, "Sizing Redis").
+    /// taking one exchange at a time and sending the calls that queued meanwhile together in
+    /// its next one (docs/fleet.md, "Sizing Redis").
     public var connections: Int = 1
 
     /// A Redis server (Debian's `redis-server` 7.x, or Valkey) at `url`:
