@@ -22,7 +22,7 @@ import Testing
         "OFREP": ["Transport", "Values", "Support"],
         "Exposure": ["OFREP", "Transport", "Values", "Support"],
         "Cache": ["Context", "Values", "Support"],
-        "Definitions": ["Transport", "Context", "Values", "Support"],
+        "Definitions": ["Transport", "Context", "Layout", "Values", "Support"],
         "Transport": ["Support"],
         "Snapshot": ["Layout", "Values", "Support"],
         "Layout": ["Values", "Support"],

@@ -165,4 +165,50 @@ import Testing
             #expect(memo.fitted(changed) == nil, "context \(index): a changed context hit")
         }
     }
+
+    /// A compiled rule's attribute read (`AttributeBuckets.lookup`): on the seeded dictionaries,
+    /// every member is found by a small name with its value, every small name the dictionary does
+    /// not hold is absent, whatever form the stored name is in (small, or the same short bytes
+    /// out of line), and names are compared by bytes (`é` precomposed is not `e` + U+0301).
+    @Test(
+        .enabled(
+            if: AttributeBuckets.available && StringLayout.available, "layout reads off (HALYARD_LAYOUT_READS, 32-bit)")
+    )
+    func aLookupFindsExactlyWhatTheDictionaryHoldsByBytes() throws {
+        var found = 0
+        var outOfLine = 0
+        var absent = 0
+        for (index, d) in Self.dictionaries(seed: 31, count: 150).enumerated() {
+            for (key, value) in d {
+                // The same bytes as a small string (the form a rule's constant name has).
+                let probe = String(decoding: Array(key.utf8), as: UTF8.self)
+                guard let words = StringLayout.smallWords(probe) else { continue }
+                if StringLayout.smallWords(key) == nil { outOfLine += 1 }
+                guard case .found(let got) = AttributeBuckets.lookup(d, smallName: words, probe), got == value else {
+                    Issue.record("dictionary \(index): \(key) not found with its value")
+                    continue
+                }
+                found += 1
+            }
+            for name in ["zz", "a-missing-one", "", "e\u{301}", "\u{E9}"]
+            where !d.keys.contains(where: { $0.utf8.elementsEqual(name.utf8) }) {
+                let words = try #require(StringLayout.smallWords(name))
+                guard case .absent = AttributeBuckets.lookup(d, smallName: words, name) else {
+                    Issue.record("dictionary \(index): \(name) found, not held")
+                    continue
+                }
+                absent += 1
+            }
+        }
+        let precomposed: [String: JSONValue] = ["\u{E9}": .int(1)]
+        let decomposed = try #require(StringLayout.smallWords("e\u{301}"))
+        guard case .absent = AttributeBuckets.lookup(precomposed, smallName: decomposed, "e\u{301}") else {
+            Issue.record("e + U+0301 found é: names must compare by bytes")
+            return
+        }
+        // The states the run reached: names found in both forms, and names absent.
+        #expect(
+            found > 1000 && outOfLine > 50 && absent > 500, "found \(found), out of line \(outOfLine), absent \(absent)"
+        )
+    }
 }

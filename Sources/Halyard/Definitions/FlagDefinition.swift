@@ -23,6 +23,8 @@ final class FlagDefinition: Sendable {
     /// The rule an evaluation runs: ``targeting`` when enabled, else nil (the result is then
     /// ``staticResult`` whatever the context).
     let rule: LogicNode?
+    /// ``rule`` compiled against this flag's key and variants: what an evaluation runs.
+    let variantRule: VariantRule?
     /// The variant names (byte-exact), slots in ``matchResults``.
     let variantIndex: ExactKeyIndex
     /// Per variant (``variantIndex`` order): the result of a rule that picks it (reason
@@ -70,6 +72,8 @@ final class FlagDefinition: Sendable {
         } else {
             staticResult = ServedFlag(key: key, value: nil, reason: .defaultValue, metadata: metadata)
         }
+        let index = variantIndex
+        variantRule = rule.map { VariantRule($0, flagKey: key, variants: index) }
         staticScalar = DefinitionScalar(staticResult)
         matchScalars = matchResults.map(DefinitionScalar.init)
         staticString = Self.string(staticResult)

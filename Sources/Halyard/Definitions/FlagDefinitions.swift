@@ -121,7 +121,7 @@ public struct FlagDefinitions: Sendable {
     /// Which of `flag`'s results an evaluation serves, found without building or copying one
     /// (the results themselves were built at load: ``FlagDefinition/staticResult``,
     /// ``FlagDefinition/matchResults``, their entries).
-    enum Outcome {
+    enum Outcome: Sendable, Equatable {
         /// ``FlagDefinition/staticResult``: no rule runs (no targeting, or disabled).
         case fixed
         /// The rule gave null: ``FlagDefinition/staticResult`` with reason DEFAULT (unless it
@@ -136,26 +136,21 @@ public struct FlagDefinitions: Sendable {
     /// Runs `flag`'s rule (if any) for `context`: which result it serves.
     static func outcome(_ flag: FlagDefinition, context: EvaluationContext, timestamp: Int64?) -> Outcome {
         // A static flag (no rule, or disabled): its result was built at load.
-        guard let rule = flag.rule else { return .fixed }
-        let env = LogicEnvironment(
-            attributes: context.attributes, targetingKey: context.targetingKey, flagKey: flag.key,
-            timestamp: timestamp ?? (flag.readsTimestamp ? Int64(Date().timeIntervalSince1970) : 0))
-        let result: JSONValue
-        do {
-            result = try rule.evaluate(.root, env)
-        } catch {
-            switch error {
-            case .invalidRule(let message): return .failure(.parseError, "invalid targeting: \(message)")
-            case .failed(let message): return .failure(.general, "targeting failed: \(message)")
-            }
-        }
+        guard let rule = flag.variantRule else { return .fixed }
+        let timestamp = timestamp ?? (flag.readsTimestamp ? Int64(Date().timeIntervalSince1970) : 0)
+        return rule.outcome(context, flag.key, timestamp, flag.variantIndex)
+    }
+
+    /// The outcome of a rule that gave `result`, for a flag with `variants`: null serves the
+    /// static result, a string (or a boolean or number, by its text) names a variant.
+    static func outcome(of result: JSONValue, variants: ExactKeyIndex) -> Outcome {
         let slot: Int?
         switch result {
         case .null: return .nullRule
-        case .string(let s): slot = s.isEmpty ? nil : flag.variantIndex.slot(of: s)
-        case .bool(let b): slot = flag.variantIndex.slot(of: b ? "true" : "false")
+        case .string(let s): slot = s.isEmpty ? nil : variants.slot(of: s)
+        case .bool(let b): slot = variants.slot(of: b ? "true" : "false")
         case .int, .double:
-            slot = LogicCoercion.plainString(result).flatMap { $0.isEmpty ? nil : flag.variantIndex.slot(of: $0) }
+            slot = LogicCoercion.plainString(result).flatMap { $0.isEmpty ? nil : variants.slot(of: $0) }
         case .array, .object:
             return .failure(.general, "targeting gave a \(result.typeName), not a variant name")
         }
@@ -169,6 +164,14 @@ public struct FlagDefinitions: Sendable {
             return .failure(.general, "targeting gave variant \"\(variant)\", which the flag does not have")
         }
         return .variant(slot)
+    }
+
+    /// The outcome of a rule that failed.
+    static func outcome(of error: LogicError) -> Outcome {
+        switch error {
+        case .invalidRule(let message): .failure(.parseError, "invalid targeting: \(message)")
+        case .failed(let message): .failure(.general, "targeting failed: \(message)")
+        }
     }
 
     /// The result of `flag` when its rule gives null: the static one, re-labelled DEFAULT

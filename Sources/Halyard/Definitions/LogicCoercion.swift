@@ -170,10 +170,14 @@ enum LogicCoercion {
         // Two strings with the same representation (the same small string, or the same
         // storage) have the same bytes: no closure, no `memcmp` (the common case of a name
         // written in a rule and the same short name in a context).
-        if MemoryLayout<String>.size == 16,
-            unsafeBitCast(a, to: (UInt64, UInt64).self) == unsafeBitCast(b, to: (UInt64, UInt64).self)
-        {
-            return true
+        if MemoryLayout<String>.size == 16 {
+            let x = unsafeBitCast(a, to: (UInt64, UInt64).self)
+            let y = unsafeBitCast(b, to: (UInt64, UInt64).self)
+            if x == y { return true }
+            // Two small strings with other words have other contents (StringLayout): the
+            // usual case of a context's value against a rule's constant, decided without a
+            // closure or a `memcmp`.
+            if StringLayout.available, StringLayout.isSmall(x.1), StringLayout.isSmall(y.1) { return false }
         }
         let equal = a.utf8.withContiguousStorageIfAvailable { left in
             b.utf8.withContiguousStorageIfAvailable { right in

@@ -29,6 +29,28 @@ struct LogicEnvironment: Sendable {
         return .object(members)
     }
 
+    /// The attribute `name`, found by its words in the dictionary's storage when the rule's
+    /// compilation could take them (``AttributeName/smallWords``;
+    /// ``AttributeBuckets/lookup(_:smallName:_:)``), else as ``attribute(_:)-(String)`` finds it.
+    @inline(__always)
+    func attribute(_ name: AttributeName) -> JSONValue? {
+        Self.attribute(name, in: attributes)
+    }
+
+    /// ``attribute(_:)-(AttributeName)`` of `attributes` (a context's, read without building an
+    /// environment).
+    @inline(__always)
+    static func attribute(_ name: AttributeName, in attributes: [String: JSONValue]) -> JSONValue? {
+        if let words = name.smallWords {
+            switch AttributeBuckets.lookup(attributes, smallName: words, name.text) {
+            case .found(let value): return value
+            case .absent: return nil
+            case .unreadable: break
+            }
+        }
+        return attribute(name.text, in: attributes)
+    }
+
     /// The attributes a context may have for ``attribute(_:)`` to scan them rather than hash
     /// `name` (docs/definitions.md, "Evaluation cost").
     static let scanLimit = 8
@@ -38,6 +60,12 @@ struct LogicEnvironment: Sendable {
     /// cheaper than hashing `name` for a dictionary read.
     @inline(__always)
     func attribute(_ name: String) -> JSONValue? {
+        Self.attribute(name, in: attributes)
+    }
+
+    /// ``attribute(_:)-(String)`` of `attributes`.
+    @inline(__always)
+    static func attribute(_ name: String, in attributes: [String: JSONValue]) -> JSONValue? {
         guard attributes.count <= Self.scanLimit else { return LogicCoercion.exactValue(attributes, name) }
         let length = name.utf8.count
         var index = attributes.startIndex
@@ -49,6 +77,24 @@ struct LogicEnvironment: Sendable {
             attributes.formIndex(after: &index)
         }
         return nil
+    }
+}
+
+/// An attribute name a compiled rule reads, with what its compilation could prepare for the
+/// lookup.
+struct AttributeName: Sendable {
+    /// The name (byte-exact).
+    let text: String
+    /// The name's two words in the small form, when it has one and the layout reads of
+    /// strings and of dictionary storage are on (``StringLayout/available``,
+    /// ``AttributeBuckets/available``): then a context's attribute is found by comparing words
+    /// in place. Nil otherwise (a name of 16 bytes or more, another platform, the reads off).
+    let smallWords: (UInt64, UInt64)?
+
+    init(_ text: String) {
+        self.text = text
+        smallWords =
+            StringLayout.available && AttributeBuckets.available ? StringLayout.smallWords(text) : nil
     }
 }
 

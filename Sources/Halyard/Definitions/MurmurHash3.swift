@@ -1,9 +1,13 @@
 /// MurmurHash3, x86 32-bit variant (Austin Appleby's public-domain algorithm), as `fractional`
 /// uses it to bucket a key (flagd's bucketing v2: seed 0, the key's UTF-8 bytes).
 ///
-/// Bytes are fed one at a time, so a key made of two strings (the flag key, then the targeting
-/// key) is hashed without concatenating them first.
-struct MurmurHash3 {
+/// A hasher's state can be fed in parts, so a key made of two strings (the flag key, then the
+/// targeting key) is hashed without concatenating them, and the state after a constant prefix
+/// can be kept and resumed (a flag's key, fed once when its rule is compiled:
+/// ``VariantRule``). A string's UTF-8 is read in place four bytes at a time where its storage
+/// is contiguous (native and small strings); the byte-at-a-time walk is left for bridged ones
+/// (docs/definitions.md, "Evaluation cost").
+struct MurmurHash3: Sendable {
     private static let c1: UInt32 = 0xcc9e_2d51
     private static let c2: UInt32 = 0x1b87_3593
 
@@ -22,15 +26,52 @@ struct MurmurHash3 {
         filled += 1
         length &+= 1
         if filled == 4 {
-            var k = block &* Self.c1
-            k = (k << 15) | (k >> 17)
-            k = k &* Self.c2
-            h ^= k
-            h = (h << 13) | (h >> 19)
-            h = h &* 5 &+ 0xe654_6b64
+            mix(block)
             block = 0
             filled = 0
         }
+    }
+
+    /// Mixes one whole four-byte block (little-endian) into the hash.
+    @inline(__always)
+    private mutating func mix(_ block: UInt32) {
+        var k = block &* Self.c1
+        k = (k << 15) | (k >> 17)
+        k = k &* Self.c2
+        h ^= k
+        h = (h << 13) | (h >> 19)
+        h = h &* 5 &+ 0xe654_6b64
+    }
+
+    /// Feeds `count` bytes from `bytes`: one at a time up to a block boundary, then whole
+    /// blocks, then the tail.
+    @inline(__always)
+    private mutating func combine(_ bytes: UnsafePointer<UInt8>, count: Int) {
+        var i = 0
+        while filled != 0, i < count {
+            combine(bytes[i])
+            i += 1
+        }
+        while count - i >= 4 {
+            let word =
+                UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24
+            mix(word)
+            length &+= 4
+            i += 4
+        }
+        while i < count {
+            combine(bytes[i])
+            i += 1
+        }
+    }
+
+    /// Feeds the UTF-8 of `string`.
+    mutating func combine(utf8 string: String) {
+        let done: Void? = string.utf8.withContiguousStorageIfAvailable { buffer in
+            guard let base = buffer.baseAddress else { return }
+            combine(base, count: buffer.count)
+        }
+        if done == nil { combine(contentsOf: string.utf8) }
     }
 
     /// Feeds every byte of `bytes`.
@@ -65,14 +106,16 @@ struct MurmurHash3 {
 
     /// The hash of a string's UTF-8 form with seed 0.
     static func hash(_ string: String) -> UInt32 {
-        x86_32(string.utf8)
+        var hasher = MurmurHash3()
+        hasher.combine(utf8: string)
+        return hasher.finalize()
     }
 
     /// The hash of `first` followed by `second` (UTF-8, seed 0): the hash of their concatenation.
     static func hash(_ first: String, _ second: String) -> UInt32 {
         var hasher = MurmurHash3()
-        hasher.combine(contentsOf: first.utf8)
-        hasher.combine(contentsOf: second.utf8)
+        hasher.combine(utf8: first)
+        hasher.combine(utf8: second)
         return hasher.finalize()
     }
 }

@@ -19,13 +19,14 @@ import CHalyardAtomics
 /// The visiting order is the storage's bucket order, which is the order `for in` yields; the
 /// encoder's hash and the memo's comparison do not depend on it anyway.
 enum AttributeBuckets {
-    /// Byte offsets in `__RawDictionaryStorage` (after the 16-byte object header).
-    private static let countOffset = 16
-    private static let capacityOffset = 24
-    private static let scaleOffset = 32
-    private static let keysOffset = 48
-    private static let valuesOffset = 56
-    private static let bitmapOffset = 64
+    /// Byte offsets in `__RawDictionaryStorage` (after the 16-byte object header); internal for
+    /// ``lookup(_:smallName:_:)`` in `AttributeBuckets+Lookup.swift`.
+    static let countOffset = 16
+    static let capacityOffset = 24
+    static let scaleOffset = 32
+    static let keysOffset = 48
+    static let valuesOffset = 56
+    static let bitmapOffset = 64
 
     /// Whether ``forEach(_:_:)`` may read storage in place: ``LayoutReads`` on, the value
     /// layout's check (``JSONValueLayout/available``), and the storage layout checked on

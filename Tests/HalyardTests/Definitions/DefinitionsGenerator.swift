@@ -97,8 +97,14 @@ struct DefinitionsGenerator {
         case 0, 1:
             let op = pick(["==", "!=", "===", "!==", "<", "<=", ">", ">="])
             let left = value(depth - 1)
-            return .object([op: .array([left, literal()])])
-        case 2: return ["in": [pick(Self.strings), ["var": "tags"]]]
+            // Either order: a `var` against a constant is a typed test either way (LogicTest).
+            return .object([op: .array(chance(30) ? [literal(), left] : [left, literal()])])
+        case 2:
+            if chance(50) {
+                let items = (0..<below(4)).map { _ in chance(80) ? pick(Self.strings) : literal() }
+                return ["in": [variable(), .array(items)]]
+            }
+            return ["in": [pick(Self.strings), ["var": "tags"]]]
         case 3: return ["in": [pick(["a", "example", "é", ""]), variable()]]
         case 4: return [pick(["starts_with", "ends_with"]): [variable(), pick(Self.strings)]]
         case 5:

@@ -46,4 +46,35 @@ import Testing
             index = whole.index(after: index)
         }
     }
+
+    /// The block-wise read of a string's UTF-8 in place (`combine(utf8:)`) against the
+    /// byte-at-a-time one, on seeded strings of 0 to 40 bytes (ASCII and multi-byte), fed whole,
+    /// in two parts at every split, and resumed from a copied state (how a flag key's hash is
+    /// kept and resumed per evaluation).
+    @Test func blockwiseReadsAgreeWithByteAtATime() {
+        var g = SplitMix64(seed: 7)
+        let pieces = ["a", "b", "0", "-", "\u{E9}", "\u{1F600}", "\u{4E2D}"]
+        var checked = 0
+        for _ in 0..<300 {
+            var text = ""
+            while text.utf8.count < Int(g.next() % 41) { text += pieces[Int(g.next() % UInt64(pieces.count))] }
+            let bytes = Array(text.utf8)
+            let expected = MurmurHash3.x86_32(bytes)
+            #expect(MurmurHash3.hash(text) == expected, "\(text)")
+            var index = text.startIndex
+            while true {
+                var prefix = MurmurHash3()
+                prefix.combine(utf8: String(text[..<index]))
+                var resumed = prefix
+                resumed.combine(utf8: String(text[index...]))
+                #expect(
+                    resumed.finalize() == expected,
+                    "\(text) split at \(text.utf8.distance(from: text.startIndex, to: index))")
+                checked += 1
+                if index == text.endIndex { break }
+                index = text.index(after: index)
+            }
+        }
+        #expect(checked > 1000)
+    }
 }
