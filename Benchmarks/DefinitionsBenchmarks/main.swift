@@ -285,6 +285,14 @@ compare(
             "sem_ver",
             { i in blackHole(definitions.evaluate(semverKeys[i & keyMask], context: contexts[i & contextMask])) }
         ),
+        (
+            "3-condition rule, one context held",
+            { i in blackHole(definitions.evaluate(ruleKeys[i & keyMask], context: heldContext)) }
+        ),
+        (
+            "fractional (3 buckets), one context held",
+            { i in blackHole(definitions.evaluate(fractionalKeys[i & keyMask], context: heldContext)) }
+        ),
     ])
 
 compare(
@@ -341,6 +349,14 @@ compare(
                 blackHole(
                     definitions.bool(semverHandles[i & keyMask], context: contexts[i & contextMask], default: false))
             }
+        ),
+        (
+            "3-condition rule, one context held",
+            { i in blackHole(definitions.bool(ruleKeys[i & keyMask], context: heldContext, default: false)) }
+        ),
+        (
+            "fractional (3 buckets), one context held",
+            { i in blackHole(definitions.string(fractionalKeys[i & keyMask], context: heldContext, default: "")) }
         ),
     ])
 
