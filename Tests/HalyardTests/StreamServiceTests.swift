@@ -263,7 +263,14 @@ struct StreamServiceTests {
         // last of them may follow at most the 4 refreshes taken before it. (Not the count of
         // requests when the last hot value is seen: idle workers go on with the earlier wave
         // while the last hot refreshes are answered.)
-        let afterMerge = Array(transport.fetches.dropFirst(mark))
+        //
+        // A request for a context the first wave had already refreshed before the merge is
+        // not that wave's progress: it is the refetch owed by a refresh in flight when the
+        // change came (its answer may predate the change), sent when that answer lands. Those
+        // (at most 4) are left out of the order; a CI run under LeakSanitizer once counted one
+        // of them (the last hot context at position 15).
+        let refreshedBefore = Set(transport.fetches[before..<mark].map(\.body))
+        let afterMerge = transport.fetches.dropFirst(mark).filter { !refreshedBefore.contains($0.body) }
         let positions = try (0..<10).map { i in
             try #require(
                 afterMerge.firstIndex { $0.body.contains(#""targetingKey":"u\#(i)""#) },
