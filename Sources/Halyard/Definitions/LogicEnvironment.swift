@@ -33,13 +33,6 @@ struct LogicEnvironment: Sendable {
     /// compilation could take them (``AttributeName/smallWords``;
     /// ``AttributeBuckets/lookup(_:smallName:_:)``), else as ``attribute(_:)-(String)`` finds it.
     @inline(__always)
-    func attribute(_ name: AttributeName) -> JSONValue? {
-        Self.attribute(name, in: attributes)
-    }
-
-    /// ``attribute(_:)-(AttributeName)`` of `attributes` (a context's, read without building an
-    /// environment).
-    @inline(__always)
     static func attribute(_ name: AttributeName, in attributes: [String: JSONValue]) -> JSONValue? {
         if let words = name.smallWords {
             switch AttributeBuckets.lookup(attributes, smallName: words, name.text) {

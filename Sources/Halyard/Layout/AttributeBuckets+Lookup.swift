@@ -13,8 +13,8 @@ extension AttributeBuckets {
     }
 
     /// The attribute named `name`, whose small-form words (``StringLayout/smallWords(_:)``) are
-    /// `words`, found by walking `attributes`' buckets in place (``forEach(_:_:)``'s checks and
-    /// walk) and comparing each name's two words with `words`:
+    /// `words`, found by walking `attributes`' buckets in place (``walk(_:prefetch:_:)``: its
+    /// checks, without the prefetch) and comparing each name's two words with `words`:
     /// - equal words: the same name (equal contents in the small form have equal words);
     /// - a small name with other words: another name, rejected without reading its bytes;
     /// - a name in another form (a heap string, which may hold the same bytes): compared byte
@@ -29,45 +29,24 @@ extension AttributeBuckets {
         #if os(Linux)
             if attributes.isEmpty { return .absent }
             return withExtendedLifetime(attributes) { () -> Lookup in
-                let storage = unsafeBitCast(attributes, to: UnsafeRawPointer.self)
-                let count = storage.load(fromByteOffset: countOffset, as: Int.self)
-                let capacity = storage.load(fromByteOffset: capacityOffset, as: Int.self)
-                let scale = Int(storage.load(fromByteOffset: scaleOffset, as: Int8.self))
-                guard count == attributes.count, capacity == attributes.capacity, scale > 0, scale < 48,
-                    1 &<< scale >= capacity, 1 &<< scale <= 4 &* capacity &+ 4,
-                    let keys = UnsafeRawPointer(bitPattern: storage.load(fromByteOffset: keysOffset, as: UInt.self)),
-                    let values = UnsafeRawPointer(
-                        bitPattern: storage.load(fromByteOffset: valuesOffset, as: UInt.self))
-                else { return .unreadable }
-                let bucketCount = 1 &<< scale
-                let mask: UInt64 = bucketCount >= 64 ? ~0 : (1 &<< UInt64(truncatingIfNeeded: bucketCount)) &- 1
-                let wordCount = (bucketCount &+ 63) &>> 6
-                var word = 0
-                while word < wordCount {
-                    var bits = storage.load(fromByteOffset: bitmapOffset &+ word &* 8, as: UInt64.self) & mask
-                    while bits != 0 {
-                        let bucket = word &<< 6 | bits.trailingZeroBitCount
-                        bits &= bits &- 1
-                        let key = keys + bucket &* MemoryLayout<String>.stride
-                        let k0 = key.load(as: UInt64.self)
-                        let k1 = key.load(fromByteOffset: 8, as: UInt64.self)
-                        let same: Bool
-                        if k0 == words.0, k1 == words.1 {
-                            same = true
-                        } else if StringLayout.isSmall(k1) {
-                            same = false
-                        } else {
-                            let other = key.assumingMemoryBound(to: String.self).pointee
-                            same = other.utf8.count == name.utf8.count && other.utf8.elementsEqual(name.utf8)
-                        }
-                        if same {
-                            let value = values + bucket &* MemoryLayout<JSONValue>.stride
-                            return .found(value.assumingMemoryBound(to: JSONValue.self).pointee)
-                        }
+                var found: JSONValue?
+                let readable = walk(attributes, prefetch: false) { key, value in
+                    let k0 = key.load(as: UInt64.self)
+                    let k1 = key.load(fromByteOffset: 8, as: UInt64.self)
+                    let same: Bool
+                    if k0 == words.0, k1 == words.1 {
+                        same = true
+                    } else if StringLayout.isSmall(k1) {
+                        same = false
+                    } else {
+                        let other = key.assumingMemoryBound(to: String.self).pointee
+                        same = other.utf8.count == name.utf8.count && other.utf8.elementsEqual(name.utf8)
                     }
-                    word &+= 1
+                    if same { found = value.pointee }
+                    return !same
                 }
-                return .absent
+                guard readable else { return .unreadable }
+                return found.map(Lookup.found) ?? .absent
             }
         #else
             return .unreadable

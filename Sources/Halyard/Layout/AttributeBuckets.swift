@@ -19,14 +19,13 @@ import CHalyardAtomics
 /// The visiting order is the storage's bucket order, which is the order `for in` yields; the
 /// encoder's hash and the memo's comparison do not depend on it anyway.
 enum AttributeBuckets {
-    /// Byte offsets in `__RawDictionaryStorage` (after the 16-byte object header); internal for
-    /// ``lookup(_:smallName:_:)`` in `AttributeBuckets+Lookup.swift`.
-    static let countOffset = 16
-    static let capacityOffset = 24
-    static let scaleOffset = 32
-    static let keysOffset = 48
-    static let valuesOffset = 56
-    static let bitmapOffset = 64
+    /// Byte offsets in `__RawDictionaryStorage` (after the 16-byte object header).
+    private static let countOffset = 16
+    private static let capacityOffset = 24
+    private static let scaleOffset = 32
+    private static let keysOffset = 48
+    private static let valuesOffset = 56
+    private static let bitmapOffset = 64
 
     /// Whether ``forEach(_:_:)`` may read storage in place: ``LayoutReads`` on, the value
     /// layout's check (``JSONValueLayout/available``), and the storage layout checked on
@@ -123,12 +122,8 @@ enum AttributeBuckets {
     /// Calls `body` with a pointer to each attribute's name (a `String`) and one to its value,
     /// both in the dictionary's storage, valid only during the call, and returns true; or
     /// returns false having called nothing, when `attributes`' storage does not read as the
-    /// layout checked (its count and capacity where the layout puts them must be the
-    /// dictionary's own, its bucket count must fit that capacity, and its keys and values
-    /// pointers must be set): the caller then iterates as usual. Only when ``available``.
-    ///
-    /// Every word of the storage is loaded as an integer and becomes a pointer only after
-    /// these checks.
+    /// layout checked (``walk(_:prefetch:_:)``): the caller then iterates as usual. Only when
+    /// ``available``.
     @inline(__always)
     @discardableResult
     static func forEach(
@@ -136,37 +131,59 @@ enum AttributeBuckets {
     ) -> Bool {
         if attributes.isEmpty { return true }
         return withExtendedLifetime(attributes) { () -> Bool in
-            let storage = unsafeBitCast(attributes, to: UnsafeRawPointer.self)
-            let count = storage.load(fromByteOffset: countOffset, as: Int.self)
-            let capacity = storage.load(fromByteOffset: capacityOffset, as: Int.self)
-            let scale = Int(storage.load(fromByteOffset: scaleOffset, as: Int8.self))
-            // A bucket count at most four times the capacity (a table is at most 3/4 full).
-            guard count == attributes.count, capacity == attributes.capacity, scale > 0, scale < 48,
-                1 &<< scale >= capacity, 1 &<< scale <= 4 &* capacity &+ 4,
-                let keys = UnsafeRawPointer(bitPattern: storage.load(fromByteOffset: keysOffset, as: UInt.self)),
-                let values = UnsafeRawPointer(bitPattern: storage.load(fromByteOffset: valuesOffset, as: UInt.self))
-            else { return false }
-            let bucketCount = 1 &<< scale
+            walk(attributes, prefetch: true) { name, value in
+                body(name, value)
+                return true
+            }
+        }
+    }
+
+    /// Walks the occupied buckets of `attributes`' storage: `body` gets a pointer to each
+    /// name (a `String`) and one to its value, and returns false to stop. Returns false having
+    /// called nothing when the storage does not read as the layout checked: its count and
+    /// capacity where the layout puts them must be the dictionary's own, its bucket count must
+    /// fit that capacity, and its keys and values pointers must be set. Every word of the
+    /// storage is loaded as an integer and becomes a pointer only after these checks. The
+    /// caller keeps `attributes` alive for the walk; with `prefetch`, the first lines of keys
+    /// and values are asked for before it.
+    @inline(__always)
+    static func walk(
+        _ attributes: [String: JSONValue], prefetch: Bool,
+        _ body: (UnsafeRawPointer, UnsafePointer<JSONValue>) -> Bool
+    ) -> Bool {
+        let storage = unsafeBitCast(attributes, to: UnsafeRawPointer.self)
+        let count = storage.load(fromByteOffset: countOffset, as: Int.self)
+        let capacity = storage.load(fromByteOffset: capacityOffset, as: Int.self)
+        let scale = Int(storage.load(fromByteOffset: scaleOffset, as: Int8.self))
+        // A bucket count at most four times the capacity (a table is at most 3/4 full).
+        guard count == attributes.count, capacity == attributes.capacity, scale > 0, scale < 48,
+            1 &<< scale >= capacity, 1 &<< scale <= 4 &* capacity &+ 4,
+            let keys = UnsafeRawPointer(bitPattern: storage.load(fromByteOffset: keysOffset, as: UInt.self)),
+            let values = UnsafeRawPointer(bitPattern: storage.load(fromByteOffset: valuesOffset, as: UInt.self))
+        else { return false }
+        let bucketCount = 1 &<< scale
+        if prefetch {
             // A cold context's keys and values asked for at once (the first 16 lines of each;
             // a hint that never faults), not one miss after another as the walk reaches them.
             hal_prefetch_lines(keys, min(16, (bucketCount &* MemoryLayout<String>.stride &+ 63) &>> 6))
             hal_prefetch_lines(values, min(16, (bucketCount &* MemoryLayout<JSONValue>.stride &+ 63) &>> 6))
-            // A bucket count under 64 uses the low bits of the one word.
-            let mask: UInt64 = bucketCount >= 64 ? ~0 : (1 &<< UInt64(truncatingIfNeeded: bucketCount)) &- 1
-            let words = (bucketCount &+ 63) &>> 6
-            var word = 0
-            while word < words {
-                var bits = storage.load(fromByteOffset: bitmapOffset &+ word &* 8, as: UInt64.self) & mask
-                while bits != 0 {
-                    let bucket = word &<< 6 | bits.trailingZeroBitCount
-                    bits &= bits &- 1
-                    body(
-                        keys + bucket &* MemoryLayout<String>.stride,
-                        (values + bucket &* MemoryLayout<JSONValue>.stride).assumingMemoryBound(to: JSONValue.self))
-                }
-                word &+= 1
-            }
-            return true
         }
+        // A bucket count under 64 uses the low bits of the one word.
+        let mask: UInt64 = bucketCount >= 64 ? ~0 : (1 &<< UInt64(truncatingIfNeeded: bucketCount)) &- 1
+        let words = (bucketCount &+ 63) &>> 6
+        var word = 0
+        while word < words {
+            var bits = storage.load(fromByteOffset: bitmapOffset &+ word &* 8, as: UInt64.self) & mask
+            while bits != 0 {
+                let bucket = word &<< 6 | bits.trailingZeroBitCount
+                bits &= bits &- 1
+                let goOn = body(
+                    keys + bucket &* MemoryLayout<String>.stride,
+                    (values + bucket &* MemoryLayout<JSONValue>.stride).assumingMemoryBound(to: JSONValue.self))
+                if !goOn { return true }
+            }
+            word &+= 1
+        }
+        return true
     }
 }
