@@ -72,8 +72,16 @@ struct FractionalPlan: Sendable {
             guard !env.targetingKey.isEmpty else { return .null }
             hash = MurmurHash3.hash(env.flagKey, env.targetingKey)
         }
-        let bucket = Int64((UInt64(hash) &* UInt64(total)) >> 32)
-        for (index, end) in ends.enumerated() where bucket < end { return variants[index] }
-        return .null
+        guard let bucket = bucket(of: hash) else { return .null }
+        return variants[bucket]
+    }
+
+    /// The bucket a key's hash falls in: `(hash × total) >> 32` against the cumulative ends;
+    /// nil when the weights are all 0.
+    @inline(__always)
+    func bucket(of hash: UInt32) -> Int? {
+        let point = Int64((UInt64(hash) &* UInt64(total)) >> 32)
+        for (index, end) in ends.enumerated() where point < end { return index }
+        return nil
     }
 }

@@ -4,13 +4,14 @@
 /// are answered without building a `JSONValue` per operator (docs/definitions.md, "Evaluation
 /// cost").
 ///
-/// **Contract:** ``holds(_:)`` is `LogicCoercion.truthy(node.evaluate(.root, env))` of the node
-/// the test was compiled from (`env` built from the same inputs: ``LogicEnvironment/init(_:flagKey:timestamp:)``), errors included and
-/// thrown in the same order. Each typed case
-/// answers only the inputs whose answer it can read off directly (an attribute that is a string,
-/// a number, or absent); any other value of the attribute is handed to the compiled node it
-/// keeps (`fallback`), so an odd context costs what it cost before, never a different answer.
-/// `LogicTestTests` checks the contract on generated rules and contexts.
+/// **Contract:** ``holds(_:_:_:)`` is `LogicCoercion.truthy(node.evaluate(.root, env))` of the
+/// node the test was compiled from, `env` being
+/// ``LogicEnvironment/init(_:flagKey:timestamp:)`` of the same inputs, errors included and
+/// thrown in the same order. Each typed case answers only the inputs whose answer it can read
+/// off directly (an attribute that is a string, a number, or absent); any other value of the
+/// attribute is handed to the compiled node it keeps (`fallback`), so an odd context costs what
+/// it cost before, never a different answer. `VariantRuleTests` checks the contract on every
+/// typed shape and on generated rules and contexts.
 indirect enum LogicTest: Sendable {
     /// A condition that never reads the data (a constant, after JsonLogic's truthiness).
     case constant(Bool)
@@ -68,9 +69,8 @@ indirect enum LogicTest: Sendable {
         }
     }
 
-    /// Whether the condition holds for the context in `env` (the truthiness of the node it was
-    /// compiled from).
-    /// The inputs are passed as they are (``VariantRule/outcome(_:_:_:_:)``).
+    /// Whether the condition holds for `context` (the truthiness of the node it was compiled
+    /// from). The inputs are passed as they are (``VariantRule/outcome(_:_:_:_:)``).
     func holds(_ context: EvaluationContext, _ flagKey: String, _ timestamp: Int64) throws(LogicError) -> Bool {
         switch self {
         case .constant(let value):

@@ -12,10 +12,11 @@
 /// Anything else is the compiled ``LogicNode``, evaluated and its result looked up among the
 /// variants (``FlagDefinitions/outcome(of:variants:)``), as before.
 ///
-/// **Contract:** ``outcome(_:_:)`` is `FlagDefinitions.outcome(of: rule.evaluate(.root, env))`
-/// of the node it was compiled from (an error mapped to its failure outcome; `env` the
-/// ``LogicEnvironment/init(_:flagKey:timestamp:)`` of the inputs), for every context (`VariantRuleTests` checks it on generated
-/// rules and contexts).
+/// **Contract:** ``outcome(_:_:_:_:)`` is
+/// `FlagDefinitions.outcome(of: rule.evaluate(.root, env))` of the node it was compiled from (an
+/// error mapped to its failure outcome; `env` being ``LogicEnvironment/init(_:flagKey:timestamp:)``
+/// of the inputs), for every context (`VariantRuleTests` checks it on every typed shape and on
+/// generated rules and contexts).
 indirect enum VariantRule: Sendable {
     /// The rule's result does not depend on the context.
     case fixed(FlagDefinitions.Outcome)
@@ -34,15 +35,13 @@ indirect enum VariantRule: Sendable {
         let rule: VariantRule
     }
 
-    /// `fractional`'s buckets resolved to the flag's outcomes, and the hash of the flag key
-    /// already fed (bucketing v2 hashes the flag key followed by the targeting key).
+    /// `fractional`'s plan with its buckets resolved to the flag's outcomes, and the hash of the
+    /// flag key already fed (bucketing v2 hashes the flag key followed by the targeting key).
     struct FractionalOutcomes: Sendable {
         /// MurmurHash3 (seed 0) fed the flag key's UTF-8.
         let flagKeyHash: MurmurHash3
-        /// Each bucket's cumulative end (``FractionalPlan/ends``).
-        let ends: [Int64]
-        /// The sum of the weights.
-        let total: Int64
+        /// The buckets' weights (``FractionalPlan/bucket(of:)``).
+        let plan: FractionalPlan
         /// Each bucket's outcome (its variant looked up among the flag's).
         let outcomes: [FlagDefinitions.Outcome]
     }
@@ -71,16 +70,16 @@ indirect enum VariantRule: Sendable {
             hash.combine(utf8: flagKey)
             self = .fractional(
                 FractionalOutcomes(
-                    flagKeyHash: hash, ends: plan.ends, total: plan.total,
+                    flagKeyHash: hash, plan: plan,
                     outcomes: plan.variants.map { FlagDefinitions.outcome(of: $0, variants: variants) }))
         default:
             self = .node(node)
         }
     }
 
-    /// Which of the flag's results this rule serves for the context in `env`.
-    /// The context, the flag key and `$flagd.timestamp` are passed as they are, not gathered
-    /// in a ``LogicEnvironment``: a struct that holds them is a copy, a retain per field.
+    /// Which of the flag's results this rule serves for `context`. The context, the flag key and
+    /// `$flagd.timestamp` are passed as they are, not gathered in a ``LogicEnvironment``: a
+    /// struct that holds them is a copy, a retain per field.
     func outcome(_ context: EvaluationContext, _ flagKey: String, _ timestamp: Int64, _ variants: ExactKeyIndex)
         -> FlagDefinitions.Outcome
     {
@@ -97,15 +96,14 @@ indirect enum VariantRule: Sendable {
                 return FlagDefinitions.outcome(of: error)
             }
             return otherwise.outcome(context, flagKey, timestamp, variants)
-        case .fractional(let plan):
+        case .fractional(let fractional):
             // flagd's rule: no bucket (null) without a targeting key.
             let targetingKey = context.targetingKey
             guard !targetingKey.isEmpty else { return .nullRule }
-            var hasher = plan.flagKeyHash
+            var hasher = fractional.flagKeyHash
             hasher.combine(utf8: targetingKey)
-            let bucket = Int64((UInt64(hasher.finalize()) &* UInt64(plan.total)) >> 32)
-            for (index, end) in plan.ends.enumerated() where bucket < end { return plan.outcomes[index] }
-            return .nullRule
+            guard let bucket = fractional.plan.bucket(of: hasher.finalize()) else { return .nullRule }
+            return fractional.outcomes[bucket]
         case .node(let node):
             do {
                 let env = LogicEnvironment(context, flagKey: flagKey, timestamp: timestamp)
